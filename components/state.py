@@ -1,0 +1,81 @@
+"""Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import streamlit as st
+
+from engine.models import Dataset
+from engine.sample import SAMPLE_NAME, ensure_sample
+from engine.settings import AppSettings, SettingsError, load_settings, workspace_path
+from engine.store import DatasetInfo, Store
+
+
+@st.cache_resource(show_spinner=False)
+def _store_for(path: str) -> Store:
+    store = Store(path)
+    ensure_sample(store)
+    return store
+
+
+def settings() -> AppSettings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        st.error(f"{exc}. Using defaults.")
+        return AppSettings()
+
+
+def store() -> Store:
+    """The workspace store for the configured path (opened once, sample imported on first use)."""
+    return _store_for(str(workspace_path(settings())))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _dataset(path: str, name: str, version: int) -> Dataset:
+    return _store_for(path).load_dataset(name)
+
+
+def data_version() -> int:
+    return st.session_state.setdefault("data_version", 0)
+
+
+def bump_data_version() -> None:
+    """Call after any write, so cached reads are refreshed."""
+    st.session_state["data_version"] = data_version() + 1
+
+
+def dataset(name: str) -> Dataset:
+    s = store()
+    return _dataset(str(s.path), name, data_version())
+
+
+def datasets() -> list[DatasetInfo]:
+    return store().list_datasets()
+
+
+def selected_dataset_name() -> Optional[str]:
+    names = [d.name for d in datasets()]
+    if not names:
+        return None
+    current = st.session_state.get("dataset")
+    if current not in names:
+        current = SAMPLE_NAME if SAMPLE_NAME in names else names[0]
+        st.session_state["dataset"] = current
+    return current
+
+
+def dataset_picker(where=st.sidebar) -> Optional[str]:
+    names = [d.name for d in datasets()]
+    if not names:
+        where.info("No dataset yet: import one on the Data page.")
+        return None
+    current = selected_dataset_name()
+    choice = where.selectbox("Dataset", names, index=names.index(current), key="dataset_picker")
+    st.session_state["dataset"] = choice
+    return choice
+
+
+def workspace_label() -> str:
+    return str(workspace_path(settings()))

@@ -1,0 +1,1 @@
+"""Engine of the clinical-summary checking workbench. UI-free: never imports streamlit."""

@@ -1,0 +1,298 @@
+"""SQLite workspace: datasets, cases, notes, summaries, ratings (later: judge runs, evidence, reviews).
+
+* One file, WAL mode, foreign keys on. The schema version is ``PRAGMA user_version``; :data:`MIGRATIONS`
+  are applied in order inside a transaction each, so a workspace written by an older version is upgraded
+  in place and one written by a newer version is refused with a clear message.
+* Imports are all-or-nothing (one transaction) and idempotent: importing content whose hash was
+  already imported into that dataset changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Optional
+
+from .models import Case, Dataset, Note, Rating, Summary, content_hash
+
+
+class StoreError(Exception):
+    """A workspace operation that cannot be done; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "core tables: datasets, cases, notes, summaries, ratings", """
+        CREATE TABLE datasets (
+            dataset_id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            content_hash TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE cases (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            case_id TEXT NOT NULL,
+            target_specialty TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, case_id)
+        );
+        CREATE TABLE notes (
+            dataset_id INTEGER NOT NULL,
+            case_id TEXT NOT NULL,
+            note_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            date TEXT, note_type TEXT, author_specialty TEXT,
+            text TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, case_id, note_id),
+            FOREIGN KEY (dataset_id, case_id) REFERENCES cases(dataset_id, case_id) ON DELETE CASCADE
+        );
+        CREATE TABLE summaries (
+            dataset_id INTEGER NOT NULL,
+            summary_id TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            generator_model TEXT, quality_group TEXT, prompt_variant TEXT,
+            PRIMARY KEY (dataset_id, summary_id),
+            FOREIGN KEY (dataset_id, case_id) REFERENCES cases(dataset_id, case_id) ON DELETE CASCADE
+        );
+        CREATE TABLE ratings (
+            dataset_id INTEGER NOT NULL,
+            summary_id TEXT NOT NULL,
+            rater_id TEXT NOT NULL,
+            rater_group TEXT NOT NULL DEFAULT 'unknown',
+            item TEXT NOT NULL,
+            value REAL,
+            PRIMARY KEY (dataset_id, summary_id, rater_id, item),
+            FOREIGN KEY (dataset_id, summary_id) REFERENCES summaries(dataset_id, summary_id) ON DELETE CASCADE
+        );
+    """),
+    Migration(2, "import log (idempotent re-imports) and rating lookup index", """
+        CREATE TABLE imports (
+            import_id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            content_hash TEXT NOT NULL,
+            files TEXT NOT NULL,
+            counts TEXT NOT NULL,
+            imported_at TEXT NOT NULL,
+            UNIQUE (dataset_id, content_hash)
+        );
+        INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at)
+            SELECT dataset_id, content_hash, json_array(source), '{}', created_at FROM datasets;
+        CREATE INDEX ratings_by_rater ON ratings(dataset_id, rater_id);
+    """),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    dataset_id: int
+    name: str
+    source: str
+    created_at: str
+    n_cases: int
+    n_summaries: int
+    n_ratings: int
+    n_raters: int
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    dataset: str
+    created: bool  # a new dataset was made
+    unchanged: bool  # the same content had been imported before: nothing was written
+    counts: dict[str, int]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """A workspace file. Safe to share between threads (each operation uses its own connection)."""
+
+    def __init__(self, path: str | Path, migrate_to: Optional[int] = None):
+        self.path = Path(path).expanduser()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the workspace folder {self.path.parent}: {exc.strerror}. "
+                             "Choose another workspace path in Settings or set SUMCHECK_WORKSPACE.") from exc
+        self._lock = threading.Lock()
+        self.migrate(migrate_to)
+
+    # -- connections -------------------------------------------------------------------------------
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open workspace {self.path}: {exc}. Check the path in Settings.") from exc
+        try:
+            con.execute("PRAGMA foreign_keys = ON")
+            con.row_factory = sqlite3.Row
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self.connect() as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            else:
+                con.execute("COMMIT")
+
+    # -- schema ------------------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return con.execute("PRAGMA user_version").fetchone()[0]
+
+    def migrate(self, target: Optional[int] = None) -> list[int]:
+        """Apply pending migrations up to ``target`` (default: latest). Returns the versions applied."""
+        target = SCHEMA_VERSION if target is None else target
+        applied = []
+        with self._lock, self.connect() as con:
+            try:
+                con.execute("PRAGMA journal_mode = WAL")
+                current = con.execute("PRAGMA user_version").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path} is not a workspace database ({exc}). "
+                                 "Point the workspace setting to a new file or a valid workspace.") from exc
+            if current > SCHEMA_VERSION:
+                raise StoreError(f"workspace {self.path} has schema version {current}, newer than this program "
+                                 f"understands ({SCHEMA_VERSION}). Update the program or use another workspace.")
+            for m in MIGRATIONS:
+                if current < m.version <= target:
+                    con.execute("BEGIN IMMEDIATE")
+                    try:
+                        for stmt in _statements(m.sql):
+                            con.execute(stmt)
+                        con.execute(f"PRAGMA user_version = {m.version}")
+                    except sqlite3.Error as exc:
+                        con.execute("ROLLBACK")
+                        raise StoreError(f"migration {m.version} ({m.description}) failed: {exc}") from exc
+                    con.execute("COMMIT")
+                    applied.append(m.version)
+        return applied
+
+    def journal_mode(self) -> str:
+        with self.connect() as con:
+            return con.execute("PRAGMA journal_mode").fetchone()[0]
+
+    # -- datasets ----------------------------------------------------------------------------------
+    def list_datasets(self) -> list[DatasetInfo]:
+        with self.connect() as con:
+            rows = con.execute("""
+                SELECT d.dataset_id, d.name, d.source, d.created_at,
+                  (SELECT COUNT(*) FROM cases c WHERE c.dataset_id = d.dataset_id),
+                  (SELECT COUNT(*) FROM summaries s WHERE s.dataset_id = d.dataset_id),
+                  (SELECT COUNT(*) FROM ratings r WHERE r.dataset_id = d.dataset_id),
+                  (SELECT COUNT(DISTINCT rater_id) FROM ratings r WHERE r.dataset_id = d.dataset_id)
+                FROM datasets d ORDER BY d.created_at, d.dataset_id""").fetchall()
+        return [DatasetInfo(*r) for r in rows]
+
+    def dataset_names(self) -> list[str]:
+        return [d.name for d in self.list_datasets()]
+
+    def _dataset_id(self, con: sqlite3.Connection, name: str) -> int:
+        row = con.execute("SELECT dataset_id FROM datasets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            known = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
+            raise StoreError(f"no dataset named {name!r} in the workspace"
+                             + (f"; known: {', '.join(known)}" if known else "; import one first"))
+        return row[0]
+
+    def import_dataset(self, ds: Dataset, name: Optional[str] = None, into: Optional[str] = None,
+                       replace: bool = False, files: tuple[str, ...] = ()) -> ImportResult:
+        """Write ``ds`` in one transaction.
+
+        * ``into``: add the records to an existing dataset (e.g. more ratings); validation against that
+          dataset must have been done by the loader (``context=``).
+        * otherwise a new dataset ``name`` (default ``ds.name``). If a dataset of that name already holds
+          exactly this content, nothing is written; if it holds other content, ``replace=True`` replaces it,
+          else :class:`StoreError` is raised.
+        """
+        h = ds.content_hash()
+        counts = {"cases": len(ds.cases), "notes": sum(len(c.notes) for c in ds.cases),
+                  "summaries": len(ds.summaries), "ratings": len(ds.ratings)}
+        with self.transaction() as con:
+            if into is not None:
+                did = self._dataset_id(con, into)
+                if con.execute("SELECT 1 FROM imports WHERE dataset_id=? AND content_hash=?", (did, h)).fetchone():
+                    return ImportResult(into, False, True, counts)
+                self._insert(con, did, ds)
+                con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
+                            "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), _now()))
+                return ImportResult(into, False, False, counts)
+            name = name or ds.name
+            row = con.execute("SELECT dataset_id, content_hash FROM datasets WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                if row["content_hash"] == h and not replace:
+                    return ImportResult(name, False, True, counts)
+                if not replace:
+                    raise StoreError(f"a dataset named {name!r} already exists with different content. "
+                                     "Import under another name, or replace it (CLI --replace, or the "
+                                     "'replace' box on the Data page).")
+                con.execute("DELETE FROM datasets WHERE dataset_id = ?", (row["dataset_id"],))
+            cur = con.execute("INSERT INTO datasets (name, content_hash, source, created_at) VALUES (?,?,?,?)",
+                              (name, h, ds.source or ", ".join(files), _now()))
+            did = cur.lastrowid
+            self._insert(con, did, ds)
+            con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
+                        "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), _now()))
+            return ImportResult(name, True, False, counts)
+
+    @staticmethod
+    def _insert(con: sqlite3.Connection, did: int, ds: Dataset) -> None:
+        con.executemany("INSERT INTO cases VALUES (?,?,?)", [(did, c.case_id, c.target_specialty) for c in ds.cases])
+        con.executemany("INSERT INTO notes VALUES (?,?,?,?,?,?,?,?)",
+                        [(did, c.case_id, n.note_id, i, n.date, n.note_type, n.author_specialty, n.text)
+                         for c in ds.cases for i, n in enumerate(c.notes)])
+        con.executemany("INSERT INTO summaries VALUES (?,?,?,?,?,?,?)",
+                        [(did, s.summary_id, s.case_id, s.text, s.generator_model, s.quality_group, s.prompt_variant)
+                         for s in ds.summaries])
+        con.executemany("INSERT INTO ratings VALUES (?,?,?,?,?,?)",
+                        [(did, r.summary_id, r.rater_id, r.rater_group, r.item, r.value) for r in ds.ratings])
+
+    def delete_dataset(self, name: str) -> None:
+        with self.transaction() as con:
+            did = self._dataset_id(con, name)
+            con.execute("DELETE FROM datasets WHERE dataset_id = ?", (did,))
+
+    def load_dataset(self, name: str) -> Dataset:
+        with self.connect() as con:
+            did = self._dataset_id(con, name)
+            src = con.execute("SELECT source FROM datasets WHERE dataset_id=?", (did,)).fetchone()[0]
+            notes: dict[str, list[Note]] = {}
+            for r in con.execute("SELECT case_id, note_id, date, note_type, author_specialty, text FROM notes "
+                                 "WHERE dataset_id=? ORDER BY case_id, position", (did,)):
+                notes.setdefault(r[0], []).append(Note(r[1], r[5], r[2], r[3], r[4]))
+            cases = [Case(r[0], r[1], tuple(notes.get(r[0], ())))
+                     for r in con.execute("SELECT case_id, target_specialty FROM cases WHERE dataset_id=? "
+                                          "ORDER BY case_id", (did,))]
+            summaries = [Summary(*r) for r in con.execute(
+                "SELECT summary_id, case_id, text, generator_model, quality_group, prompt_variant FROM summaries "
+                "WHERE dataset_id=? ORDER BY case_id, summary_id", (did,))]
+            ratings = [Rating(r[0], r[1], r[2], r[3], r[4]) for r in con.execute(
+                "SELECT summary_id, rater_id, item, value, rater_group FROM ratings WHERE dataset_id=? "
+                "ORDER BY summary_id, rater_id, item", (did,))]
+        return Dataset(name=name, cases=cases, summaries=summaries, ratings=ratings, source=src)
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,0 +1,34 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SAMPLE = ROOT / "sample_data"
+BUNDLE = SAMPLE / "pdsqi_sample"
+FORMATS = SAMPLE / "formats"
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path, monkeypatch):
+    """Every test gets its own workspace and settings file: the user's are never touched."""
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(tmp_path / "ws" / "workspace.sqlite"))
+    monkeypatch.setenv("SUMCHECK_CONFIG", str(tmp_path / "cfg" / "settings.json"))
+    yield
+
+
+@pytest.fixture
+def store(tmp_path):
+    from engine.store import Store
+
+    return Store(tmp_path / "store.sqlite")
+
+
+@pytest.fixture
+def bundle_files():
+    return sorted(str(p) for p in BUNDLE.glob("*.csv"))
