@@ -11,12 +11,12 @@ import streamlit as st  # noqa: E402
 
 from components import state  # noqa: E402
 
-st.set_page_config(page_title="SumCheck · clinical summary workbench", page_icon="🩺", layout="wide")
+st.set_page_config(page_title="SumCheck · clinical summary workbench", page_icon=":material/stethoscope:", layout="wide")
 
 pages = {
-    "Review": [st.Page("pages/case.py", title="Case", icon="📄", default=True)],
-    "Setup": [st.Page("pages/data.py", title="Data", icon="🗂️"),
-              st.Page("pages/settings.py", title="Settings", icon="⚙️")],
+    "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:", default=True)],
+    "Setup": [st.Page("pages/data.py", title="Data", icon=":material/database:"),
+              st.Page("pages/settings.py", title="Settings", icon=":material/settings:")],
 }
 nav = st.navigation(pages)
 try:

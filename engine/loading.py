@@ -276,10 +276,9 @@ def _check_columns(report: ValidationReport, fname: str, header: Sequence[str], 
 
 
 def _detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
-    stem = path.stem.lower()
-    for table in TABLE_COLUMNS:
-        if stem == table or stem.endswith("_" + table) or stem.endswith("-" + table):
-            return table
+    """Which table a CSV/JSONL file holds: by its columns first, then by its exact file name.
+
+    Returns None for a wide ratings export (one column per item)."""
     cols = set(header)
     if set(DIALOGUE_COLUMNS) <= cols:
         return "dialogue"
@@ -291,6 +290,11 @@ def _detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
         return "notes"
     if {"case_id", "target_specialty"} <= cols and "text" not in cols:
         return "cases"
+    stem = path.stem.lower()
+    if stem in TABLE_COLUMNS:
+        if stem == "ratings" and RatingsMapping.guess(header).items:
+            return None  # a wide export that happens to be called ratings.csv
+        return stem  # a bundle table with missing columns: reported against that table
     return None
 
 
