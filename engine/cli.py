@@ -100,6 +100,101 @@ def cmd_model(args) -> int:
     return 0
 
 
+def _resolve_dataset(store: Store, target: str, args):
+    """A dataset name in the workspace, or a path that is validated and imported (idempotently) first."""
+    if target in store.dataset_names():
+        return store.load_dataset(target), target
+    if not Path(target).exists():
+        raise StoreError(f"{target!r} is neither a dataset in the workspace ({', '.join(store.dataset_names()) or 'none'}) "
+                         "nor an existing file or folder")
+    ds, _ = load_paths([target], _options(args))
+    res = store.import_dataset(ds, files=(target,))
+    if not res.unchanged:
+        print(f"imported {target} as dataset {res.dataset!r}", file=sys.stderr)
+    return store.load_dataset(res.dataset), res.dataset
+
+
+def cmd_judge(args) -> int:
+    import time
+
+    from .backends import BackendError, OpenAIHTTPBackend
+    from .judge import Judge, JudgeParams, open_llama_backend, run_batch
+    from .ratings import medians
+
+    store = _store(args)
+    try:
+        ds, name = _resolve_dataset(store, args.target, args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    settings = load_settings()
+    params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
+                         temperature=args.temperature, trim=args.trim)
+    params.validate()
+    n_ctx = args.ctx or settings.n_ctx
+    try:
+        if args.endpoint:
+            backend, sha = OpenAIHTTPBackend(args.endpoint, model=args.endpoint_model or "", n_ctx=n_ctx), None
+        else:
+            backend, sha = open_llama_backend(args.model or settings.model_path, n_ctx=n_ctx,
+                                              n_threads=args.threads or settings.n_threads,
+                                              n_gpu_layers=settings.n_gpu_layers if args.gpu_layers is None
+                                              else args.gpu_layers, store=store)
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    judge = Judge(backend, sha, params)
+    ids = args.summary or [s.summary_id for s in ds.summaries]
+    unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
+    if unknown:
+        print(f"error: unknown summary id(s) {', '.join(unknown)} in dataset {name!r}", file=sys.stderr)
+        return 1
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    counts = {"scored": 0, "unscored": 0, "refused": 0, "cached": 0}
+    dec_tok = dec_s = 0.0
+    t0 = time.perf_counter()
+
+    def emit(obj):
+        line = json.dumps(obj)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    def progress(p):
+        if not args.quiet:
+            print(f"[{p.done}/{p.total}] {p.summary_id}: {p.message} {p.sample}/{p.n_samples}", file=sys.stderr)
+
+    try:
+        for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress):
+            counts[r.status] += 1
+            counts["cached"] += int(r.from_cache)
+            if not r.from_cache:
+                dec_tok += r.timing.decode_tokens
+                dec_s += r.timing.decode_seconds
+            human = medians(x for x in ds.ratings_for(r.summary_id) if x.rater_group != "llm")
+            emit({"summary_id": r.summary_id, "case_id": r.case_id, "status": r.status, "reason": r.reason,
+                  "items": {k: {"median": v.median, "na": v.is_na, "spread": v.spread, "expected": v.expected,
+                                "samples": v.values} for k, v in r.items.items()},
+                  "human_median": human, "prompt_tokens": r.timing.prompt_tokens,
+                  "decode_tokens": r.timing.decode_tokens, "prompt_tps": r.timing.prompt_tps,
+                  "decode_tps": r.timing.decode_tps, "seconds": r.timing.total_seconds, "from_cache": r.from_cache,
+                  "model_file": r.provenance.model_file, "model_sha256": r.provenance.model_sha256,
+                  "prompt_version": r.provenance.prompt_version, "cache_key": r.cache_key})
+    except BackendError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        elapsed = time.perf_counter() - t0
+    n = sum(counts[k] for k in ("scored", "unscored", "refused"))
+    emit({"summary": True, "dataset": name, "n": n, **counts, "seconds": round(elapsed, 2),
+          "summaries_per_minute": round(60 * n / elapsed, 2) if elapsed > 0 else None,
+          "decode_tokens_per_second": round(dec_tok / dec_s, 2) if dec_s else None})
+    if out:
+        out.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
     p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
@@ -133,6 +228,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.set_defaults(func=cmd_sample)
+
+    sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import and judge")
+    sp.add_argument("--model", help="GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    sp.add_argument("--samples", type=int, default=7, help="self-consistency samples (median), default 7")
+    sp.add_argument("--shots", type=int, default=0, choices=(0, 1, 3, 5), help="few-shot examples")
+    sp.add_argument("--explain", action="store_true", help="ask for a one-sentence reason per item")
+    sp.add_argument("--temperature", type=float, default=0.7)
+    sp.add_argument("--seed", type=int, default=1234)
+    sp.add_argument("--trim", action="store_true", help="drop the oldest notes when the prompt is too long")
+    sp.add_argument("--ctx", type=int, default=0, help="context size (default: the setting)")
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--gpu-layers", type=int, default=None)
+    sp.add_argument("--summary", action="append", help="judge only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sp.add_argument("--mapping", help=argparse.SUPPRESS)
+    sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    sp.set_defaults(func=cmd_judge)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")

@@ -91,6 +91,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX ratings_by_rater ON ratings(dataset_id, rater_id);
     """),
 )
+MIGRATIONS += (
+    Migration(3, "judge results (cache-keyed, with provenance) and model file hashes", """
+        CREATE TABLE judge_results (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            cache_key TEXT NOT NULL,
+            summary_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            model_file TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, cache_key)
+        );
+        CREATE INDEX judge_results_by_summary ON judge_results(dataset_id, summary_id, created_at);
+        CREATE TABLE model_hashes (
+            path TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL, sha256 TEXT NOT NULL,
+            PRIMARY KEY (path, size, mtime)
+        );
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -292,6 +312,50 @@ class Store:
                 "SELECT summary_id, rater_id, item, value, rater_group FROM ratings WHERE dataset_id=? "
                 "ORDER BY summary_id, rater_id, item", (did,))]
         return Dataset(name=name, cases=cases, summaries=summaries, ratings=ratings, source=src)
+
+
+    # -- judge results -----------------------------------------------------------------------------
+    def get_judge_result(self, dataset: str, cache_key: str) -> Optional[str]:
+        with self.connect() as con:
+            did = self._dataset_id(con, dataset)
+            row = con.execute("SELECT result FROM judge_results WHERE dataset_id=? AND cache_key=?",
+                              (did, cache_key)).fetchone()
+        return row[0] if row else None
+
+    def put_judge_result(self, dataset: str, result) -> None:
+        """Store a :class:`engine.judge.JudgeResult` (replacing one with the same cache key)."""
+        with self.transaction() as con:
+            did = self._dataset_id(con, dataset)
+            con.execute("INSERT OR REPLACE INTO judge_results VALUES (?,?,?,?,?,?,?,?)",
+                        (did, result.cache_key, result.summary_id, result.status,
+                         result.provenance.prompt_version, result.provenance.model_file, result.created_at,
+                         result.to_json()))
+
+    def judge_results(self, dataset: str, latest_only: bool = True) -> list[str]:
+        """Stored results (JSON), newest first; with ``latest_only`` one per summary."""
+        with self.connect() as con:
+            did = self._dataset_id(con, dataset)
+            rows = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? "
+                               "ORDER BY created_at DESC, rowid DESC", (did,)).fetchall()
+        out, seen = [], set()
+        for sid, res in rows:
+            if latest_only and sid in seen:
+                continue
+            seen.add(sid)
+            out.append(res)
+        return out
+
+    def cached_model_hash(self, path: Path, compute) -> str:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime)
+        with self.connect() as con:
+            row = con.execute("SELECT sha256 FROM model_hashes WHERE path=? AND size=? AND mtime=?", key).fetchone()
+        if row:
+            return row[0]
+        digest = compute(path)
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", (*key, digest))
+        return digest
 
 
 def _statements(sql: str) -> list[str]:
