@@ -14,7 +14,8 @@ from components import state  # noqa: E402
 st.set_page_config(page_title="SumCheck · clinical summary workbench", page_icon=":material/stethoscope:", layout="wide")
 
 pages = {
-    "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:", default=True)],
+    "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:", default=True),
+               st.Page("pages/judge.py", title="Judge", icon=":material/gavel:")],
     "Setup": [st.Page("pages/data.py", title="Data", icon=":material/database:"),
               st.Page("pages/settings.py", title="Settings", icon=":material/settings:")],
 }

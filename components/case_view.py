@@ -48,5 +48,5 @@ def render_score_table(rows: list[dict]) -> None:
     if not rows:
         st.info("No human ratings for this summary.")
         return
-    st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed).")

@@ -8,7 +8,7 @@ import streamlit as st
 def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict]) -> None:
     """files: {file, format}; issues: {severity, file, row, field, message, fix}."""
     if files:
-        st.dataframe(pd.DataFrame(files), hide_index=True, use_container_width=True)
+        st.dataframe(pd.DataFrame(files), hide_index=True, width="stretch")
     if counts:
         st.caption("Found: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     n_err = sum(1 for i in issues if i["severity"] == "error")
@@ -17,11 +17,11 @@ def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict])
     else:
         st.error(f"{n_err} error(s): nothing was imported. Each row below names the file, row and field.")
     if issues:
-        st.dataframe(pd.DataFrame(issues), hide_index=True, use_container_width=True)
+        st.dataframe(pd.DataFrame(issues), hide_index=True, width="stretch")
 
 
 def render_datasets(rows: list[dict]) -> None:
     if not rows:
         st.info("The workspace has no dataset yet.")
         return
-    st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -79,3 +79,16 @@ def dataset_picker(where=st.sidebar) -> Optional[str]:
 
 def workspace_label() -> str:
     return str(workspace_path(settings()))
+
+
+@st.cache_resource(max_entries=1, show_spinner="Loading the judge model…")
+def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int):
+    from engine.judge import open_llama_backend
+
+    return open_llama_backend(model_path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
+                              store=store())
+
+
+def judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int):
+    """The loaded llama.cpp backend and the model's sha256 (loaded once per model and settings)."""
+    return _judge_backend(model_path, int(n_ctx), int(n_threads), int(n_gpu_layers))

@@ -104,6 +104,11 @@ class LlamaCppBackend:
         except ImportError as exc:  # pragma: no cover - installed by requirements
             raise BackendError("llama-cpp-python is not installed; run 'make install'") from exc
         self._llama_cpp = llama_cpp
+        if not os.environ.get("SUMCHECK_LLAMA_LOG"):  # llama.cpp's load chatter is noise for users
+            import logging
+
+            llama_cpp.llama_cpp  # noqa: B018 - the logger module is set up on import
+            logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL + 1)
         threads = n_threads or max(1, (os.cpu_count() or 2))
         try:
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=int(n_ctx), n_threads=threads,

@@ -59,7 +59,7 @@ if wide:
                           {"field": "rater id", "column": guess.rater_col or "(none)"},
                           {"field": "rater group", "column": guess.rater_group_col or "(none)"}]
                          + [{"field": it.key, "column": guess.items.get(it.key, "(none)")} for it in ITEMS])
-    edited = st.data_editor(table, hide_index=True, disabled=["field"], use_container_width=True,
+    edited = st.data_editor(table, hide_index=True, disabled=["field"], width="stretch",
                             column_config={"column": st.column_config.SelectboxColumn(options=opts)})
     ignore = st.multiselect("Columns to ignore", header)
     col = {r["field"]: ("" if r["column"] == "(none)" else r["column"]) for r in edited.to_dict("records")}

@@ -77,3 +77,29 @@ def test_settings_page_rejects_bad_model_and_saves_good(tmp_path):
     assert any("Saved" in s.value for s in at.success)
     from engine.settings import config_path
     assert json.loads(config_path().read_text())["n_ctx"] == 4096
+
+
+def test_judge_page_runs_real_model_on_sample_summary():
+    at = _run("pages/judge.py")
+    assert any("smoke-test" in w.value for w in at.warning)
+    assert any("Not judged yet" in i.value for i in at.info)
+    at.number_input[0].set_value(1)
+    at.button[0].click().run(timeout=300)  # the form's "Run judge"
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Scored" in s.value for s in at.success), [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(table["item"])[:3] == ["Cited", "Accurate", "Thorough"]
+    assert table["human median"].astype(str).str.len().gt(0).all()
+
+
+def test_judge_page_bad_model_path_keeps_running(tmp_path):
+    from engine.settings import AppSettings, config_path
+    import dataclasses
+    bad = tmp_path / "corrupt.gguf"
+    bad.write_bytes(b"not a model at all")
+    config_path().parent.mkdir(parents=True, exist_ok=True)
+    config_path().write_text(json.dumps(dataclasses.asdict(AppSettings(model_path=str(bad)))))
+    at = _run("pages/judge.py")
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("not a GGUF model" in e.value for e in at.error)

@@ -1,0 +1,114 @@
+"""Judge page: grade one summary or a whole dataset with the PDSQI-9 LLM judge; compare with the raters."""
+from dataclasses import asdict
+
+import streamlit as st
+
+from components import judge_view, state
+from engine.backends import BackendError
+from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
+from engine.modelfiles import EMBEDDED_MODEL_LABEL
+from engine.ratings import medians
+from engine.rubric import ITEMS, format_value
+
+st.title("Judge")
+name = state.dataset_picker()
+if name is None:
+    st.stop()
+try:
+    ds = state.dataset(name)
+except Exception as exc:
+    st.error(f"Could not load dataset {name!r}: {exc}")
+    st.stop()
+cfg = state.settings()
+if not cfg.model_path:
+    st.warning(f"Model: **{EMBEDDED_MODEL_LABEL}** — a smoke-test-sized model. It proves the pipeline runs; its "
+               "grades are not clinically meaningful. Point to a real GGUF (e.g. Llama 3.1 8B Instruct Q4_K_M) "
+               "on the Settings page.")
+else:
+    st.caption(f"Model: `{cfg.model_path}` · context {cfg.n_ctx} · GPU layers {cfg.n_gpu_layers}")
+
+case_ids = [c.case_id for c in ds.cases]
+default = st.session_state.get("case_id")
+case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
+st.session_state["case_id"] = case_id
+sids = [s.summary_id for s in ds.summaries_for(case_id)]
+if not sids:
+    st.info("This case has no summary.")
+    st.stop()
+sid = st.sidebar.radio("Summary", sids)
+
+with st.form("judge_params"):
+    c1, c2, c3, c4 = st.columns(4)
+    n_samples = c1.number_input("Samples (median of)", 1, 15, 7)
+    shots = c2.selectbox("Few-shot examples", [0, 1, 3, 5])
+    temperature = c3.number_input("Temperature (samples 2…N)", 0.0, 1.5, 0.7, step=0.1)
+    scope = c4.radio("Run on", ["This summary", "Whole dataset"])
+    explain = st.checkbox("One-sentence explanation per item (slower)")
+    trim = st.checkbox("If the notes do not fit the context, drop the oldest notes (else the case is refused)")
+    run = st.form_submit_button("Run judge", type="primary")
+
+params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature),
+                     explain=explain, trim=trim)
+store = state.store()
+
+if run:
+    try:
+        backend, sha = state.judge_backend(cfg.model_path, cfg.n_ctx, cfg.n_threads, cfg.n_gpu_layers)
+    except BackendError as exc:
+        st.error(f"The model could not be loaded: {exc}")
+        st.stop()
+    judge = Judge(backend, sha, params)
+    ids = [sid] if scope == "This summary" else [s.summary_id for s in ds.summaries]
+    st.button("Cancel", help="Stops after the current sample; finished summaries are kept and a new run resumes.")
+    bar = st.progress(0.0, text="Loading…")
+
+    def progress(p):
+        frac = (p.done + p.sample / max(p.n_samples, 1)) / max(p.total, 1)
+        bar.progress(min(frac, 1.0), text=f"{p.summary_id}: {p.message} · sample {p.sample}/{p.n_samples} · "
+                                          f"summary {min(p.done + 1, p.total)}/{p.total}")
+
+    try:
+        results = list(run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress))
+    except (BackendError, ValueError) as exc:
+        st.error(str(exc))
+    else:
+        bar.progress(1.0, text=f"Done: {len(results)} summaries "
+                               f"({sum(r.from_cache for r in results)} from the cache).")
+        state.bump_data_version()
+
+# ---- the selected summary's latest result
+stored = {r.summary_id: r for r in (JudgeResult.from_json(x) for x in store.judge_results(name))}
+st.markdown(f"#### {sid}")
+res = stored.get(sid)
+if res is None:
+    st.info("Not judged yet: press **Run judge**.")
+else:
+    judge_view.render_status(res.status, res.reason, res.from_cache)
+    human = medians(r for r in ds.ratings_for(sid) if r.rater_group != "llm")
+    rows = []
+    for item in ITEMS:
+        sc = res.items.get(item.key)
+        if sc is None:
+            continue
+        llm = "NA" if sc.is_na else ("" if sc.median is None else f"{sc.median:g}")
+        hm = human.get(item.key, "")
+        hm_txt = "" if item.key not in human else format_value(item, hm) if hm is None else f"{hm:g}"
+        diff = (sc.median - hm) if (sc.median is not None and isinstance(hm, float)) else None
+        rows.append({"item": item.label, "LLM median": llm,
+                     "spread": "" if sc.spread is None else f"{sc.spread:g}",
+                     "expected": "" if sc.expected is None else f"{sc.expected:.2f}",
+                     "human median": hm_txt, "LLM − human": "" if diff is None else f"{diff:+g}"})
+    if rows:
+        judge_view.render_item_table(rows)
+    judge_view.render_explanations({k: v.explanation for k, v in res.items.items() if v.explanation})
+    judge_view.render_samples([asdict(s) for s in res.samples])
+    judge_view.render_provenance(asdict(res.provenance), {**asdict(res.timing),
+                                                         "prompt_tokens_per_s": res.timing.prompt_tps,
+                                                         "decode_tokens_per_s": res.timing.decode_tps})
+
+st.markdown("#### All judged summaries in this dataset")
+judge_view.render_dataset_results([
+    {"summary": r.summary_id, "status": r.status, **{i.label: ("NA" if r.items[i.key].is_na else r.items[i.key].median)
+                                                     for i in ITEMS if i.key in r.items},
+     "model": r.provenance.model_file, "judged": r.created_at}
+    for r in stored.values()])
