@@ -111,6 +111,25 @@ MIGRATIONS += (
         );
     """),
 )
+MIGRATIONS += (
+    Migration(4, "LLM step cache and evidence results (MED-OMIT)", """
+        CREATE TABLE llm_steps (
+            key TEXT PRIMARY KEY, step TEXT NOT NULL, model_id TEXT NOT NULL, created_at TEXT NOT NULL,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE evidence_results (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            method TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            summary_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, method, cache_key)
+        );
+        CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -357,6 +376,38 @@ class Store:
             con.execute("INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", (*key, digest))
         return digest
 
+
+    # -- LLM step cache and evidence results -------------------------------------------------------
+    def get_llm_step(self, key: str) -> Optional[str]:
+        with self.connect() as con:
+            row = con.execute("SELECT value FROM llm_steps WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put_llm_step(self, key: str, step: str, model_id: str, value: str) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO llm_steps VALUES (?,?,?,?,?)", (key, step, model_id, _now(), value))
+
+    def put_evidence(self, dataset: str, method: str, cache_key: str, summary_id: str, status: str,
+                     result_json: str) -> None:
+        with self.transaction() as con:
+            did = self._dataset_id(con, dataset)
+            con.execute("INSERT OR REPLACE INTO evidence_results VALUES (?,?,?,?,?,?,?)",
+                        (did, method, cache_key, summary_id, status, _now(), result_json))
+
+    def get_evidence(self, dataset: str, method: str, cache_key: str) -> Optional[str]:
+        with self.connect() as con:
+            did = self._dataset_id(con, dataset)
+            row = con.execute("SELECT result FROM evidence_results WHERE dataset_id=? AND method=? AND cache_key=?",
+                              (did, method, cache_key)).fetchone()
+        return row[0] if row else None
+
+    def evidence_results(self, dataset: str, method: str) -> dict[str, str]:
+        """Latest stored result per summary for a method: summary id -> JSON."""
+        with self.connect() as con:
+            did = self._dataset_id(con, dataset)
+            rows = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? "
+                               "ORDER BY created_at, rowid", (did, method)).fetchall()
+        return {sid: res for sid, res in rows}
 
 def _statements(sql: str) -> list[str]:
     return [s.strip() for s in sql.split(";") if s.strip()]
