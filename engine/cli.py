@@ -195,6 +195,78 @@ def cmd_judge(args) -> int:
     return 0
 
 
+def _open_backend(args, store):
+    from .backends import OpenAIHTTPBackend
+    from .judge import open_llama_backend
+
+    settings = load_settings()
+    n_ctx = getattr(args, "ctx", 0) or settings.n_ctx
+    if getattr(args, "endpoint", None):
+        return OpenAIHTTPBackend(args.endpoint, model=args.endpoint_model or "", n_ctx=n_ctx), None
+    return open_llama_backend(getattr(args, "model", None) or settings.model_path, n_ctx=n_ctx,
+                              n_threads=getattr(args, "threads", 0) or settings.n_threads,
+                              n_gpu_layers=settings.n_gpu_layers, store=store)
+
+
+def cmd_omissions(args) -> int:
+    from .backends import BackendError
+
+    store = _store(args)
+    try:
+        ds, name = _resolve_dataset(store, args.target, args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    ids = args.summary or [s.summary_id for s in ds.summaries]
+    unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
+    if unknown:
+        print(f"error: unknown summary id(s) {', '.join(unknown)} in dataset {name!r}", file=sys.stderr)
+        return 1
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+
+    def emit(obj):
+        line = json.dumps(obj)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+
+    if args.method == "medomit":
+        from .medomit import MedOmit, run_medomit
+
+        try:
+            backend, sha = _open_backend(args, store)
+        except BackendError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
+        prog = (lambda d, t, sid, m: None) if args.quiet else (
+            lambda d, t, sid, m: print(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
+        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
+            case = ds.case(r.case_id)
+            emit({"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
+                  "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
+                  "omitted": [{"fact_id": s.fact_id, "fact": r.fact(s.fact_id).text, "weight": s.score,
+                               "importance": s.importance, "uniqueness": s.uniqueness,
+                               "note_id": r.fact(s.fact_id).note_id, "start": r.fact(s.fact_id).start,
+                               "end": r.fact(s.fact_id).end, "link": r.fact(s.fact_id).link,
+                               "source_text": (case.note(r.fact(s.fact_id).note_id).text[
+                                   r.fact(s.fact_id).start:r.fact(s.fact_id).end]
+                                   if r.fact(s.fact_id).start is not None else None),
+                               "explanation": s.explanation} for s in r.omitted],
+                  "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
+                  "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None})
+    else:
+        return cmd_omissions_kde(args, ds, name, ids, emit)
+    if out:
+        out.close()
+    return 0
+
+
+def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
+    print("error: the kde method is not available yet", file=sys.stderr)
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
     p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
@@ -250,6 +322,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
     sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
     sp.set_defaults(func=cmd_judge)
+
+    sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--method", choices=("medomit", "kde"), default="medomit")
+    sp.add_argument("--model", help="GGUF file for MED-OMIT (default: the configured model)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    sp.add_argument("--ctx", type=int, default=0)
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--quiet", action="store_true")
+    sp.add_argument("--mapping", help=argparse.SUPPRESS)
+    sp.add_argument("--specialty", default="Unspecified")
+    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    sp.set_defaults(func=cmd_omissions)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")

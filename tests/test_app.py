@@ -103,3 +103,38 @@ def test_judge_page_bad_model_path_keeps_running(tmp_path):
     at.button[0].click().run()
     assert not at.exception
     assert any("not a GGUF model" in e.value for e in at.error)
+
+
+def _seed_medomit(name="sample"):
+    """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
+    from components import state as app_state
+    from engine.medomit import MedOmit, run_medomit
+    from test_medomit import ScriptedBackend
+    from engine.models import Dataset
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    ds = store.load_dataset(name)
+    sid = ds.summaries[0].summary_id
+    list(run_medomit(MedOmit(ScriptedBackend(), "scripted"), ds, [sid], store=store, dataset_name=name))
+    return sid
+
+
+def test_case_page_shows_stored_medomit_result():
+    _seed_medomit()
+    at = _run("pages/case.py")
+    labels = [r.options for r in at.radio if r.label.startswith("Omitted facts")]
+    assert labels, "the omitted-fact list is shown"
+    assert any("MED-OMIT weight" in m.label for m in at.metric)
+    assert any("<mark" in m.value for m in at.markdown)  # the fact's span highlighted in its note
+
+
+def test_evidence_page_lists_summaries():
+    _seed_medomit()
+    at = _run("pages/evidence.py")
+    df = at.dataframe[0].value
+    assert len(df) == 36 and "MED-OMIT weight" in df.columns
+    assert (df["status"] != "not run").sum() == 1
