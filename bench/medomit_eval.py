@@ -1,0 +1,152 @@
+"""MED-OMIT evaluation on the sample data's ground-truth manifest.
+
+For every summary: the manifest's *dropped facts* (pertinent facts the summary left out) should be reported as
+omitted; the pertinent facts that *other* summaries of the same case dropped but this summary states (all their
+key terms are in its text) should not be. A reported omitted fact matches a manifest fact when its linked source
+span overlaps the manifest's source span, or its text contains one of the manifest's key terms.
+
+Two pipelines are measured with the same code path (fact linking, scoring, aggregation):
+  * model   — every LLM step answered by the configured model (default: the embedded Gemma 3 270M);
+  * oracle  — every LLM step answered from the manifest's truth (facts = the manifest's pertinent facts, all
+              "critical", no DDx clusters, omitted iff a key term is missing from the summary): the pipeline's
+              upper bound.
+Usage: python bench/medomit_eval.py [--oracle-only] [--cases N] [--ctx 8192]
+"""
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine.backends import Generation  # noqa: E402
+from engine.loading import load_paths  # noqa: E402
+from engine.medomit import MedOmit, run_medomit  # noqa: E402
+from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
+from engine.store import Store  # noqa: E402
+
+
+def pertinent_facts(manifest: dict, case_id: str) -> list[dict]:
+    out, seen = [], set()
+    for sid, e in manifest["summaries"].items():
+        if e["case_id"] != case_id:
+            continue
+        for d in e["defects"]:
+            if d["type"] == "dropped_fact" and d["source_span"] not in seen:
+                seen.add(d["source_span"])
+                out.append(d)
+    return out
+
+
+class OracleBackend:
+    """Answers each MED-OMIT step from the manifest (upper bound of the pipeline)."""
+
+    name = "oracle"
+    n_ctx = 1_000_000
+
+    def __init__(self, manifest, ds):
+        self.manifest, self.ds = manifest, ds
+        self.by_text = {}
+
+    def describe(self):
+        return {"backend": "oracle", "model_file": "manifest truth"}
+
+    def render(self, messages):
+        return "\n".join(m["content"] for m in messages)
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
+        props = schema["properties"]
+        if "facts" in props:
+            nid = re.findall(r'<note id="([^"]+)">', prompt)[-1]
+            note_text = prompt.split(f'<note id="{nid}">\n', 2)[-1].split("\n</note>")[0]
+            case = next(c for c in self.ds.cases if any(n.text == note_text for n in c.notes))
+            facts = [d for d in pertinent_facts(self.manifest, case.case_id) if d["note_id"] == nid]
+            for d in facts:
+                self.by_text[d["source_span"]] = d
+            out = {"facts": [{"fact": d["source_span"], "quote": d["source_span"]} for d in facts]}
+        elif "diagnoses" in props:
+            out = {"diagnoses": [{"name": "(no DDx in the manifest)", "likelihood": "possible", "reason": "-"}]}
+        elif "clusters" in props:
+            out = {"clusters": []}
+        elif all("enum" in v and "critical" in v["enum"] for v in props.values()):
+            out = {k: "critical" for k in props}
+        else:
+            summary = prompt.split("<summary>\n", 1)[1].split("\n</summary>")[0].lower()
+            lines = dict(re.findall(r"^(F\d+): (.*)$", prompt, flags=re.M))
+            out = {}
+            for fid in props:
+                d = self.by_text[lines[fid]]
+                gone = any(k.lower() not in summary for k in d["key_terms"])
+                out[fid] = {"status": "omitted" if gone else "present", "explanation": "manifest key term check"}
+        return Generation(json.dumps(out), 0, 0, 0.0, 0.0, "stop")
+
+
+def matches(fact, res, d, case) -> bool:
+    f = res.fact(fact.fact_id)
+    if f.note_id == d["note_id"] and f.start is not None:
+        text = case.note(d["note_id"]).text
+        s = text.find(d["source_span"])
+        if s >= 0 and f.start < s + len(d["source_span"]) and s < f.end:
+            return True
+    return any(k.lower() in f.text.lower() for k in d["key_terms"])
+
+
+def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path):
+    store = Store(store_path)
+    store.import_dataset(ds, name="eval")
+    mo = MedOmit(backend, model_id, cache=store)
+    dropped = detected = present = false_reports = incomplete = 0
+    weights = []
+    t0 = time.perf_counter()
+    sids = [s.summary_id for s in ds.summaries if s.case_id in case_ids]
+    for res in run_medomit(mo, ds, sids, store=store, dataset_name="eval"):
+        case = ds.case(res.case_id)
+        summary_text = ds.summary(res.summary_id).text.lower()
+        own = [d for d in manifest["summaries"][res.summary_id]["defects"] if d["type"] == "dropped_fact"]
+        others = [d for d in pertinent_facts(manifest, res.case_id)
+                  if d not in own and all(k.lower() in summary_text for k in d["key_terms"])]
+        dropped += len(own)
+        present += len(others)
+        if res.status != "complete":
+            incomplete += 1
+            continue
+        for d in own:
+            hits = [s for s in res.omitted if matches(s, res, d, case)]
+            if hits:
+                detected += 1
+                weights.append(max(s.score for s in hits))
+        false_reports += sum(1 for d in others if any(matches(s, res, d, case) for s in res.omitted))
+    secs = time.perf_counter() - t0
+    print(f"[{label}] {len(sids)} summaries in {secs:.0f} s; incomplete runs: {incomplete}")
+    print(f"[{label}] injected dropped facts reported as omitted: {detected}/{dropped} "
+          f"({detected / dropped:.0%})" + (f"; their weights: mean {sum(weights) / len(weights):.2f}, "
+                                            f"values {sorted(set(weights))}" if weights else ""))
+    print(f"[{label}] present pertinent facts wrongly reported as omitted: {false_reports}/{present} "
+          f"({false_reports / present:.0%})" if present else f"[{label}] no present pertinent facts to test")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--oracle-only", action="store_true")
+    ap.add_argument("--cases", type=int, default=0, help="only the first N cases (0 = all)")
+    ap.add_argument("--ctx", type=int, default=8192)
+    args = ap.parse_args()
+    ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
+    manifest = load_manifest()
+    case_ids = [c.case_id for c in ds.cases][: args.cases or None]
+    with tempfile.TemporaryDirectory() as tmp:
+        evaluate("oracle", OracleBackend(manifest, ds), "oracle", ds, manifest, case_ids, Path(tmp) / "o.sqlite")
+        if not args.oracle_only:
+            from engine.judge import open_llama_backend
+            be, sha = open_llama_backend("", n_ctx=args.ctx)
+            evaluate("embedded Gemma 3 270M", be, sha, ds, manifest, case_ids, Path(tmp) / "m.sqlite")
+
+
+if __name__ == "__main__":
+    main()
