@@ -256,6 +256,7 @@ def cmd_omissions(args) -> int:
                   "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
                   "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None})
     else:
+        args.coverage_method = args.method
         return cmd_omissions_kde(args, ds, name, ids, emit)
     if out:
         out.close()
@@ -263,8 +264,67 @@ def cmd_omissions(args) -> int:
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
-    print("error: the kde method is not available yet", file=sys.stderr)
-    return 1
+    from .coverage import CoverageError, CoverageParams, score_coverage
+    from .embeddings import Embedder
+
+    emb = Embedder()
+    params = CoverageParams(method=args.coverage_method or "kde", pca_components=args.pca,
+                            bandwidth=args.bandwidth, clean=not args.no_clean, threshold=args.threshold)
+    for sid in ids:
+        s = ds.summary(sid)
+        try:
+            r = score_coverage(ds.case(s.case_id), s, emb, params)
+        except CoverageError as exc:
+            emit({"summary_id": sid, "method": params.method, "error": str(exc)})
+            continue
+        emit({"summary_id": sid, "method": r.method, "global_score": r.global_score, "threshold": r.threshold,
+              "flagged": r.flagged, "flag_threshold": r.flag_threshold, "regions": [{"note_id": g.note_id, "start": g.start, "end": g.end,
+                                                  "text": g.text, "score": g.score} for g in r.regions],
+              "unsupported_summary_spans": [{"start": u.start, "end": u.end, "text": u.text, "score": u.score}
+                                            for u in r.unsupported[:10]],
+              "seconds": r.seconds})
+    return 0
+
+
+def cmd_align(args) -> int:
+    from .alignment import align_summary, combined_scores
+    from .coverage import CoverageError
+    from .embeddings import Embedder
+
+    store = _store(args)
+    try:
+        ds, name = _resolve_dataset(store, args.target, args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    ids = args.summary or [s.summary_id for s in ds.summaries]
+    emb = Embedder()
+    results = []
+    for sid in ids:
+        s = ds.summary(sid)
+        try:
+            results.append(align_summary(ds.case(s.case_id), s, emb))
+        except CoverageError as exc:
+            print(f"error: {sid}: {exc}", file=sys.stderr)
+    combined_scores(results)
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    for r in results:
+        line = json.dumps({"summary_id": r.summary_id, "coverage": r.coverage, "density": r.density,
+                           "mean_support": r.mean_support, "combined": r.combined,
+                           "sentences": [{"index": a.index, "text": a.text, "support": a.support, "weak": a.weak,
+                                          "citations": a.citations, "citation_verdict": a.citation_verdict,
+                                          "citation_detail": a.citation_detail,
+                                          "aligned": [{"note_id": x.note_id, "sentence": x.sentence,
+                                                       "start": x.start, "end": x.end, "text": x.text,
+                                                       "score": x.score} for x in a.rouge_gain],
+                                          "embed_topk": [{"note_id": x.note_id, "text": x.text, "score": x.score}
+                                                         for x in a.embed_topk]} for a in r.sentences]})
+        print(line)
+        if out:
+            out.write(line + "\n")
+    if out:
+        out.close()
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -325,7 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
-    sp.add_argument("--method", choices=("medomit", "kde"), default="medomit")
+    sp.add_argument("--method", choices=("medomit", "kde", "sentcov"), default="medomit",
+                    help="medomit (LLM pipeline), kde (EmbedKDECheck) or sentcov (sentence coverage)")
+    sp.add_argument("--pca", type=int, default=5, help="kde: PCA components")
+    sp.add_argument("--bandwidth", default="scott", help="kde: 'scott', 'silverman' or a number")
+    sp.add_argument("--no-clean", action="store_true", help="kde: keep stopwords and short words")
+    sp.add_argument("--threshold", type=float, default=None, help="region threshold (default: the method's)")
     sp.add_argument("--model", help="GGUF file for MED-OMIT (default: the configured model)")
     sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
     sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
@@ -338,6 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--specialty", default="Unspecified")
     sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
     sp.set_defaults(func=cmd_omissions)
+
+    sp = sub.add_parser("align", help="per summary sentence: aligned source sentences, support, citation verdict")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--mapping", help=argparse.SUPPRESS)
+    sp.add_argument("--specialty", default="Unspecified")
+    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    sp.set_defaults(func=cmd_align)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")

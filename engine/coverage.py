@@ -1,0 +1,391 @@
+"""Which regions of the source notes a summary does not cover (omission evidence from embeddings).
+
+Methods
+-------
+* ``kde`` — EmbedKDECheck (``shared/seeds/004_*``): token embeddings of the whole source and of the summary,
+  optional cleaning (stopwords, short words), standardisation and PCA fitted on both sets together, a Gaussian
+  KDE fitted on the summary's tokens; each source token gets the density ratio r = density / (lowest density of
+  any summary token) and the omission score 1/r, reported here as log(1/r) (same order, no overflow); the global
+  score is the maximum. The reverse direction (KDE on the source, scored on summary tokens) flags summary
+  content the source may not support.
+* ``sentcov`` (default) — beyond the paper: each source sentence is matched to its most similar summary
+  sentence (cosine of sentence embeddings); its omission score is 1 − that similarity; the global score is the
+  mean over source sentences. Dropping a topic removes the only summary sentence that matched its source
+  sentences, while shortening every sentence keeps each topic matched, so unlike token-level KDE this score
+  separates omission from compression (see ``bench/omission_benchmark.py``).
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .embeddings import Embedder, TokenEmbeddings
+from .models import Case, Summary
+from .sentences import split_sentences
+
+METHODS = ("topiccov", "sentcov", "kde", "tokcov")
+DEFAULT_METHOD = "topiccov"
+_TAG = re.compile(r"<\s*NoteID\s*:\s*[^>]+>", re.IGNORECASE)
+
+
+class CoverageError(ValueError):
+    """Input the method cannot score (e.g. an empty or one-word summary); the message says why."""
+
+
+@dataclass(frozen=True)
+class CoverageParams:
+    method: str = DEFAULT_METHOD
+    pca_components: int = 20  # kde; the paper's reference code uses 5 (selectable), 20 measured better here
+    bandwidth: str = "scott"  # "scott", "silverman", "cv", or a number (a multiple of the data's mean std)
+    clean: bool = True  # drop stopword / short-word tokens (kde)
+    min_word_length: int = 3
+    threshold: Optional[float] = None  # None = the method's default
+    top_regions: int = 8
+    agg: str = "max"  # tokcov: how a source sentence's token matches combine ("max", "mean", "top3")
+    topic_distance: float = 0.5  # topiccov: cosine distance under which source sentences share a topic
+    share_at: Optional[float] = None  # sentcov/tokcov/topiccov global score: share of source words in sentences whose
+    #                                   score >= share_at (None = the mean sentence score)
+
+    def resolved_threshold(self) -> float:
+        if self.threshold is not None:
+            return self.threshold
+        return DEFAULT_THRESHOLDS[self.method]
+
+
+# Region threshold (per scored unit; the UI slider starts here) and summary-level flag threshold (global score).
+# The flag thresholds were tuned on a validation split of the sample data (complete vs half-removed summaries,
+# bench/omission_benchmark.py --calibrate); the region thresholds mark units at least that uncovered.
+DEFAULT_THRESHOLDS = {"topiccov": 0.6, "sentcov": 0.6, "tokcov": 0.3, "kde": 25.0}
+FLAG_THRESHOLDS = {"topiccov": 0.632, "sentcov": 0.628, "tokcov": 0.3, "kde": 25.3}
+
+
+@dataclass
+class Unit:
+    """A scored piece of a note: a token (kde) or a sentence (sentcov)."""
+    note_id: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass
+class Region:
+    note_id: str
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+@dataclass
+class CoverageResult:
+    summary_id: str
+    method: str
+    global_score: float
+    threshold: float
+    units: list[Unit]  # every scored source unit, in note order (for the heat overlay)
+    regions: list[Region]  # top uncovered regions, highest first
+    unsupported: list[Region] = field(default_factory=list)  # summary spans in low source density (kde)
+    params: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    flag_threshold: float = 0.0
+
+    @property
+    def flagged(self) -> bool:
+        """The summary as a whole looks omissive (global score at or above the tuned flag threshold)."""
+        return self.global_score >= self.flag_threshold
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_summary(summary_text: str) -> str:
+    text = _TAG.sub(lambda m: " " * len(m.group(0)), summary_text)  # keep offsets, drop citation tags
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    if len(words) < 2:
+        raise CoverageError("the summary is empty or a single word; coverage needs a summary of at least a few "
+                            "words")
+    return text
+
+
+# ------------------------------------------------------------------------------------------------- kde
+
+_STOP: Optional[frozenset] = None
+
+
+def _stopwords() -> frozenset:
+    global _STOP
+    if _STOP is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        _STOP = frozenset(ENGLISH_STOP_WORDS)
+    return _STOP
+
+
+def _keep_mask(text: str, te: TokenEmbeddings, clean: bool, min_len: int) -> np.ndarray:
+    keep = np.ones(len(te.spans), bool)
+    for i, (s, e) in enumerate(te.spans):
+        piece = text[s:e]
+        if not re.search(r"[A-Za-z0-9]", piece):
+            keep[i] = False
+            continue
+        if clean:
+            ws, we = s, e
+            while ws > 0 and text[ws - 1].isalnum():
+                ws -= 1
+            while we < len(text) and text[we].isalnum():
+                we += 1
+            word = text[ws:we].lower()
+            if word in _stopwords() or (len(word) < min_len and not word.isdigit()):
+                keep[i] = False
+    return keep
+
+
+def _bandwidth(spec: str, data: np.ndarray) -> float:
+    """Gaussian KDE bandwidth: Scott's or Silverman's rule scaled by the data's mean standard deviation,
+    likelihood cross-validation ("cv"), or a fixed number."""
+    n, d = data.shape
+    scale = float(np.sqrt(data.var(axis=0).mean())) or 1.0
+    if spec == "scott":
+        return scale * n ** (-1.0 / (d + 4))
+    if spec == "silverman":
+        return scale * (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))
+    if spec == "cv":
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.neighbors import KernelDensity
+
+        grid = {"bandwidth": scale * np.logspace(-1.5, 0.5, 12)}
+        cv = GridSearchCV(KernelDensity(kernel="gaussian"), grid, cv=min(5, n))
+        return float(cv.fit(data).best_params_["bandwidth"])
+    return float(spec) * scale
+
+
+def _kde_logdens(train: np.ndarray, query: np.ndarray, bw: float) -> np.ndarray:
+    from sklearn.neighbors import KernelDensity
+
+    return KernelDensity(kernel="gaussian", bandwidth=bw).fit(train).score_samples(query)
+
+
+def kde_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    from sklearn.decomposition import PCA
+    from sklearn.preprocessing import StandardScaler
+
+    stext = _check_summary(summary.text)
+    ste = emb.token_embeddings(stext)
+    skeep = _keep_mask(stext, ste, p.clean, p.min_word_length)
+    if skeep.sum() < 2:
+        raise CoverageError("the summary has fewer than two content words after cleaning; turn cleaning off or "
+                            "give a longer summary")
+    src_vecs, src_units = [], []
+    for n in case.notes:
+        te = emb.token_embeddings(n.text)
+        keep = _keep_mask(n.text, te, p.clean, p.min_word_length)
+        src_vecs.append(te.vectors[keep])
+        src_units += [(n.note_id, s, e) for (s, e), k in zip(te.spans, keep) if k]
+    X = np.vstack(src_vecs)
+    Y = ste.vectors[skeep]
+    both = np.vstack([X, Y])
+    k = int(min(p.pca_components, both.shape[1], both.shape[0] - 1))
+    Z = PCA(n_components=k, random_state=0).fit_transform(StandardScaler().fit_transform(both))
+    Zx, Zy = Z[: len(X)], Z[len(X):]
+    bw = _bandwidth(p.bandwidth, Zy)
+    log_src = _kde_logdens(Zy, Zx, bw)
+    log_sum_self = _kde_logdens(Zy, Zy, bw)
+    scores = float(log_sum_self.min()) - log_src  # log(1/r), r = density / min summary density
+    units = [Unit(nid, s, e, float(sc)) for (nid, s, e), sc in zip(src_units, scores)]
+    # reverse direction: summary tokens in low source density
+    bw_src = _bandwidth(p.bandwidth, Zx)
+    rev = float(_kde_logdens(Zx, Zx, bw_src).min()) - _kde_logdens(Zx, Zy, bw_src)
+    s_spans = [sp for sp, kk in zip(ste.spans, skeep) if kk]
+    unsupported = [Region("summary", s, e, summary.text[s:e], float(v)) for (s, e), v in zip(s_spans, rev)
+                   if v >= p.resolved_threshold()]
+    return units, float(scores.max()), unsupported, {"pca_components": k, "bandwidth": round(bw, 4),
+                                                     "source_tokens": len(X), "summary_tokens": len(Y)}
+
+
+# ------------------------------------------------------------------------------------------------- sentcov
+
+
+def sentcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    _check_summary(summary.text)
+    ssent = [s.clean for s in split_sentences(summary.text)]
+    src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
+    if not src:
+        raise CoverageError("the source notes have no sentence to score")
+    S = emb.sentence_embeddings(ssent)
+    X = emb.sentence_embeddings([s.clean for _, s in src])
+    best = (X @ S.T).max(axis=1)
+    scores = 1.0 - best
+    units = [Unit(nid, s.start, s.end, float(v)) for (nid, s), v in zip(src, scores)]
+    return units, _global(units, case, p), [], {"source_sentences": len(src), "summary_sentences": len(ssent)}
+
+
+def topic_clusters(X: np.ndarray, distance: float) -> np.ndarray:
+    """Topic label per source sentence: average-linkage clustering on cosine distance, cut at ``distance``."""
+    if len(X) < 2:
+        return np.zeros(len(X), int)
+    from sklearn.cluster import AgglomerativeClustering
+
+    return AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine",
+                                   linkage="average").fit_predict(X)
+
+
+def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    """Topic-level coverage: source sentences are grouped into topics; a topic is as covered as its best-covered
+    sentence (cosine with the nearest summary sentence). Shortening every summary sentence keeps each topic's
+    head matched; dropping a topic leaves all of its sentences unmatched — so this separates omission from
+    compression. Each source sentence shows its topic's score; the global score is the mean over topics."""
+    _check_summary(summary.text)
+    ssent = [s.clean for s in split_sentences(summary.text)]
+    src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
+    if not src:
+        raise CoverageError("the source notes have no sentence to score")
+    S = emb.sentence_embeddings(ssent)
+    X = emb.sentence_embeddings([s.clean for _, s in src])
+    cov = (X @ S.T).max(axis=1)
+    topic = topic_clusters(X, p.topic_distance)
+    tcov = {t: float(cov[topic == t].max()) for t in set(topic.tolist())}
+    units = [Unit(nid, s.start, s.end, 1.0 - tcov[int(t)]) for (nid, s), t in zip(src, topic)]
+    if p.share_at is None:
+        g = float(np.mean([1.0 - v for v in tcov.values()]))
+    else:
+        g = _global(units, case, p)
+    return units, g, [], {"source_sentences": len(src), "topics": len(tcov), "summary_sentences": len(ssent)}
+
+
+def _global(units: Sequence[Unit], case: Case, p: CoverageParams) -> float:
+    if p.share_at is None:
+        return float(np.mean([u.score for u in units]))
+    notes = {n.note_id: n.text for n in case.notes}
+    w = np.array([len(re.findall(r"[A-Za-z0-9]+", notes[u.note_id][u.start:u.end])) for u in units], float)
+    hit = np.array([u.score >= p.share_at for u in units])
+    return float((w * hit).sum() / w.sum()) if w.sum() else 0.0
+
+
+def tokcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    """Topic coverage from contextual token matches: each content token of a source sentence takes its best
+    cosine with any summary token; the sentence is covered as well as its best-matched tokens are (``agg``);
+    omission score = 1 − coverage; global score = mean over source sentences."""
+    stext = _check_summary(summary.text)
+    ste = emb.token_embeddings(stext)
+    skeep = _keep_mask(stext, ste, True, p.min_word_length)
+    if skeep.sum() < 2:
+        raise CoverageError("the summary has fewer than two content words; give a longer summary")
+    Y = ste.vectors[skeep]
+    units = []
+    for n in case.notes:
+        te = emb.token_embeddings(n.text)
+        keep = _keep_mask(n.text, te, True, p.min_word_length)
+        best = (te.vectors @ Y.T).max(axis=1)
+        starts = np.array([a for a, _ in te.spans])
+        for sent in split_sentences(n.text):
+            idx = np.flatnonzero(keep & (starts >= sent.start) & (starts < sent.end))
+            if len(idx) == 0:
+                continue
+            b = np.sort(best[idx])[::-1]
+            cov = b[0] if p.agg == "max" else b.mean() if p.agg == "mean" else b[:3].mean()
+            units.append(Unit(n.note_id, sent.start, sent.end, float(1.0 - cov)))
+    if not units:
+        raise CoverageError("the source notes have no content to score")
+    return units, _global(units, case, p), [], {"summary_tokens": int(skeep.sum())}
+
+
+# ------------------------------------------------------------------------------------------------- regions
+
+
+def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int, min_words: int = 2
+                  ) -> list[Region]:
+    """Adjacent units at or above the threshold (same note, only spaces/punctuation between) become one region,
+    widened to whole words; the region's score is its highest unit score."""
+    regions: list[Region] = []
+    notes = {n.note_id: n.text for n in case.notes}
+    cur: Optional[list] = None
+    for u in units:
+        if u.score < threshold:
+            if cur:
+                regions.append(cur)
+            cur = None
+            continue
+        if cur and cur[0] == u.note_id and not re.search(r"[A-Za-z0-9]", notes[u.note_id][cur[2]:u.start]) \
+                and u.start - cur[2] <= 3:
+            cur[2], cur[3] = max(cur[2], u.end), max(cur[3], u.score)
+        else:
+            if cur:
+                regions.append(cur)
+            cur = [u.note_id, u.start, u.end, u.score]
+    if cur:
+        regions.append(cur)
+    out, seen = [], set()
+    for nid, s, e, sc in sorted(regions, key=lambda r: -r[3]):
+        t = notes[nid]
+        while s > 0 and t[s - 1].isalnum():
+            s -= 1
+        while e < len(t) and t[e].isalnum():
+            e += 1
+        key = " ".join(re.findall(r"[a-z0-9]+", t[s:e].lower()))
+        if len(re.findall(r"[A-Za-z]{2,}", t[s:e])) < min_words or key in seen:
+            continue  # a header or a lone fragment is no "region"; the same text repeated is listed once
+        seen.add(key)
+        out.append(Region(nid, s, e, t[s:e], round(sc, 4)))
+        if len(out) == top:
+            break
+    return out
+
+
+def score_coverage(case: Case, summary: Summary, emb: Embedder, params: CoverageParams = CoverageParams()
+                   ) -> CoverageResult:
+    if params.method not in METHODS:
+        raise CoverageError(f"unknown coverage method {params.method!r}; choose one of {', '.join(METHODS)}")
+    t0 = time.perf_counter()
+    fn = {"kde": kde_scores, "sentcov": sentcov_scores, "tokcov": tokcov_scores,
+          "topiccov": topiccov_scores}[params.method]
+    units, g, unsupported, info = fn(case, summary, emb, params)
+    thr = params.resolved_threshold()
+    min_words = 1 if params.method in ("kde",) else 2  # token-level units: one real word is a region
+    regions = merge_regions(case, units, thr, params.top_regions, min_words)
+    if len(regions) < params.top_regions:  # few units above the threshold: also list the least covered places
+        cut = float(np.quantile([u.score for u in units], 0.99 if params.method == "kde" else 0.9))
+        extra = merge_regions(case, units, min(cut, thr), params.top_regions, min_words)
+        seen = {(r.note_id, r.start) for r in regions}
+        regions += [r for r in extra if (r.note_id, r.start) not in seen][: params.top_regions - len(regions)]
+    return CoverageResult(summary.summary_id, params.method, round(g, 4), thr, units, regions, unsupported,
+                          {**asdict(params), **info}, round(time.perf_counter() - t0, 3),
+                          FLAG_THRESHOLDS[params.method])
+
+
+# ------------------------------------------------------------------------------------------------- calibration
+
+
+@dataclass
+class Calibration:
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    n: int
+
+
+def calibrate(scores: Sequence[float], labels: Sequence[bool]) -> Calibration:
+    """F1-maximising threshold for 'omitted' = score >= threshold, from labelled (source, summary) pairs."""
+    if len(scores) != len(labels) or not scores:
+        raise ValueError("calibration needs as many labels as scores, and at least one")
+    pos = sum(bool(x) for x in labels)
+    if pos == 0:
+        raise ValueError("calibration needs at least one pair labelled omitted")
+    best = Calibration(math.inf, 0.0, 0.0, 0.0, len(scores))
+    for t in sorted(set(scores)):
+        pred = [s >= t for s in scores]
+        tp = sum(p and y for p, y in zip(pred, labels))
+        fp = sum(p and not y for p, y in zip(pred, labels))
+        prec = tp / (tp + fp) if tp + fp else 0.0
+        rec = tp / pos
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        if f1 > best.f1:
+            best = Calibration(float(t), round(prec, 4), round(rec, 4), round(f1, 4), len(scores))
+    return best
