@@ -92,3 +92,11 @@ def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: in
 def judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int):
     """The loaded llama.cpp backend and the model's sha256 (loaded once per model and settings)."""
     return _judge_backend(model_path, int(n_ctx), int(n_threads), int(n_gpu_layers))
+
+
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def embedder():
+    """The bundled all-MiniLM-L6-v2, loaded once per process."""
+    from engine.embeddings import Embedder
+
+    return Embedder()

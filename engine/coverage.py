@@ -47,6 +47,7 @@ class CoverageParams:
     threshold: Optional[float] = None  # None = the method's default
     top_regions: int = 8
     agg: str = "max"  # tokcov: how a source sentence's token matches combine ("max", "mean", "top3")
+    pooled: bool = False  # sentence vectors pooled from in-context token embeddings (one pass) instead of encoded
     topic_distance: float = 0.5  # topiccov: cosine distance under which source sentences share a topic
     share_at: Optional[float] = None  # sentcov/tokcov/topiccov global score: share of source words in sentences whose
     #                                   score >= share_at (None = the mean sentence score)
@@ -166,10 +167,20 @@ def _bandwidth(spec: str, data: np.ndarray) -> float:
     return float(spec) * scale
 
 
-def _kde_logdens(train: np.ndarray, query: np.ndarray, bw: float) -> np.ndarray:
-    from sklearn.neighbors import KernelDensity
-
-    return KernelDensity(kernel="gaussian", bandwidth=bw).fit(train).score_samples(query)
+def _kde_logdens(train: np.ndarray, query: np.ndarray, bw: float, chunk: int = 2048) -> np.ndarray:
+    """Exact Gaussian KDE log-density (as sklearn's KernelDensity computes it), brute force in numpy chunks —
+    faster than a tree in 5-20 dimensions."""
+    n, d = train.shape
+    t2 = (train ** 2).sum(axis=1)
+    const = -np.log(n) - 0.5 * d * np.log(2 * np.pi * bw * bw)
+    out = np.empty(len(query))
+    for i in range(0, len(query), chunk):
+        q = query[i:i + chunk]
+        d2 = np.maximum((q ** 2).sum(axis=1)[:, None] + t2[None, :] - 2.0 * q @ train.T, 0.0)
+        a = -d2 / (2 * bw * bw)
+        m = a.max(axis=1)
+        out[i:i + chunk] = m + np.log(np.exp(a - m[:, None]).sum(axis=1)) + const
+    return out
 
 
 def kde_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
@@ -218,12 +229,25 @@ def sentcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
     if not src:
         raise CoverageError("the source notes have no sentence to score")
-    S = emb.sentence_embeddings(ssent)
-    X = emb.sentence_embeddings([s.clean for _, s in src])
+    S, X = _sentence_vectors(case, summary, emb, p)
     best = (X @ S.T).max(axis=1)
     scores = 1.0 - best
     units = [Unit(nid, s.start, s.end, float(v)) for (nid, s), v in zip(src, scores)]
     return units, _global(units, case, p), [], {"source_sentences": len(src), "summary_sentences": len(ssent)}
+
+
+def _sentence_vectors(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    """(summary sentence vectors, source sentence vectors in note order)."""
+    ss = split_sentences(summary.text)
+    if p.pooled:
+        blanked = _check_summary(summary.text)
+        S = emb.pooled_sentence_embeddings(blanked, [(s.start, s.end) for s in ss])
+        X = np.vstack([emb.pooled_sentence_embeddings(n.text, [(s.start, s.end) for s in split_sentences(n.text)])
+                       for n in case.notes])
+        return S, X
+    S = emb.sentence_embeddings([s.clean for s in ss])
+    X = emb.sentence_embeddings([s.clean for n in case.notes for s in split_sentences(n.text)])
+    return S, X
 
 
 def topic_clusters(X: np.ndarray, distance: float) -> np.ndarray:
@@ -246,8 +270,7 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
     if not src:
         raise CoverageError("the source notes have no sentence to score")
-    S = emb.sentence_embeddings(ssent)
-    X = emb.sentence_embeddings([s.clean for _, s in src])
+    S, X = _sentence_vectors(case, summary, emb, p)
     cov = (X @ S.T).max(axis=1)
     topic = topic_clusters(X, p.topic_distance)
     tcov = {t: float(cov[topic == t].max()) for t in set(topic.tolist())}
@@ -389,3 +412,34 @@ def calibrate(scores: Sequence[float], labels: Sequence[bool]) -> Calibration:
         if f1 > best.f1:
             best = Calibration(float(t), round(prec, 4), round(rec, 4), round(f1, 4), len(scores))
     return best
+
+
+def result_from_dict(d: dict) -> CoverageResult:
+    return CoverageResult(d["summary_id"], d["method"], d["global_score"], d["threshold"],
+                          [Unit(**u) for u in d["units"]], [Region(**r) for r in d["regions"]],
+                          [Region(**r) for r in d["unsupported"]], d["params"], d["seconds"], d["flag_threshold"])
+
+
+def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:
+    import hashlib
+    import json
+
+    payload = {"params": asdict(params), "model": model, "notes": [asdict(n) for n in case.notes],
+               "summary": summary.text}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def coverage_cached(store, dataset: str, case: Case, summary: Summary, emb: Embedder,
+                    params: CoverageParams = CoverageParams()) -> CoverageResult:
+    """Score once and keep the result in the workspace: reopening a case shows it at once."""
+    import json
+
+    key = coverage_key(case, summary, params, emb.name)
+    method = f"coverage:{params.method}"
+    hit = store.get_evidence(dataset, method, key) if store is not None else None
+    if hit is not None:
+        return result_from_dict(json.loads(hit))
+    res = score_coverage(case, summary, emb, params)
+    if store is not None:
+        store.put_evidence(dataset, method, key, summary.summary_id, "complete", json.dumps(res.to_dict()))
+    return res

@@ -1,7 +1,11 @@
-"""Case page: pick a case, read its notes, the summary with its citations, and the rater scores."""
+"""Case page: pick a case, read its notes, the summary with its citations, the rater scores and the evidence."""
+import re
+
 import streamlit as st
 
-from components import case_view, evidence_view, state
+from components import case_view, coverage_view, evidence_view, state
+from engine.alignment import alignment_cached
+from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
 from engine.backends import BackendError
 from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
 from engine.ratings import display_table
@@ -49,9 +53,72 @@ st.markdown("#### Rater scores (PDSQI-9)")
 case_view.render_score_table(display_table(ds.ratings_for(sid)))
 
 st.markdown("#### Evidence")
-(tab_medomit,) = st.tabs(["Omitted facts (MED-OMIT)"])
+tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence support",
+                                           "Omitted facts (MED-OMIT)"])
+store = state.store()
+with tab_cov:
+    c1, c2 = st.columns([1, 2])
+    labels = {"topiccov": "topic coverage (default)", "sentcov": "sentence coverage",
+              "kde": "EmbedKDECheck (paper)", "tokcov": "token coverage"}
+    method = c1.selectbox("Method", list(METHODS), format_func=labels.get, index=list(METHODS).index(DEFAULT_METHOD))
+    try:
+        cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder(), CoverageParams(method=method))
+    except CoverageError as exc:
+        st.error(str(exc))
+        cov = None
+    if cov is not None:
+        hi = max(u.score for u in cov.units)
+        lo_default = min(DEFAULT_THRESHOLDS[method], hi)
+        thr = c2.slider("Highlight source text with an omission score of at least", float(min(u.score for u in cov.units)),
+                        float(hi), float(lo_default), help="Higher = less covered by the summary.")
+        st.caption(f"Global omission score {cov.global_score:.3f} "
+                   f"({'flagged: likely omission' if cov.flagged else 'not flagged'}; flag threshold "
+                   f"{cov.flag_threshold}) · computed in {cov.seconds:.2f} s")
+        coverage_view.legend(thr, hi, "omission score")
+        regions = [r for r in cov.regions if r.score >= thr] or cov.regions
+        left_c, right_c = st.columns([2, 3])
+        with left_c:
+            st.markdown("**Possibly omitted** (least covered first)")
+            rlabels = [f"[{r.score:.2f}] Note {r.note_id}: {r.text[:80]}" for r in regions]
+            pick = st.radio("Region", rlabels, label_visibility="collapsed") if rlabels else None
+        with right_c:
+            focus = regions[rlabels.index(pick)] if pick else None
+            shown = focus.note_id if focus else case.notes[0].note_id
+            shown = st.selectbox("Note", [n.note_id for n in case.notes],
+                                 index=[n.note_id for n in case.notes].index(shown), key=f"heat_note_{sid}_{pick}")
+            coverage_view.render_heat_note(shown, case.note(shown).text,
+                                           [u.__dict__ for u in cov.units if u.note_id == shown], thr, hi,
+                                           (focus.start, focus.end) if focus and focus.note_id == shown else None)
+        if cov.unsupported:
+            with st.expander(f"Summary words in low source density ({len(cov.unsupported)}) — content the source "
+                             "may not support"):
+                st.write(", ".join(sorted({u.text for u in cov.unsupported})))
+with tab_align:
+    try:
+        al = alignment_cached(store, name, case, ds.summary(sid), state.embedder())
+    except CoverageError as exc:
+        st.error(str(exc))
+        al = None
+    if al is not None:
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("Mean support", f"{al.mean_support:.2f}")
+        m2.metric("Coverage (extractive)", f"{al.coverage:.2f}")
+        m3.metric("Density", f"{al.density:.2f}")
+        m4.metric("Citation issues", len(al.citation_issues))
+        slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}. "
+                   + re.sub(r"<\s*NoteID\s*:\s*([^>]+)>", r"[\1]", a.text)[:110] for a in al.sentences]
+        pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels)
+        a = al.sentences[slabels.index(pick)]
+        st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
+                    + (f" — {a.citation_detail}" if a.citation_detail else ""), unsafe_allow_html=True)
+        refs = {(r.note_id, r.start): r for r in a.rouge_gain + a.embed_topk[:2]}
+        for nid in sorted({r.note_id for r in refs.values()}, key=lambda x: [n.note_id for n in case.notes].index(x)):
+            spans = [(r.start, r.end, "rgba(26,127,55,0.30)", f"aligned, score {r.score:.2f}")
+                     for r in refs.values() if r.note_id == nid]
+            st.markdown(f"**Note {nid}** — aligned sentences highlighted")
+            st.markdown(evidence_view.highlight_html(case.note(nid).text, spans, height=260), unsafe_allow_html=True)
+
 with tab_medomit:
-    store = state.store()
     stored = store.evidence_results(name, "medomit").get(sid)
     res = MedOmitResult.from_json(stored) if stored else None
     if st.button("Run MED-OMIT on this summary", help="Facts, DDx, importance and clusters are shared by the "

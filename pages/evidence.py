@@ -3,6 +3,8 @@ import streamlit as st
 
 from components import evidence_view, state
 from engine.backends import BackendError
+from engine.alignment import alignment_cached, combined_scores
+from engine.coverage import CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
 
 st.title("Evidence")
@@ -40,3 +42,35 @@ with c1:
 with c2:
     st.markdown("**By quality group**")
     evidence_view.render_table(group_means(rows, "quality group"))
+
+st.markdown("#### Embedding evidence per summary (coverage, support, citations)")
+st.caption("Topic coverage (default omission method), sentence support and citation checks; computed once per "
+           "summary and kept in the workspace.")
+if st.button("Compute for every summary"):
+    bar = st.progress(0.0)
+    emb = state.embedder()
+    for k, s in enumerate(ds.summaries):
+        try:
+            coverage_cached(store, name, ds.case(s.case_id), s, emb, CoverageParams())
+            alignment_cached(store, name, ds.case(s.case_id), s, emb)
+        except CoverageError as exc:
+            st.warning(f"{s.summary_id}: {exc}")
+        bar.progress((k + 1) / len(ds.summaries), text=s.summary_id)
+import json  # noqa: E402
+from engine.alignment import result_from_dict as alignment_from  # noqa: E402
+from engine.coverage import result_from_dict as coverage_from  # noqa: E402
+
+covs = {k: coverage_from(json.loads(v)) for k, v in store.evidence_results(name, "coverage:topiccov").items()}
+als = {k: alignment_from(json.loads(v)) for k, v in store.evidence_results(name, "alignment").items()}
+combined_scores(list(als.values()))
+evidence_view.render_table([
+    {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",
+     "omission score": covs[s.summary_id].global_score if s.summary_id in covs else None,
+     "flagged": covs[s.summary_id].flagged if s.summary_id in covs else None,
+     "mean support": als[s.summary_id].mean_support if s.summary_id in als else None,
+     "weak sentences": sum(a.weak for a in als[s.summary_id].sentences) if s.summary_id in als else None,
+     "coverage": als[s.summary_id].coverage if s.summary_id in als else None,
+     "density": als[s.summary_id].density if s.summary_id in als else None,
+     "combined g": als[s.summary_id].combined if s.summary_id in als else None,
+     "citation issues": len(als[s.summary_id].citation_issues) if s.summary_id in als else None}
+    for s in ds.summaries], "combined g = ½(z(mean support) + z(coverage)) over the summaries computed so far.")

@@ -133,8 +133,35 @@ def test_case_page_shows_stored_medomit_result():
 
 
 def test_evidence_page_lists_summaries():
-    _seed_medomit()
+    sid = _seed_medomit()
+    from engine.alignment import alignment_cached
+    from engine.coverage import coverage_cached
+    from engine.embeddings import Embedder
+    from engine.settings import workspace_path
+    from engine.store import Store
+    store = Store(workspace_path())
+    ds = store.load_dataset("sample")
+    emb = Embedder()
+    coverage_cached(store, "sample", ds.case(ds.summary(sid).case_id), ds.summary(sid), emb)
+    alignment_cached(store, "sample", ds.case(ds.summary(sid).case_id), ds.summary(sid), emb)
     at = _run("pages/evidence.py")
     df = at.dataframe[0].value
     assert len(df) == 36 and "MED-OMIT weight" in df.columns
     assert (df["status"] != "not run").sum() == 1
+    emb_df = at.dataframe[-1].value
+    assert emb_df["omission score"].notna().sum() == 1 and emb_df["mean support"].notna().sum() == 1
+
+
+def test_case_page_coverage_and_support_tabs():
+    at = _run("pages/case.py")
+    assert any(s.label.startswith("Highlight source text") for s in at.slider)
+    region_radio = next(r for r in at.radio if r.label == "Region")
+    assert region_radio.options  # "possibly omitted" regions listed
+    assert any("omission score" in m.value for m in at.markdown)  # the heat overlay
+    support = next(r for r in at.radio if r.label.startswith("Summary sentences"))
+    support.set_value(support.options[-1]).run()
+    assert not at.exception
+    assert any("citation" in m.value and "support" in m.value for m in at.markdown)
+    # switching the method to the paper's KDE works too
+    next(s for s in at.selectbox if s.label == "Method").set_value("kde").run()
+    assert not at.exception

@@ -1,0 +1,39 @@
+"""Rendering of coverage (uncovered regions heat overlay) and sentence-support evidence."""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from components.evidence_view import highlight_html
+
+
+def heat_colour(score: float, lo: float, hi: float) -> str:
+    """Yellow → red with opacity rising with the score (scores below ``lo`` are not coloured)."""
+    x = 0.0 if hi <= lo else min(max((score - lo) / (hi - lo), 0.0), 1.0)
+    r, g, b = 255, int(200 - 150 * x), int(60 - 40 * x)
+    return f"rgba({r},{g},{b},{0.25 + 0.6 * x:.2f})"
+
+
+def legend(lo: float, hi: float, label: str) -> None:
+    stops = "".join(f'<span style="background:{heat_colour(lo + (hi - lo) * k / 4, lo, hi)};padding:2px 10px">'
+                    f"{lo + (hi - lo) * k / 4:.2f}</span>" for k in range(5))
+    st.markdown(f'<div style="font-size:0.85em">{html.escape(label)}: {stops}</div>', unsafe_allow_html=True)
+
+
+def render_heat_note(note_id: str, text: str, units: list[dict], threshold: float, hi: float,
+                     focus: tuple[int, int] | None = None) -> None:
+    """units: {start, end, score} of this note; only units at or above the threshold are coloured."""
+    spans = [(u["start"], u["end"], heat_colour(u["score"], threshold, hi), f"omission score {u['score']:.3f}")
+             for u in units if u["score"] >= threshold]
+    if focus:
+        spans = [s for s in spans if s[1] <= focus[0] or s[0] >= focus[1]]
+        spans.append((focus[0], focus[1], "rgba(31,111,235,0.35);outline:2px solid #1f6feb", "selected region"))
+    st.markdown(f"**Note {html.escape(note_id)}**")
+    st.markdown(highlight_html(text, spans, height=420), unsafe_allow_html=True)
+
+
+def verdict_badge(verdict: str) -> str:
+    colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e", "unknown": "#cf222e"}[verdict]
+    return (f'<span style="background:{colour};color:white;border-radius:4px;padding:0 6px;font-size:0.8em">'
+            f"citation {verdict}</span>")
