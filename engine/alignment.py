@@ -288,16 +288,19 @@ def result_from_dict(d: dict) -> AlignmentResult:
                            d["citation_issues"])
 
 
-def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
+def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> AlignmentResult:
+    """Align once and keep the result in the workspace (``emb``: an Embedder or a function returning one)."""
     import hashlib
     import json
 
-    key = hashlib.sha256(json.dumps({"v": 1, "model": emb.name, "notes": [asdict(n) for n in case.notes],
+    from .embeddings import EMBEDDING_NAME
+
+    key = hashlib.sha256(json.dumps({"v": 1, "model": EMBEDDING_NAME, "notes": [asdict(n) for n in case.notes],
                                      "summary": summary.text}, sort_keys=True).encode()).hexdigest()
     hit = store.get_evidence(dataset, "alignment", key) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))
-    res = align_summary(case, summary, emb)
+    res = align_summary(case, summary, emb if isinstance(emb, Embedder) else emb())
     if store is not None:
         store.put_evidence(dataset, "alignment", key, summary.summary_id, "complete", json.dumps(res.to_dict()))
     return res

@@ -84,6 +84,22 @@ def cmd_sample(args) -> int:
     res = ensure_sample(store)
     print("sample dataset already in workspace" if res is None else
           f"sample dataset imported: {res.counts}")
+    if args.precompute:
+        import time
+
+        from .alignment import alignment_cached
+        from .coverage import coverage_cached
+        from .embeddings import Embedder
+        from .sample import SAMPLE_NAME
+
+        ds = store.load_dataset(SAMPLE_NAME)
+        t0 = time.perf_counter()
+        emb = Embedder()
+        for s in ds.summaries:
+            coverage_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
+            alignment_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
+        print(f"coverage and sentence support stored for {len(ds.summaries)} sample summaries "
+              f"({time.perf_counter() - t0:.0f} s)")
     return 0
 
 
@@ -359,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_delete)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
+    sp.add_argument("--precompute", action="store_true",
+                    help="also compute and store coverage and sentence support for every sample summary")
     sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")

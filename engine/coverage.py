@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .embeddings import Embedder, TokenEmbeddings
+from .embeddings import EMBEDDING_NAME, Embedder, TokenEmbeddings
 from .models import Case, Summary
 from .sentences import split_sentences
 
@@ -429,17 +429,20 @@ def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: st
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def coverage_cached(store, dataset: str, case: Case, summary: Summary, emb: Embedder,
+def coverage_cached(store, dataset: str, case: Case, summary: Summary, emb,
                     params: CoverageParams = CoverageParams()) -> CoverageResult:
-    """Score once and keep the result in the workspace: reopening a case shows it at once."""
+    """Score once and keep the result in the workspace: reopening a case shows it at once.
+
+    ``emb`` is an :class:`Embedder` or a function returning one (called only when the result is not stored,
+    so a stored result is shown without loading the model)."""
     import json
 
-    key = coverage_key(case, summary, params, emb.name)
+    key = coverage_key(case, summary, params, EMBEDDING_NAME)
     method = f"coverage:{params.method}"
     hit = store.get_evidence(dataset, method, key) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))
-    res = score_coverage(case, summary, emb, params)
+    res = score_coverage(case, summary, emb if isinstance(emb, Embedder) else emb(), params)
     if store is not None:
         store.put_evidence(dataset, method, key, summary.summary_id, "complete", json.dumps(res.to_dict()))
     return res

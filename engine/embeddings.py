@@ -18,6 +18,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+EMBEDDING_NAME = "all-MiniLM-L6-v2"
 WINDOW = 256  # the model's maximum sequence length, special tokens included
 OVERLAP = 32
 
@@ -62,7 +63,7 @@ class Embedder:
 
     @property
     def name(self) -> str:
-        return "all-MiniLM-L6-v2"
+        return EMBEDDING_NAME
 
     def token_embeddings(self, text: str) -> TokenEmbeddings:
         key = hashlib.sha1(text.encode()).hexdigest()

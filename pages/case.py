@@ -62,7 +62,7 @@ with tab_cov:
               "kde": "EmbedKDECheck (paper)", "tokcov": "token coverage"}
     method = c1.selectbox("Method", list(METHODS), format_func=labels.get, index=list(METHODS).index(DEFAULT_METHOD))
     try:
-        cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder(), CoverageParams(method=method))
+        cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder, CoverageParams(method=method))
     except CoverageError as exc:
         st.error(str(exc))
         cov = None
@@ -95,7 +95,7 @@ with tab_cov:
                 st.write(", ".join(sorted({u.text for u in cov.unsupported})))
 with tab_align:
     try:
-        al = alignment_cached(store, name, case, ds.summary(sid), state.embedder())
+        al = alignment_cached(store, name, case, ds.summary(sid), state.embedder)
     except CoverageError as exc:
         st.error(str(exc))
         al = None
