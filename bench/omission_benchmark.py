@@ -40,7 +40,7 @@ def parse_spec(spec: str) -> CoverageParams:
     return CoverageParams(method=method, pca_components=int(kw.get("pca", 5)), bandwidth=kw.get("bw", "scott"),
                           clean=kw.get("clean", "1") == "1", agg=kw.get("agg", "max"),
                           share_at=float(kw["share"]) if "share" in kw else None,
-                          topic_distance=float(kw.get("td", 0.5)), pooled=kw.get("pooled", "0") == "1")
+                          topic_distance=float(kw.get("td", 0.5)))
 
 
 def variants(s: Summary):

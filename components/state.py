@@ -100,3 +100,15 @@ def embedder():
     from engine.embeddings import Embedder
 
     return Embedder()
+
+
+def require_dataset():
+    """The picked dataset as (name, Dataset); shows why and stops the page when there is none."""
+    name = dataset_picker()
+    if name is None:
+        st.stop()
+    try:
+        return name, dataset(name)
+    except Exception as exc:  # the engine raises; the page reports and keeps running
+        st.error(f"Could not load dataset {name!r}: {exc}")
+        st.stop()

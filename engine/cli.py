@@ -130,6 +130,17 @@ def _resolve_dataset(store: Store, target: str, args):
     return store.load_dataset(res.dataset), res.dataset
 
 
+def _dataset_and_ids(args):
+    """(store, dataset, name, summary ids) for commands over summaries; raises StoreError / DatasetInvalid."""
+    store = _store(args)
+    ds, name = _resolve_dataset(store, args.target, args)
+    ids = getattr(args, "summary", None) or [s.summary_id for s in ds.summaries]
+    unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
+    if unknown:
+        raise StoreError(f"unknown summary id(s) {', '.join(unknown)} in dataset {name!r}")
+    return store, ds, name, ids
+
+
 def cmd_judge(args) -> int:
     import time
 
@@ -137,9 +148,8 @@ def cmd_judge(args) -> int:
     from .judge import Judge, JudgeParams, open_llama_backend, run_batch
     from .ratings import medians
 
-    store = _store(args)
     try:
-        ds, name = _resolve_dataset(store, args.target, args)
+        store, ds, name, ids = _dataset_and_ids(args)
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
@@ -160,11 +170,6 @@ def cmd_judge(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     judge = Judge(backend, sha, params)
-    ids = args.summary or [s.summary_id for s in ds.summaries]
-    unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
-    if unknown:
-        print(f"error: unknown summary id(s) {', '.join(unknown)} in dataset {name!r}", file=sys.stderr)
-        return 1
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     counts = {"scored": 0, "unscored": 0, "refused": 0, "cached": 0}
     dec_tok = dec_s = 0.0
@@ -227,16 +232,10 @@ def _open_backend(args, store):
 def cmd_omissions(args) -> int:
     from .backends import BackendError
 
-    store = _store(args)
     try:
-        ds, name = _resolve_dataset(store, args.target, args)
+        store, ds, name, ids = _dataset_and_ids(args)
     except DatasetInvalid as exc:
         print(exc.report.format_text())
-        return 1
-    ids = args.summary or [s.summary_id for s in ds.summaries]
-    unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
-    if unknown:
-        print(f"error: unknown summary id(s) {', '.join(unknown)} in dataset {name!r}", file=sys.stderr)
         return 1
     out = open(args.out, "w", encoding="utf-8") if args.out else None
 
@@ -307,13 +306,11 @@ def cmd_align(args) -> int:
     from .coverage import CoverageError
     from .embeddings import Embedder
 
-    store = _store(args)
     try:
-        ds, name = _resolve_dataset(store, args.target, args)
+        store, ds, name, ids = _dataset_and_ids(args)
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    ids = args.summary or [s.summary_id for s in ds.summaries]
     emb = Embedder()
     results = []
     for sid in ids:

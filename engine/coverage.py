@@ -47,7 +47,6 @@ class CoverageParams:
     threshold: Optional[float] = None  # None = the method's default
     top_regions: int = 8
     agg: str = "max"  # tokcov: how a source sentence's token matches combine ("max", "mean", "top3")
-    pooled: bool = False  # sentence vectors pooled from in-context token embeddings (one pass) instead of encoded
     topic_distance: float = 0.5  # topiccov: cosine distance under which source sentences share a topic
     share_at: Optional[float] = None  # sentcov/tokcov/topiccov global score: share of source words in sentences whose
     #                                   score >= share_at (None = the mean sentence score)
@@ -223,31 +222,22 @@ def kde_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
 # ------------------------------------------------------------------------------------------------- sentcov
 
 
-def sentcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+def _sentence_setup(case: Case, summary: Summary, emb: Embedder):
+    """(source sentences with note ids, summary sentence vectors, source sentence vectors)."""
     _check_summary(summary.text)
-    ssent = [s.clean for s in split_sentences(summary.text)]
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
     if not src:
         raise CoverageError("the source notes have no sentence to score")
-    S, X = _sentence_vectors(case, summary, emb, p)
-    best = (X @ S.T).max(axis=1)
-    scores = 1.0 - best
+    S = emb.sentence_embeddings([s.clean for s in split_sentences(summary.text)])
+    X = emb.sentence_embeddings([s.clean for _, s in src])
+    return src, S, X
+
+
+def sentcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
+    src, S, X = _sentence_setup(case, summary, emb)
+    scores = 1.0 - (X @ S.T).max(axis=1)
     units = [Unit(nid, s.start, s.end, float(v)) for (nid, s), v in zip(src, scores)]
-    return units, _global(units, case, p), [], {"source_sentences": len(src), "summary_sentences": len(ssent)}
-
-
-def _sentence_vectors(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
-    """(summary sentence vectors, source sentence vectors in note order)."""
-    ss = split_sentences(summary.text)
-    if p.pooled:
-        blanked = _check_summary(summary.text)
-        S = emb.pooled_sentence_embeddings(blanked, [(s.start, s.end) for s in ss])
-        X = np.vstack([emb.pooled_sentence_embeddings(n.text, [(s.start, s.end) for s in split_sentences(n.text)])
-                       for n in case.notes])
-        return S, X
-    S = emb.sentence_embeddings([s.clean for s in ss])
-    X = emb.sentence_embeddings([s.clean for n in case.notes for s in split_sentences(n.text)])
-    return S, X
+    return units, _global(units, case, p), [], {"source_sentences": len(src), "summary_sentences": len(S)}
 
 
 def topic_clusters(X: np.ndarray, distance: float) -> np.ndarray:
@@ -265,12 +255,7 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
     sentence (cosine with the nearest summary sentence). Shortening every summary sentence keeps each topic's
     head matched; dropping a topic leaves all of its sentences unmatched — so this separates omission from
     compression. Each source sentence shows its topic's score; the global score is the mean over topics."""
-    _check_summary(summary.text)
-    ssent = [s.clean for s in split_sentences(summary.text)]
-    src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
-    if not src:
-        raise CoverageError("the source notes have no sentence to score")
-    S, X = _sentence_vectors(case, summary, emb, p)
+    src, S, X = _sentence_setup(case, summary, emb)
     cov = (X @ S.T).max(axis=1)
     topic = topic_clusters(X, p.topic_distance)
     tcov = {t: float(cov[topic == t].max()) for t in set(topic.tolist())}
@@ -279,7 +264,7 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
         g = float(np.mean([1.0 - v for v in tcov.values()]))
     else:
         g = _global(units, case, p)
-    return units, g, [], {"source_sentences": len(src), "topics": len(tcov), "summary_sentences": len(ssent)}
+    return units, g, [], {"source_sentences": len(src), "topics": len(tcov), "summary_sentences": len(S)}
 
 
 def _global(units: Sequence[Unit], case: Case, p: CoverageParams) -> float:

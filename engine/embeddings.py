@@ -117,19 +117,6 @@ class Embedder:
         tokens = self.tok.convert_ids_to_tokens(ids)
         return TokenEmbeddings(out, spans, tokens, len(windows))
 
-    def pooled_sentence_embeddings(self, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-        """Sentence vectors pooled (mean, then L2) from the text's contextual token embeddings: one forward
-        pass over the whole text instead of one per sentence."""
-        te = self.token_embeddings(text)
-        starts = np.array([a for a, _ in te.spans]) if te.spans else np.zeros(0, int)
-        out = np.zeros((len(spans), te.vectors.shape[1] if len(te.vectors) else 384), np.float32)
-        for i, (s, e) in enumerate(spans):
-            idx = np.flatnonzero((starts >= s) & (starts < e))
-            if len(idx):
-                v = te.vectors[idx].mean(axis=0)
-                out[i] = v / (np.linalg.norm(v) + 1e-12)
-        return out
-
     def sentence_embeddings(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised sentence embeddings; each distinct sentence is embedded once (LRU cache)."""
         dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") \

@@ -11,14 +11,7 @@ from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomi
 from engine.ratings import display_table
 
 st.title("Case")
-name = state.dataset_picker()
-if name is None:
-    st.stop()
-try:
-    ds = state.dataset(name)
-except Exception as exc:  # engine raises; the page reports and keeps running
-    st.error(f"Could not load dataset {name!r}: {exc}")
-    st.stop()
+name, ds = state.require_dataset()
 if not ds.cases:
     st.info("This dataset has no cases.")
     st.stop()

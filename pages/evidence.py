@@ -8,14 +8,7 @@ from engine.coverage import CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
 
 st.title("Evidence")
-name = state.dataset_picker()
-if name is None:
-    st.stop()
-try:
-    ds = state.dataset(name)
-except Exception as exc:
-    st.error(f"Could not load dataset {name!r}: {exc}")
-    st.stop()
+name, ds = state.require_dataset()
 store = state.store()
 
 st.markdown("#### MED-OMIT omissions per summary")

@@ -11,14 +11,7 @@ from engine.ratings import medians
 from engine.rubric import ITEMS, format_value
 
 st.title("Judge")
-name = state.dataset_picker()
-if name is None:
-    st.stop()
-try:
-    ds = state.dataset(name)
-except Exception as exc:
-    st.error(f"Could not load dataset {name!r}: {exc}")
-    st.stop()
+name, ds = state.require_dataset()
 cfg = state.settings()
 if not cfg.model_path:
     st.warning(f"Model: **{EMBEDDED_MODEL_LABEL}** — a smoke-test-sized model. It proves the pipeline runs; its "
