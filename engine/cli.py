@@ -340,6 +340,50 @@ def cmd_align(args) -> int:
     return 0
 
 
+def cmd_stats(args) -> int:
+    from .agreement import analyse, llm_medians_from_results
+    from .judge import JudgeResult
+
+    store = _store(args)
+    try:
+        ds, name = _resolve_dataset(store, args.target, args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    try:
+        from .reviews import dataset_with_reviews
+
+        ds = dataset_with_reviews(store, name)
+    except ImportError:
+        pass
+    llm = llm_medians_from_results(JudgeResult.from_json(x) for x in store.judge_results(name))
+    count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
+    rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed)
+    text = json.dumps(rep.to_dict(), indent=1)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"report written to {args.out} ({rep.n_summaries} summaries, LLM results for {len(llm)}, "
+              f"{rep.seconds:.1f} s)")
+    else:
+        print(text)
+    return 0
+
+
+def _judge_token_counter():
+    """Note length in tokens of the judge model's tokenizer (vocabulary only, no weights loaded)."""
+    try:
+        import llama_cpp
+
+        from .modelfiles import resolve_model_path
+
+        llm = llama_cpp.Llama(model_path=str(resolve_model_path(load_settings().model_path)), vocab_only=True,
+                              verbose=False)
+        return lambda t: len(llm.tokenize(t.encode("utf-8"), add_bos=False))
+    except Exception as exc:  # noqa: BLE001 - fall back to words, and say so
+        print(f"warning: judge tokenizer unavailable ({exc}); note length counted in words", file=sys.stderr)
+        return lambda t: len(t.split())
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
     p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
@@ -427,6 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--specialty", default="Unspecified")
     sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
     sp.set_defaults(func=cmd_align)
+
+    sp = sub.add_parser("stats", help="every agreement statistic (humans and LLM judge), per item and overall")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--out", help="write the JSON report here (default: stdout)")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.add_argument("--mapping", help=argparse.SUPPRESS)
+    sp.add_argument("--specialty", default="Unspecified")
+    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    sp.set_defaults(func=cmd_stats)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")

@@ -7,7 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Optional
 
-RATER_GROUPS = ("junior", "senior", "llm", "clinician", "unknown")
+RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "unknown")
 
 _CITATION = re.compile(r"<\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*>", re.IGNORECASE)
 

@@ -514,46 +514,100 @@ def krippendorff_alpha(
     )
 
 
+def _kripp_unit_coincidences(x: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """Per-unit coincidence matrices o_u[c, k] = (n_uc n_uk - [c = k] n_uc) / (m_u - 1) over the value
+    domain, for units with at least two values (Krippendorff 2011, "Computing Krippendorff's alpha")."""
+    idx = {v: i for i, v in enumerate(domain.tolist())}
+    V = len(domain)
+    out = []
+    for row in x:
+        vals = row[~np.isnan(row)]
+        m = len(vals)
+        if m < 2:
+            continue
+        cnt = np.zeros(V)
+        for v in vals:
+            cnt[idx[float(v)]] += 1
+        out.append((np.outer(cnt, cnt) - np.diag(cnt)) / (m - 1))
+    return np.array(out) if out else np.zeros((0, V, V))
+
+
+def _kripp_delta(level: str, domain: np.ndarray, n_c: np.ndarray) -> np.ndarray:
+    """Squared difference function delta^2(c, k) for the level of measurement (ordinal uses the marginals)."""
+    c = domain[:, None].astype(float)
+    k = domain[None, :].astype(float)
+    if level == "nominal":
+        return (c != k).astype(float)
+    if level == "interval":
+        return (c - k) ** 2
+    if level == "ratio":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = ((c - k) / (c + k)) ** 2
+        return np.nan_to_num(d)
+    # ordinal: (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2
+    cum = np.concatenate([[0.0], np.cumsum(n_c)])
+    i = np.arange(len(domain))
+    lo, hi = np.minimum(i[:, None], i[None, :]), np.maximum(i[:, None], i[None, :])
+    between = cum[hi + 1] - cum[lo]
+    return (between - (n_c[:, None] + n_c[None, :]) / 2) ** 2
+
+
+def _kripp_from_coincidence(o: np.ndarray, level: str, domain: np.ndarray) -> float:
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    d = _kripp_delta(level, domain, n_c)
+    de = (np.outer(n_c, n_c) * d).sum()
+    if n <= 1 or de == 0:
+        return float("nan")
+    return float(1 - (n - 1) * (o * d).sum() / de)
+
+
 def krippendorff_alpha_bootstrap(
     data: Any, level: KrippLevel = "nominal", n_boot: int = 1000, seed: int = 0,
     ci_level: float = 0.95, categories: Optional[Sequence] = None,
 ) -> Estimate:
     """Krippendorff's alpha with a percentile bootstrap CI resampling units.
 
-    Units (rows) are drawn with replacement ``n_boot`` times (``numpy``
-    ``default_rng(seed)``); alpha is recomputed on each resample over the value
-    domain of the full data; resamples where alpha is undefined (a single
-    value) are skipped. The CI is the (a/2, 1-a/2) percentile interval and
-    ``se`` the bootstrap standard deviation. (Note: this is a plain unit
-    bootstrap, not Krippendorff's/Hayes' coincidence-matrix bootstrap.)
+    Units (rows) are drawn with replacement ``n_boot`` times (``numpy`` ``default_rng(seed)``). Because the
+    coincidence matrix is a sum over units, each resample's alpha is computed from the per-unit coincidence
+    matrices weighted by how often each unit was drawn (the same alpha as recomputing it on the resampled
+    data, without re-tabulating); resamples where alpha is undefined are skipped. The point estimate is the
+    ``krippendorff`` package's. The CI is the (a/2, 1-a/2) percentile interval and ``se`` the bootstrap
+    standard deviation. (A plain unit bootstrap, not Hayes & Krippendorff's coincidence-cell bootstrap.)
     """
-    import krippendorff
-
     x, domain = _kripp_numeric(data, level, categories)
     if domain is None:
         domain = np.unique(x[~np.isnan(x)])
+    domain = np.asarray(domain, dtype=float)
     point = krippendorff_alpha(data, level, categories)
+    units = _kripp_unit_coincidences(x, domain)
+    n_units = len(units)
+    flat = units.reshape(n_units, -1)
     rng = np.random.default_rng(seed)
-    n = x.shape[0]
-    boots = []
-    for _ in range(n_boot):
-        xb = x[rng.integers(0, n, size=n)]
-        try:
-            with np.errstate(all="ignore"):
-                v = krippendorff.alpha(reliability_data=xb.T, value_domain=domain,
-                                       level_of_measurement=level)
-        except (ValueError, ZeroDivisionError):
-            continue
-        if np.isfinite(v):
-            boots.append(v)
-    boots_arr = np.asarray(boots)
+    W = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(float)
+    V = len(domain)
+    O = (W @ flat).reshape(n_boot, V, V)  # every resample's coincidence matrix at once
+    n_c = O.sum(axis=2)
+    n = n_c.sum(axis=1)
+    if level == "ordinal":  # the ordinal metric depends on each resample's marginals
+        cum = np.concatenate([np.zeros((n_boot, 1)), np.cumsum(n_c, axis=1)], axis=1)
+        i = np.arange(V)
+        lo, hi = np.minimum(i[:, None], i[None, :]), np.maximum(i[:, None], i[None, :])
+        d = (cum[:, hi + 1] - cum[:, lo] - (n_c[:, :, None] + n_c[:, None, :]) / 2) ** 2  # (B, V, V)
+    else:
+        d = np.broadcast_to(_kripp_delta(level, domain, np.zeros(V)), (n_boot, V, V))
+    de = np.einsum("bi,bj,bij->b", n_c, n_c, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boots_arr = 1 - (n - 1) * np.einsum("bij,bij->b", O, d) / de
+    boots_arr = boots_arr[np.isfinite(boots_arr)]
     a = 1 - ci_level
     lo, hi = np.quantile(boots_arr, [a / 2, 1 - a / 2])
     return Estimate(
         value=point.value, ci_low=float(lo), ci_high=float(hi), ci_level=ci_level,
         n=point.n, se=float(boots_arr.std(ddof=1)),
         method=f"{point.method}; percentile bootstrap over units (n_boot={n_boot}, seed={seed})",
-        extra={**point.extra, "n_boot_valid": int(boots_arr.size), "n_boot": n_boot, "seed": seed},
+        extra={**point.extra, "n_boot_valid": int(boots_arr.size), "n_boot": n_boot, "seed": seed,
+               "alpha_from_coincidences": _kripp_from_coincidence(units.sum(axis=0), level, domain)},
     )
 
 

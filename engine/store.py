@@ -1,4 +1,4 @@
-"""SQLite workspace: datasets, cases, notes, summaries, ratings (later: judge runs, evidence, reviews).
+"""SQLite workspace: datasets, cases, notes, summaries, ratings, judge runs, evidence, clinician reviews.
 
 * One file, WAL mode, foreign keys on. The schema version is ``PRAGMA user_version``; :data:`MIGRATIONS`
   are applied in order inside a transaction each, so a workspace written by an older version is upgraded
@@ -128,6 +128,26 @@ MIGRATIONS += (
             PRIMARY KEY (dataset_id, method, cache_key)
         );
         CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
+    """),
+)
+MIGRATIONS += (
+    Migration(5, "clinician reviews with history", """
+        CREATE TABLE reviews (
+            review_id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            summary_id TEXT NOT NULL,
+            reviewer TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('spot_check', 'adjudication')),
+            item TEXT NOT NULL,
+            value REAL,
+            comment TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            superseded_by INTEGER REFERENCES reviews(review_id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
+            FOREIGN KEY (dataset_id, summary_id) REFERENCES summaries(dataset_id, summary_id) ON DELETE CASCADE
+        );
+        CREATE INDEX reviews_by_summary ON reviews(dataset_id, summary_id, review_id);
+        CREATE UNIQUE INDEX reviews_one_current ON reviews(dataset_id, summary_id, reviewer, kind, item)
+            WHERE superseded_by IS NULL;
     """),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

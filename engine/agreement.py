@@ -1,0 +1,492 @@
+"""Agreement analytics on a dataset: human raters vs the LLM judge (PDSQI-9 papers 000 and 001).
+
+Everything here goes through :mod:`engine.reliability` (pingouin, krippendorff, scipy, statsmodels, own Gwet
+AC); this module only arranges the data: per item a summaries × raters matrix (missing = NaN), the LLM judge's
+median as an extra column, and the per-summary covariates (note length, summary length, specialty, generator,
+quality group).
+
+Conventions
+-----------
+* Likert items (cited … synthesized): ICC in every Shrout–Fleiss form (headline ICC(3,k)), F-based CIs, on the
+  summaries every rater scored (listwise); Krippendorff α ordinal and interval with a bootstrap CI (summaries
+  resampled); Gwet AC2 with linear and quadratic weights. Yes/no items: Gwet AC1 and Krippendorff α nominal.
+* "Overall" stacks the Likert items: a unit is one (summary, item) pair.
+* Cronbach α: items as columns, the mean human score per summary as value, pairwise deletion, Feldt CI.
+* LLM vs humans: Wilcoxon signed-rank of the LLM median vs the human median per summary; the LLM as an 8th rater
+  and as a substitute for each human, with the change in ICC(3,k), a bootstrap CI (1000 resamples of summaries)
+  and a two-tailed bootstrap p.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from . import reliability as rel
+from .models import Dataset
+from .rubric import ITEMS, Scale
+
+HUMAN_EXCLUDE = {"llm", "adjudicated"}
+LIKERT = [i.key for i in ITEMS if i.is_likert]
+BINARY = [i.key for i in ITEMS if i.scale is Scale.BINARY]
+
+
+@dataclass
+class ItemMatrix:
+    item: str
+    summary_ids: list[str]
+    rater_ids: list[str]
+    values: np.ndarray  # summaries × raters, NaN = not rated (or NA)
+
+
+def item_matrix(ds: Dataset, item: str, exclude_groups=HUMAN_EXCLUDE) -> ItemMatrix:
+    sids = [s.summary_id for s in ds.summaries]
+    raters = sorted({r.rater_id for r in ds.ratings if r.rater_group not in exclude_groups})
+    m = np.full((len(sids), len(raters)), np.nan)
+    si = {s: i for i, s in enumerate(sids)}
+    ri = {r: j for j, r in enumerate(raters)}
+    for r in ds.ratings:
+        if r.item == item and r.rater_id in ri and r.value is not None:
+            m[si[r.summary_id], ri[r.rater_id]] = r.value
+    return ItemMatrix(item, sids, raters, m)
+
+
+@dataclass
+class LlmEffect:
+    icc_humans: float  # ICC(3,k) of the humans on the summaries every human and the LLM scored
+    icc_with_llm: float  # the LLM as an extra rater
+    delta_extra: float
+    delta_extra_ci: tuple[float, float]
+    p_extra: float
+    icc_substituted: dict[str, float]  # human replaced by the LLM -> ICC(3,k)
+    delta_substitute_mean: float
+    delta_substitute_ci: tuple[float, float]
+    p_substitute: float
+    n: int
+    n_boot: int
+
+
+def _icc3k_weighted(W: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """ICC(3,k) = (MSR − MSE) / MSR of bootstrap resamples given as row-count weights W (B × n) over the rows
+    of Y (n × k), from weighted sufficient statistics (row sums, squares, column sums) — no resampled copies."""
+    n, k = Y.shape
+    s = Y.sum(axis=1)
+    S = W @ s
+    Q = W @ (Y ** 2).sum(axis=1)
+    R = W @ (s ** 2)
+    C = ((W @ Y) ** 2).sum(axis=1)
+    N = n * k
+    ss_t = Q - S ** 2 / N
+    ss_r = R / k - S ** 2 / N
+    ss_c = C / n - S ** 2 / N
+    msr = ss_r / (n - 1)
+    mse = (ss_t - ss_r - ss_c) / ((n - 1) * (k - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(msr > 0, (msr - mse) / msr, np.nan)
+
+
+def llm_effect(x: np.ndarray, llm: np.ndarray, rater_ids: Sequence[str], n_boot: int = 1000, seed: int = 0
+               ) -> Optional[LlmEffect]:
+    """Change in ICC(3,k) when the LLM joins the raters (8th rater) or replaces each human in turn; bootstrap
+    over summaries (the same resamples for every variant), percentile CI and two-tailed p."""
+    keep = ~np.isnan(x).any(axis=1) & ~np.isnan(llm)
+    x, llm = x[keep], llm[keep]
+    n, k = x.shape
+    if n < 3 or k < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    W = np.vstack([np.ones(n), rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)]).astype(float)
+    base = _icc3k_weighted(W, x)  # row 0 = the observed sample
+    extra = _icc3k_weighted(W, np.column_stack([x, llm]))
+    # substitutions: only column j changes, so update the sufficient statistics instead of recomputing
+    s, q = x.sum(axis=1), (x ** 2).sum(axis=1)
+    Wx, Wl = W @ x, W @ llm
+    N = n * k
+    subs = []
+    for j in range(k):
+        sj, qj = s - x[:, j] + llm, q - x[:, j] ** 2 + llm ** 2
+        S, Q, R = W @ sj, W @ qj, W @ (sj ** 2)
+        C = (Wx ** 2).sum(axis=1) - Wx[:, j] ** 2 + Wl ** 2
+        ss_t, ss_r, ss_c = Q - S ** 2 / N, R / k - S ** 2 / N, C / n - S ** 2 / N
+        msr, mse = ss_r / (n - 1), (ss_t - ss_r - ss_c) / ((n - 1) * (k - 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            subs.append(np.where(msr > 0, (msr - mse) / msr, np.nan))
+    subs = np.array(subs)  # (k, B+1)
+    d_extra = (extra - base)[1:]
+    d_sub = (np.nanmean(subs, axis=0) - base)[1:]
+    ok = np.isfinite(d_extra) & np.isfinite(d_sub)
+    d_extra, d_sub = d_extra[ok], d_sub[ok]
+
+    def p2(d):
+        return float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))) if len(d) else float("nan")
+
+    def ci(d):
+        return (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))) if len(d) else (math.nan, math.nan)
+
+    return LlmEffect(float(base[0]), float(extra[0]), float(extra[0] - base[0]), ci(d_extra), p2(d_extra),
+                     dict(zip(rater_ids, subs[:, 0].tolist())), float(np.mean(subs[:, 0]) - base[0]), ci(d_sub),
+                     p2(d_sub), n, int(ok.sum()))
+
+
+@dataclass
+class ItemAgreement:
+    item: str
+    n_summaries: int
+    n_raters: int
+    n_complete: int
+    icc: dict[str, rel.Estimate] = field(default_factory=dict)
+    kripp_ordinal: Optional[rel.Estimate] = None
+    kripp_interval: Optional[rel.Estimate] = None
+    kripp_nominal: Optional[rel.Estimate] = None
+    gwet_ac1: Optional[rel.Estimate] = None
+    gwet_ac2_linear: Optional[rel.Estimate] = None
+    gwet_ac2_quadratic: Optional[rel.Estimate] = None
+    llm_vs_human: Optional[rel.TestResult] = None
+    llm_effect: Optional[LlmEffect] = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _safe(fn, notes: list[str], label: str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn()
+    except Exception as exc:  # noqa: BLE001 - a statistic that cannot be computed is reported, not fatal
+        notes.append(f"{label}: {exc}")
+        return None
+
+
+def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boot: int, seed: int
+                   ) -> ItemAgreement:
+    x = m.values
+    rated = ~np.isnan(x).all(axis=1)
+    complete = ~np.isnan(x).any(axis=1)
+    out = ItemAgreement(m.item, int(rated.sum()), x.shape[1], int(complete.sum()))
+    data = [[None if np.isnan(v) else v for v in row] for row in x[rated]]
+    if likert:
+        if complete.sum() >= 3:
+            out.icc = _safe(lambda: rel.icc_all(x[complete]), out.notes, "ICC") or {}
+        else:
+            out.notes.append("ICC: fewer than 3 summaries were scored by every rater")
+        out.kripp_ordinal = _safe(lambda: rel.krippendorff_alpha_bootstrap(data, "ordinal", n_boot, seed),
+                                  out.notes, "Krippendorff ordinal")
+        out.kripp_interval = _safe(lambda: rel.krippendorff_alpha_bootstrap(data, "interval", n_boot, seed),
+                                   out.notes, "Krippendorff interval")
+        cats = [1.0, 2.0, 3.0, 4.0, 5.0]
+        out.gwet_ac2_linear = _safe(lambda: rel.gwet_ac(data, "linear", categories=cats), out.notes, "Gwet AC2")
+        out.gwet_ac2_quadratic = _safe(lambda: rel.gwet_ac(data, "quadratic", categories=cats), out.notes,
+                                       "Gwet AC2")
+    else:
+        out.kripp_nominal = _safe(lambda: rel.krippendorff_alpha_bootstrap(data, "nominal", n_boot, seed),
+                                  out.notes, "Krippendorff nominal")
+        out.gwet_ac1 = _safe(lambda: rel.gwet_ac(data, "unweighted", categories=[0.0, 1.0]), out.notes, "Gwet AC1")
+    if llm is not None and (~np.isnan(llm)).sum() >= 3:
+        hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in x])
+        ok = ~np.isnan(hm) & ~np.isnan(llm)
+        if ok.sum() >= 3 and np.any(hm[ok] != llm[ok]):
+            out.llm_vs_human = _safe(lambda: rel.wilcoxon_signed_rank(llm[ok], hm[ok]), out.notes, "Wilcoxon")
+        if likert:
+            out.llm_effect = _safe(lambda: llm_effect(x, llm, m.rater_ids, n_boot, seed), out.notes, "LLM effect")
+    return out
+
+
+@dataclass
+class Correlation:
+    item: str
+    x: str
+    y: str
+    n: int
+    spearman: Optional[rel.Estimate]
+    pearson: Optional[rel.Estimate]
+
+
+@dataclass
+class GroupTest:
+    item: str
+    label: str
+    test: Optional[rel.TestResult]
+    n_a: int
+    n_b: int
+    median_a: Optional[float]
+    median_b: Optional[float]
+
+
+@dataclass
+class AgreementReport:
+    dataset: str
+    n_summaries: int
+    raters: list[str]
+    has_llm: bool
+    items: list[ItemAgreement]
+    overall: ItemAgreement
+    cronbach: Optional[rel.Estimate]
+    quality_groups: list[GroupTest]
+    junior_vs_senior: list[GroupTest]
+    length: list[Correlation]
+    mixed_model: dict
+    factor_analysis: dict
+    item_correlation: dict
+    per_summary: list[dict]  # plain rows for charts and the disagreement explorer
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return _jsonable(asdict(self))
+
+
+def _jsonable(o):
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, (np.floating, float)):
+        return None if not math.isfinite(float(o)) else float(o)
+    if isinstance(o, np.integer):
+        return int(o)
+    return o
+
+
+def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_tokens: Callable[[str], int]
+                 ) -> list[dict]:
+    rows = []
+    tok_cache: dict[str, int] = {}
+    by_summary: dict[str, list] = {}
+    for r in ds.ratings:
+        by_summary.setdefault(r.summary_id, []).append(r)
+    for s in ds.summaries:
+        case = ds.case(s.case_id)
+        if case.case_id not in tok_cache:
+            tok_cache[case.case_id] = sum(count_tokens(n.text) for n in case.notes)
+        row = {"summary_id": s.summary_id, "case_id": s.case_id, "specialty": case.target_specialty,
+               "generator": s.generator_model or "", "quality_group": s.quality_group or "",
+               "note_tokens": tok_cache[case.case_id], "summary_tokens": count_tokens(s.text)}
+        ratings = [r for r in by_summary.get(s.summary_id, []) if r.rater_group not in HUMAN_EXCLUDE]
+        for item in ITEMS:
+            vals = [r.value for r in ratings if r.item == item.key and r.value is not None]
+            row[f"{item.key}:human_median"] = float(np.median(vals)) if vals else None
+            row[f"{item.key}:human_mean"] = float(np.mean(vals)) if vals else None
+            row[f"{item.key}:human_sd"] = float(np.std(vals, ddof=1)) if len(vals) > 1 else None
+            for g in ("junior", "senior"):
+                gv = [r.value for r in ratings if r.item == item.key and r.value is not None and r.rater_group == g]
+                row[f"{item.key}:{g}_mean"] = float(np.mean(gv)) if gv else None
+            v = llm.get(s.summary_id, {}).get(item.key)
+            row[f"{item.key}:llm"] = v
+            hm = row[f"{item.key}:human_median"]
+            row[f"{item.key}:abs_diff"] = abs(v - hm) if v is not None and hm is not None else None
+        rows.append(row)
+    return rows
+
+
+def _correlations(rows: list[dict], has_llm: bool) -> list[Correlation]:
+    out = []
+    ys = ["human_mean", "human_sd"] + (["llm", "abs_diff"] if has_llm else [])
+    for item in LIKERT:
+        for y in ys:
+            pairs = [(r["note_tokens"], r[f"{item}:{y}"]) for r in rows if r[f"{item}:{y}"] is not None]
+            if len(pairs) < 4 or len({b for _, b in pairs}) < 2:
+                continue
+            a, b = zip(*pairs)
+            notes: list[str] = []
+            out.append(Correlation(item, "note_tokens", y, len(pairs),
+                                   _safe(lambda: rel.spearman_rho(a, b), notes, "spearman"),
+                                   _safe(lambda: rel.pearson_r(a, b), notes, "pearson")))
+    return out
+
+
+def _group_tests(rows: list[dict]) -> tuple[list[GroupTest], list[GroupTest]]:
+    quality, seniority = [], []
+    for item in LIKERT:
+        hi = [r[f"{item}:human_mean"] for r in rows if r["quality_group"] == "high" and r[f"{item}:human_mean"] is not None]
+        lo = [r[f"{item}:human_mean"] for r in rows if r["quality_group"] == "low" and r[f"{item}:human_mean"] is not None]
+        if len(hi) >= 2 and len(lo) >= 2:
+            quality.append(GroupTest(item, "high vs low quality (Mann-Whitney U)",
+                                     _safe(lambda: rel.mann_whitney_u(hi, lo), [], "mwu"), len(hi), len(lo),
+                                     float(np.median(hi)), float(np.median(lo))))
+        pairs = [(r[f"{item}:junior_mean"], r[f"{item}:senior_mean"]) for r in rows
+                 if r[f"{item}:junior_mean"] is not None and r[f"{item}:senior_mean"] is not None]
+        if len(pairs) >= 3 and any(a != b for a, b in pairs):
+            a, b = zip(*pairs)
+            seniority.append(GroupTest(item, "junior vs senior (Wilcoxon signed-rank)",
+                                       _safe(lambda: rel.wilcoxon_signed_rank(a, b), [], "wilcoxon"), len(a), len(b),
+                                       float(np.median(a)), float(np.median(b))))
+    return quality, seniority
+
+
+def _mixed_model(rows: list[dict]) -> dict:
+    """(LLM − human median), stacked over Likert items, on specialty, generator, note and summary length
+    (standardised), with a random intercept per case (statsmodels MixedLM)."""
+    import pandas as pd
+    import statsmodels.formula.api as smf
+
+    recs = []
+    for r in rows:
+        for item in LIKERT:
+            v, h = r[f"{item}:llm"], r[f"{item}:human_median"]
+            if v is not None and h is not None:
+                recs.append({"diff": v - h, "specialty": r["specialty"], "generator": r["generator"] or "unknown",
+                             "note_tokens": r["note_tokens"], "summary_tokens": r["summary_tokens"],
+                             "case": r["case_id"], "item": item})
+    if len(recs) < 10:
+        return {"error": "too few summaries with both LLM and human scores"}
+    df = pd.DataFrame(recs)
+    for c in ("note_tokens", "summary_tokens"):
+        sd = df[c].std()
+        df[c] = (df[c] - df[c].mean()) / (sd if sd > 0 else 1.0)
+    terms = ["note_tokens", "summary_tokens"] + [f"C({c})" for c in ("specialty", "generator") if df[c].nunique() > 1]
+    formula = "diff ~ " + " + ".join(terms)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = smf.mixedlm(formula, df, groups=df["case"]).fit(reml=True)
+    except Exception as exc:  # noqa: BLE001 - singular designs happen on small data
+        return {"error": f"the mixed model could not be fitted: {exc}", "formula": formula}
+    return {"formula": formula + " + (1 | case)", "n": int(len(df)), "groups": int(df["case"].nunique()),
+            "coef": {k: float(v) for k, v in fit.params.items()},
+            "p": {k: float(v) for k, v in fit.pvalues.items()},
+            "converged": bool(getattr(fit, "converged", True))}
+
+
+def _factor_analysis(rows: list[dict]) -> dict:
+    import pandas as pd
+
+    cols = [k for k in LIKERT if k != "synthesized"]
+    df = pd.DataFrame([{k: r[f"{k}:human_mean"] for k in cols} for r in rows]).dropna()
+    out: dict = {"items": cols, "n": int(len(df))}
+    corr = df.corr().to_numpy() if len(df) > 2 else None
+    if corr is not None:
+        out["eigenvalues"] = [float(v) for v in sorted(np.linalg.eigvalsh(np.nan_to_num(corr)), reverse=True)]
+    if len(df) < 6:
+        out["error"] = "factor analysis needs at least 6 summaries with every item rated"
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from factor_analyzer.factor_analyzer import calculate_kmo
+
+            out["kmo"] = float(calculate_kmo(df)[1])
+        except Exception as exc:  # noqa: BLE001
+            out["kmo_error"] = str(exc)
+        try:  # minres + varimax, as in the PDSQI-9 paper (psych::fa)
+            from factor_analyzer import FactorAnalyzer
+
+            fa = FactorAnalyzer(n_factors=4, rotation="varimax", method="minres").fit(df)
+            out["loadings"], out["method"] = fa.loadings_.round(4).tolist(), "minres, varimax (factor_analyzer)"
+        except Exception as exc:  # noqa: BLE001 - factor_analyzer 0.5.1 does not run on scikit-learn >= 1.8
+            from sklearn.decomposition import FactorAnalysis
+
+            z = (df - df.mean()) / df.std(ddof=0).replace(0, 1)
+            fa = FactorAnalysis(n_components=4, rotation="varimax", random_state=0).fit(z.to_numpy())
+            out["loadings"] = fa.components_.T.round(4).tolist()
+            out["method"] = (f"maximum likelihood, varimax (scikit-learn FactorAnalysis); factor_analyzer's minres "
+                             f"failed: {exc}")
+    return out
+
+
+def _item_correlation(rows: list[dict]) -> dict:
+    import pandas as pd
+
+    df = pd.DataFrame([{k: r[f"{k}:human_mean"] for k in LIKERT} for r in rows])
+    c = df.corr(method="spearman")
+    return {"items": LIKERT, "matrix": [[None if pd.isna(v) else float(v) for v in row] for row in c.to_numpy()]}
+
+
+def llm_medians_from_results(results) -> dict[str, dict[str, Optional[float]]]:
+    """summary id -> item -> the judge's median (None when NA or unscored), from stored JudgeResults."""
+    out = {}
+    for r in results:
+        if r.status == "scored":
+            out[r.summary_id] = {k: v.median for k, v in r.items.items()}
+    return out
+
+
+def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = None,
+            count_tokens: Callable[[str], int] = lambda t: len(t.split()), n_boot: int = 1000, seed: int = 0
+            ) -> AgreementReport:
+    """Every agreement statistic for a dataset (humans, and the LLM judge when ``llm`` medians are given)."""
+    import time
+
+    t0 = time.perf_counter()
+    llm = llm or {}
+    has_llm = bool(llm)
+    items = []
+    stacked_h, stacked_l = [], []
+    raters: list[str] = []
+    for item in ITEMS:
+        m = item_matrix(ds, item.key)
+        raters = sorted(set(raters) | set(m.rater_ids))
+        lv = np.array([np.nan if llm.get(s, {}).get(item.key) is None else llm[s][item.key]
+                       for s in m.summary_ids]) if has_llm else None
+        items.append(item_agreement(m, lv, item.is_likert, n_boot, seed))
+        if item.is_likert:
+            stacked_h.append(m)
+            if lv is not None:
+                stacked_l.append(lv)
+    # overall: Likert items stacked, a unit = (summary, item); raters aligned by id
+    all_r = sorted({r for m in stacked_h for r in m.rater_ids})
+    blocks = []
+    for m in stacked_h:
+        b = np.full((len(m.summary_ids), len(all_r)), np.nan)
+        for j, r in enumerate(m.rater_ids):
+            b[:, all_r.index(r)] = m.values[:, j]
+        blocks.append(b)
+    overall_m = ItemMatrix("overall", [f"{s}:{m.item}" for m in stacked_h for s in m.summary_ids], all_r,
+                           np.vstack(blocks))
+    overall = item_agreement(overall_m, np.concatenate(stacked_l) if stacked_l else None, True, n_boot, seed)
+    rows = _per_summary(ds, llm, count_tokens)
+    cron_cols = [k for k in LIKERT]
+    cron_data = [[r[f"{k}:human_mean"] for k in cron_cols] for r in rows]
+    cronbach = _safe(lambda: rel.cronbach_alpha(cron_data, nan_policy="pairwise"), [], "cronbach")
+    quality, seniority = _group_tests(rows)
+    return AgreementReport(ds.name, len(ds.summaries), raters, has_llm, items, overall, cronbach, quality,
+                           seniority, _correlations(rows, has_llm),
+                           _mixed_model(rows) if has_llm else {"error": "no LLM judge results"},
+                           _factor_analysis(rows), _item_correlation(rows), rows,
+                           round(time.perf_counter() - t0, 3))
+
+
+def reliability_rows(report: AgreementReport) -> list[dict]:
+    """The reliability table (one row per item + overall) as plain rows with CIs, for the UI and exports."""
+    def fmt(e: Optional[rel.Estimate]) -> str:
+        if e is None or e.value is None or not math.isfinite(e.value):
+            return ""
+        ci = f" [{e.ci_low:.2f}, {e.ci_high:.2f}]" if e.ci_low is not None and e.ci_high is not None else ""
+        return f"{e.value:.3f}{ci}"
+
+    out = []
+    for a in [*report.items, report.overall]:
+        eff = a.llm_effect
+        out.append({
+            "item": a.item, "summaries": a.n_summaries, "complete": a.n_complete,
+            "ICC(3,k)": fmt(a.icc.get("ICC3k")), "ICC(2,k)": fmt(a.icc.get("ICC2k")), "ICC(1,1)": fmt(a.icc.get("ICC1")),
+            "α ordinal": fmt(a.kripp_ordinal), "α interval": fmt(a.kripp_interval), "α nominal": fmt(a.kripp_nominal),
+            "AC1": fmt(a.gwet_ac1), "AC2 linear": fmt(a.gwet_ac2_linear), "AC2 quadratic": fmt(a.gwet_ac2_quadratic),
+            "LLM vs human p (Wilcoxon)": "" if a.llm_vs_human is None else f"{a.llm_vs_human.p_value:.3g}",
+            "ΔICC LLM as extra rater": "" if eff is None else
+            f"{eff.delta_extra:+.3f} [{eff.delta_extra_ci[0]:+.3f}, {eff.delta_extra_ci[1]:+.3f}] p={_p(eff.p_extra, eff.n_boot)}",
+            "ΔICC LLM substitutes a human": "" if eff is None else
+            f"{eff.delta_substitute_mean:+.3f} [{eff.delta_substitute_ci[0]:+.3f}, {eff.delta_substitute_ci[1]:+.3f}] "
+            f"p={_p(eff.p_substitute, eff.n_boot)}",
+        })
+    return out
+
+
+def _p(p: float, n_boot: int) -> str:
+    return f"<{1 / n_boot:.3g}" if p == 0 else f"{p:.3g}"
+
+
+def disagreements(report: AgreementReport, item: Optional[str] = None) -> list[dict]:
+    """Summaries ranked by |LLM − human median| (then by human SD), for the disagreement explorer."""
+    keys = [item] if item else LIKERT
+    out = []
+    for r in report.per_summary:
+        diffs = [r[f"{k}:abs_diff"] for k in keys if r[f"{k}:abs_diff"] is not None]
+        sds = [r[f"{k}:human_sd"] for k in keys if r[f"{k}:human_sd"] is not None]
+        out.append({"summary_id": r["summary_id"], "case_id": r["case_id"], "specialty": r["specialty"],
+                    "generator": r["generator"], "quality_group": r["quality_group"],
+                    "|LLM − human|": round(statistics.mean(diffs), 3) if diffs else None,
+                    "human SD": round(statistics.mean(sds), 3) if sds else None})
+    out.sort(key=lambda d: (-(d["|LLM − human|"] or -1), -(d["human SD"] or 0)))
+    return out
