@@ -17,6 +17,7 @@ pages = {
     "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:", default=True),
                st.Page("pages/judge.py", title="Judge", icon=":material/gavel:"),
                st.Page("pages/evidence.py", title="Evidence", icon=":material/troubleshoot:"),
+               st.Page("pages/agreement.py", title="Agreement", icon=":material/query_stats:"),
                st.Page("pages/review.py", title="Spot-check", icon=":material/rate_review:")],
     "Setup": [st.Page("pages/data.py", title="Data", icon=":material/database:"),
               st.Page("pages/settings.py", title="Settings", icon=":material/settings:")],

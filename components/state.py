@@ -112,3 +112,22 @@ def require_dataset():
     except Exception as exc:  # the engine raises; the page reports and keeps running
         st.error(f"Could not load dataset {name!r}: {exc}")
         st.stop()
+
+
+@st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
+def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int):
+    from engine.agreement import analyse, llm_medians_from_results
+    from engine.judge import JudgeResult
+    from engine.reviews import dataset_with_reviews
+
+    s = _store_for(path)
+    ds = dataset_with_reviews(s, name)
+    llm = llm_medians_from_results(JudgeResult.from_json(x) for x in s.judge_results(name))
+    return analyse(ds, llm, n_boot=n_boot)
+
+
+def agreement(name: str, n_boot: int = 1000):
+    """The dataset's agreement report (humans, reviews and the stored LLM judge results); cached until data change."""
+    s = store()
+    judge_key = str(len(s.judge_results(name)))
+    return _agreement(str(s.path), name, data_version(), judge_key, n_boot)

@@ -36,7 +36,9 @@ with right:
         st.info("No summary for this case.")
         st.stop()
     sids = [s.summary_id for s in summaries]
-    sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed")
+    pick = st.session_state.pop("summary_pick", None)  # set by the disagreement explorer
+    sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed",
+                   index=sids.index(pick) if pick in sids else 0)
     s = ds.summary(sid)
     case_view.render_summary(s.text, [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,

@@ -28,6 +28,9 @@ summaries = ds.summaries_for(case_id)
 if not summaries:
     st.info("This case has no summary.")
     st.stop()
+_pick = st.session_state.pop("summary_pick", None)  # set by the disagreement explorer
+if _pick in [s.summary_id for s in summaries]:
+    st.session_state["review_summary"] = _pick
 sid = st.sidebar.radio("Summary", [s.summary_id for s in summaries], key="review_summary")
 summary = ds.summary(sid)
 

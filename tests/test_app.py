@@ -165,3 +165,19 @@ def test_case_page_coverage_and_support_tabs():
     # switching the method to the paper's KDE works too
     next(s for s in at.selectbox if s.label == "Method").set_value("kde").run()
     assert not at.exception
+
+
+def test_agreement_page_renders_every_tab():
+    at = _run("app.py")
+    at.switch_page("pages/agreement.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Agreement"
+    assert any("No LLM judge results" in i.value for i in at.info)
+    rel_table = at.dataframe[0].value
+    assert list(rel_table["item"])[-1] == "overall" and rel_table["ICC(3,k)"].str.len().gt(0).any()
+    # the disagreement explorer opens a case
+    at.selectbox(key="dis_open").set_value(at.selectbox(key="dis_open").options[0])
+    target = at.selectbox(key="dis_open").value
+    next(b for b in at.button if b.label == "Open in the Case page").click().run()
+    assert not at.exception
+    assert at.title[0].value == "Case" and target.split("-s")[0] in at.subheader[0].value

@@ -1,0 +1,99 @@
+"""Agreement charts (plotly): distributions, length scatter, Bland–Altman, confusion matrix, heatmap, scree.
+
+Every function takes plain rows (dicts) and returns a figure; ``show`` draws it with the download button of
+plotly's toolbar (PNG) and a CSV download of the data behind it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+
+def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
+    st.plotly_chart(fig, width="stretch", key=f"chart_{key}",
+                    config={"displaylogo": False, "toImageButtonOptions": {"filename": key, "scale": 2}})
+    st.download_button("Download data (CSV)", data.to_csv(index=False).encode(), f"{key}.csv", "text/csv",
+                       key=f"dl_{key}")
+
+
+def distributions(rows: list[dict], items: list[str]) -> tuple[go.Figure, pd.DataFrame]:
+    recs = []
+    for r in rows:
+        for it in items:
+            for who, col in (("humans (median)", f"{it}:human_median"), ("LLM judge", f"{it}:llm")):
+                if r.get(col) is not None:
+                    recs.append({"item": it, "who": who, "score": r[col]})
+    df = pd.DataFrame(recs, columns=["item", "who", "score"])
+    fig = go.Figure()
+    for who, side, colour in (("humans (median)", "negative", "#1f6feb"), ("LLM judge", "positive", "#cf222e")):
+        d = df[df.who == who]
+        fig.add_trace(go.Violin(x=d["item"], y=d["score"], name=who, side=side, line_color=colour,
+                                points=False, meanline_visible=True, spanmode="hard"))
+    fig.update_layout(violingap=0, violinmode="overlay", yaxis_title="score", height=420,
+                      title="Score distributions per item: humans vs LLM")
+    return fig, df
+
+
+def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: float | None
+                   ) -> tuple[go.Figure, pd.DataFrame]:
+    df = pd.DataFrame([{"summary": r["summary_id"], "note tokens": r["note_tokens"], y: r[f"{item}:{y}"]}
+                       for r in rows if r.get(f"{item}:{y}") is not None])
+    fig = px.scatter(df, x="note tokens", y=y, hover_name="summary", height=360)
+    if len(df) >= 2 and df["note tokens"].nunique() > 1:
+        b, a = np.polyfit(df["note tokens"], df[y], 1)
+        xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
+        fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
+    stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p = {p:.3g}"
+    fig.update_layout(title=f"{item}: note length vs {y.replace('_', ' ')}{stat}", showlegend=False)
+    return fig, df
+
+
+def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
+    df = pd.DataFrame([{"summary": r["summary_id"], "mean": (r[f"{item}:llm"] + r[f"{item}:human_median"]) / 2,
+                        "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
+                       for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None])
+    fig = px.scatter(df, x="mean", y="LLM − human", hover_name="summary", height=360)
+    if len(df) >= 2:
+        m, sd = df["LLM − human"].mean(), df["LLM − human"].std()
+        for v, label in ((m, f"bias {m:+.2f}"), (m + 1.96 * sd, "+1.96 SD"), (m - 1.96 * sd, "−1.96 SD")):
+            fig.add_hline(y=v, line_dash="dash" if label != f"bias {m:+.2f}" else "solid", annotation_text=label)
+    fig.update_layout(title=f"Bland–Altman: {item}")
+    return fig, df
+
+
+def confusion(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
+    pairs = [(round(r[f"{item}:human_median"] + 1e-9), round(r[f"{item}:llm"]))
+             for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None]
+    levels = sorted({v for p in pairs for v in p} | {1, 2, 3, 4, 5}) if pairs else [1, 2, 3, 4, 5]
+    m = pd.DataFrame(0, index=levels, columns=levels)
+    for h, l in pairs:
+        m.loc[h, l] += 1
+    fig = px.imshow(m, text_auto=True, labels={"x": "LLM judge", "y": "human median (rounded)", "color": "summaries"},
+                    height=360, color_continuous_scale="Blues")
+    fig.update_layout(title=f"Confusion: {item}")
+    return fig, m.reset_index(names="human")
+
+
+def heatmap(items: list[str], matrix: list[list[float | None]]) -> tuple[go.Figure, pd.DataFrame]:
+    df = pd.DataFrame(matrix, index=items, columns=items)
+    fig = px.imshow(df, text_auto=".2f", zmin=-1, zmax=1, color_continuous_scale="RdBu", height=420)
+    fig.update_layout(title="Item correlations (Spearman, mean human score per summary)")
+    return fig, df.reset_index(names="item")
+
+
+def scree(eigenvalues: list[float]) -> tuple[go.Figure, pd.DataFrame]:
+    df = pd.DataFrame({"factor": range(1, len(eigenvalues) + 1), "eigenvalue": eigenvalues})
+    fig = px.line(df, x="factor", y="eigenvalue", markers=True, height=320)
+    fig.add_hline(y=1, line_dash="dash", annotation_text="Kaiser criterion")
+    fig.update_layout(title="Scree plot")
+    return fig, df
+
+
+def table(rows: list[dict]) -> None:
+    df = pd.DataFrame(rows)
+    st.dataframe(df, hide_index=True, width="stretch")
+    st.download_button("Download table (CSV)", df.to_csv(index=False).encode(), "table.csv", "text/csv",
+                       key=f"dl_table_{len(rows)}_{','.join(df.columns[:2])}")
