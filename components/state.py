@@ -131,3 +131,15 @@ def agreement(name: str, n_boot: int = 1000):
     s = store()
     judge_key = str(len(s.judge_results(name)))
     return _agreement(str(s.path), name, data_version(), judge_key, n_boot)
+
+
+def case_picker(ds):
+    """The case picked in the sidebar (remembered across pages)."""
+    case_ids = [c.case_id for c in ds.cases]
+    if not case_ids:
+        st.info("This dataset has no cases.")
+        st.stop()
+    default = st.session_state.get("case_id")
+    case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
+    st.session_state["case_id"] = case_id
+    return ds.case(case_id)

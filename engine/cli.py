@@ -395,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
         sp.add_argument("--rater-group", default="unknown", help="rater group for ratings without one")
 
+    def add_import_opts(sp):  # for commands that take a dataset name or a path to import first
+        sp.add_argument("--mapping", help=argparse.SUPPRESS)
+        sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+        sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+
     sp = sub.add_parser("validate", help="check input files; prints a report, exits 1 on any error")
     add_load_opts(sp)
     sp.set_defaults(func=cmd_validate)
@@ -437,9 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--summary", action="append", help="judge only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
     sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    sp.add_argument("--mapping", help=argparse.SUPPRESS)
-    sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
-    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    add_import_opts(sp)
     sp.set_defaults(func=cmd_judge)
 
     sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
@@ -458,18 +461,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
     sp.add_argument("--quiet", action="store_true")
-    sp.add_argument("--mapping", help=argparse.SUPPRESS)
-    sp.add_argument("--specialty", default="Unspecified")
-    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    add_import_opts(sp)
     sp.set_defaults(func=cmd_omissions)
 
     sp = sub.add_parser("align", help="per summary sentence: aligned source sentences, support, citation verdict")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
-    sp.add_argument("--mapping", help=argparse.SUPPRESS)
-    sp.add_argument("--specialty", default="Unspecified")
-    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    add_import_opts(sp)
     sp.set_defaults(func=cmd_align)
 
     sp = sub.add_parser("stats", help="every agreement statistic (humans and LLM judge), per item and overall")
@@ -478,9 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
-    sp.add_argument("--mapping", help=argparse.SUPPRESS)
-    sp.add_argument("--specialty", default="Unspecified")
-    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+    add_import_opts(sp)
     sp.set_defaults(func=cmd_stats)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")

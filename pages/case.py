@@ -12,15 +12,8 @@ from engine.ratings import display_table
 
 st.title("Case")
 name, ds = state.require_dataset()
-if not ds.cases:
-    st.info("This dataset has no cases.")
-    st.stop()
-
-case_ids = [c.case_id for c in ds.cases]
-default = st.session_state.get("case_id")
-case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
-st.session_state["case_id"] = case_id
-case = ds.case(case_id)
+case = state.case_picker(ds)
+case_id = case.case_id
 summaries = ds.summaries_for(case_id)
 
 st.subheader(f"{case.case_id} — for {case.target_specialty}")

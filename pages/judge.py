@@ -20,10 +20,8 @@ if not cfg.model_path:
 else:
     st.caption(f"Model: `{cfg.model_path}` · context {cfg.n_ctx} · GPU layers {cfg.n_gpu_layers}")
 
-case_ids = [c.case_id for c in ds.cases]
-default = st.session_state.get("case_id")
-case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
-st.session_state["case_id"] = case_id
+case = state.case_picker(ds)
+case_id = case.case_id
 sids = [s.summary_id for s in ds.summaries_for(case_id)]
 if not sids:
     st.info("This case has no summary.")

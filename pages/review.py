@@ -19,11 +19,8 @@ if not ds.cases:
     st.stop()
 store = state.store()
 
-case_ids = [c.case_id for c in ds.cases]
-default = st.session_state.get("case_id")
-case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
-st.session_state["case_id"] = case_id
-case = ds.case(case_id)
+case = state.case_picker(ds)
+case_id = case.case_id
 summaries = ds.summaries_for(case_id)
 if not summaries:
     st.info("This case has no summary.")
