@@ -12,6 +12,8 @@ Conventions
   resampled); Gwet AC2 with linear and quadratic weights. Yes/no items: Gwet AC1 and Krippendorff α nominal.
 * "Overall" stacks the Likert items: a unit is one (summary, item) pair.
 * Cronbach α: items as columns, the mean human score per summary as value, pairwise deletion, Feldt CI.
+* An adjudicated final score (Spot-check page) replaces the human median of that summary and item as the human
+  reference; clinicians' spot checks join the human raters.
 * LLM vs humans: Wilcoxon signed-rank of the LLM median vs the human median per summary; the LLM as an 8th rater
   and as a substitute for each human, with the change in ICC(3,k), a bootstrap CI (1000 resamples of summaries)
   and a two-tailed bootstrap p.
@@ -264,9 +266,13 @@ def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_
                "generator": s.generator_model or "", "quality_group": s.quality_group or "",
                "note_tokens": tok_cache[case.case_id], "summary_tokens": count_tokens(s.text)}
         ratings = [r for r in by_summary.get(s.summary_id, []) if r.rater_group not in HUMAN_EXCLUDE]
+        adjudicated = {r.item: r.value for r in by_summary.get(s.summary_id, []) if r.rater_group == "adjudicated"}
         for item in ITEMS:
             vals = [r.value for r in ratings if r.item == item.key and r.value is not None]
             row[f"{item.key}:human_median"] = float(np.median(vals)) if vals else None
+            if adjudicated.get(item.key) is not None:  # an adjudicated final score is the human reference
+                row[f"{item.key}:human_median"] = float(adjudicated[item.key])
+            row[f"{item.key}:adjudicated"] = item.key in adjudicated
             row[f"{item.key}:human_mean"] = float(np.mean(vals)) if vals else None
             row[f"{item.key}:human_sd"] = float(np.std(vals, ddof=1)) if len(vals) > 1 else None
             for g in ("junior", "senior"):

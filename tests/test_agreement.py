@@ -100,3 +100,24 @@ def test_cli_stats_writes_report(tmp_path):
     assert main(["stats", str(BUNDLE), "--out", str(out), "--boot", "50", "--words"]) == 0
     d = json.loads(out.read_text())
     assert d["n_summaries"] == 36 and not d["has_llm"] and math.isfinite(d["overall"]["icc"]["ICC3k"]["value"])
+
+
+def test_adjudicated_score_and_spot_check_flow_into_the_statistics(store):
+    """Adjudicating the top disagreement changes its human reference; a spot check adds a clinician rater."""
+    from engine.reviews import ADJUDICATION, SPOT_CHECK, dataset_with_reviews, save_review
+
+    ds, _ = load_paths([BUNDLE], name="sample")
+    store.import_dataset(ds)
+    llm = {s.summary_id: {"accurate": 1.0} for s in ds.summaries}
+    before = analyse(ds, llm, n_boot=20)
+    top = disagreements(before, "accurate")[0]["summary_id"]
+    row = next(r for r in before.per_summary if r["summary_id"] == top)
+    assert row["accurate:human_median"] != 1.0
+    save_review(store, "sample", top, "Dr A", ADJUDICATION, {"accurate": 1})
+    save_review(store, "sample", top, "Dr B", SPOT_CHECK, {"accurate": 2})
+    after = analyse(dataset_with_reviews(store, "sample"), llm, n_boot=20)
+    row = next(r for r in after.per_summary if r["summary_id"] == top)
+    assert row["accurate:human_median"] == 1.0 and row["accurate:adjudicated"]
+    assert row["accurate:abs_diff"] == 0.0
+    assert "Dr B" in after.raters and "adjudicated" not in after.raters
+    assert disagreements(after, "accurate")[0]["summary_id"] != top
