@@ -12,6 +12,20 @@ from engine.settings import AppSettings, SettingsError, load_settings, workspace
 from engine.store import DatasetInfo, Store
 
 
+def _use_app_navigation() -> None:
+    """A deep link (e.g. /agreement) opened as the server's very first request makes Streamlit run the page file
+    in its legacy `pages/` mode, bypassing app.py's st.navigation for the rest of the process. Switch that mode off
+    and rerun, so the request goes through app.py like every other."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_use_app_navigation()
+
+
 @st.cache_resource(show_spinner=False)
 def _store_for(path: str) -> Store:
     store = Store(path)

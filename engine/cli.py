@@ -384,6 +384,27 @@ def _judge_token_counter():
         return lambda t: len(t.split())
 
 
+def cmd_judge_export(args) -> int:
+    from .judge import export_results
+
+    store = _store(args)
+    lines = export_results(store, args.dataset)
+    Path(args.out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    print(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
+    return 0
+
+
+def cmd_judge_import(args) -> int:
+    from .judge import import_results
+
+    store = _store(args)
+    n, skipped = import_results(store, args.dataset, Path(args.file).read_text(encoding="utf-8").splitlines())
+    for s in skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    print(f"{n} judge results imported into dataset {args.dataset!r}")
+    return 0 if n or not skipped else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
     p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
@@ -444,6 +465,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_judge)
+
+    sp = sub.add_parser("judge-export", help="write a dataset's stored judge results (full provenance) as JSON lines")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=cmd_judge_export)
+
+    sp = sub.add_parser("judge-import", help="store judge results exported by judge-export into a dataset")
+    sp.add_argument("dataset")
+    sp.add_argument("file")
+    sp.set_defaults(func=cmd_judge_import)
 
     sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")

@@ -533,3 +533,33 @@ def open_llama_backend(model_path: str = "", n_ctx: int = 8192, n_threads: int =
     else:
         digest = sha256_file(path)
     return LlamaCppBackend(path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers), digest
+
+
+def export_results(store, dataset: str) -> list[str]:
+    """The dataset's latest judge result per summary, as JSON lines (full provenance and raw outputs)."""
+    return store.judge_results(dataset)
+
+
+def import_results(store, dataset: str, lines: Sequence[str]) -> tuple[int, list[str]]:
+    """Store exported judge results into ``dataset``. Results made with another prompt version, or for summaries
+    the dataset does not have, are skipped with a reason; returns (imported, skipped reasons)."""
+    ds_ids = {s.summary_id for s in store.load_dataset(dataset).summaries}
+    n, skipped = 0, []
+    for k, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            r = JudgeResult.from_json(line, from_cache=True)
+        except (ValueError, KeyError, TypeError) as exc:
+            skipped.append(f"line {k}: not a judge result ({exc})")
+            continue
+        if r.provenance.prompt_version != PROMPT_VERSION:
+            skipped.append(f"line {k} ({r.summary_id}): prompt version {r.provenance.prompt_version} is not the "
+                           f"current {PROMPT_VERSION}; re-run the judge")
+            continue
+        if r.summary_id not in ds_ids:
+            skipped.append(f"line {k}: summary {r.summary_id!r} is not in dataset {dataset!r}")
+            continue
+        store.put_judge_result(dataset, r)
+        n += 1
+    return n, skipped

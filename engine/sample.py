@@ -10,6 +10,10 @@ from .store import ImportResult, Store
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"
 SAMPLE_BUNDLE = SAMPLE_ROOT / "pdsqi_sample"
 SAMPLE_MANIFEST = SAMPLE_ROOT / "manifest.json"
+# The embedded model's PDSQI-9 judge results for the sample (7 samples each), recorded with
+# `python -m engine judge sample` + `python -m engine judge-export sample --out sample_data/judge_results.jsonl`,
+# so the Agreement page has LLM figures without a 20-minute CPU run. Regenerate them when the prompt changes.
+SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
 SAMPLE_NAME = "sample"
 
 
@@ -25,7 +29,12 @@ def ensure_sample(store: Store) -> ImportResult | None:
     files = sorted(str(p) for p in SAMPLE_BUNDLE.iterdir() if p.suffix in (".csv", ".jsonl"))
     ds, _ = load_paths(files, name=SAMPLE_NAME)
     ds.source = "bundled synthetic sample (sample_data/pdsqi_sample)"
-    return store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
+    res = store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
+    if SAMPLE_JUDGE.is_file():
+        from .judge import import_results
+
+        import_results(store, SAMPLE_NAME, SAMPLE_JUDGE.read_text(encoding="utf-8").splitlines())
+    return res
 
 
 def load_manifest() -> dict:

@@ -70,3 +70,21 @@ def test_case_page_shows_sample_note_text(server):
         browser.close()
     assert first["case_id"] in body
     assert "Rater scores" in body
+
+
+def test_deep_link_as_first_request_uses_the_app_navigation(server):
+    """/judge opened before anything else must still go through app.py's navigation (not Streamlit's legacy
+    pages/ listing)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page()
+        page.goto(server + "/judge", wait_until="domcontentloaded")
+        page.get_by_role("heading", name="Judge").first.wait_for(timeout=60_000)
+        page.get_by_text("Spot-check").first.wait_for(timeout=30_000)
+        nav = page.inner_text("[data-testid=stSidebarNav]")
+        browser.close()
+    assert "Spot-check" in nav and "Setup" in nav and "review" not in nav.split()
