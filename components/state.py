@@ -137,7 +137,19 @@ def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int):
     s = _store_for(path)
     ds = dataset_with_reviews(s, name)
     llm = llm_medians_from_results(JudgeResult.from_json(x) for x in s.judge_results(name))
-    return analyse(ds, llm, n_boot=n_boot)
+    return analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
+
+
+@st.cache_resource(show_spinner=False)
+def _token_counter(model_path: str):
+    from engine.modelfiles import judge_token_counter
+
+    return judge_token_counter(model_path)[0]
+
+
+def token_counter():
+    """Counts tokens with the configured judge model's tokenizer (loaded once, vocabulary only)."""
+    return _token_counter(settings().model_path)
 
 
 def agreement(name: str, n_boot: int = 1000):

@@ -370,39 +370,13 @@ def cmd_stats(args) -> int:
 
 
 def _judge_token_counter():
-    """Note length in tokens of the judge model's tokenizer (vocabulary only, no weights loaded)."""
-    try:
-        import llama_cpp
+    """Note length in tokens of the judge model's tokenizer (words when it cannot be opened, with a warning)."""
+    from .modelfiles import judge_token_counter
 
-        from .modelfiles import resolve_model_path
-
-        llm = llama_cpp.Llama(model_path=str(resolve_model_path(load_settings().model_path)), vocab_only=True,
-                              verbose=False)
-        return lambda t: len(llm.tokenize(t.encode("utf-8"), add_bos=False))
-    except Exception as exc:  # noqa: BLE001 - fall back to words, and say so
-        print(f"warning: judge tokenizer unavailable ({exc}); note length counted in words", file=sys.stderr)
-        return lambda t: len(t.split())
-
-
-def cmd_judge_export(args) -> int:
-    from .judge import export_results
-
-    store = _store(args)
-    lines = export_results(store, args.dataset)
-    Path(args.out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    print(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
-    return 0
-
-
-def cmd_judge_import(args) -> int:
-    from .judge import import_results
-
-    store = _store(args)
-    n, skipped = import_results(store, args.dataset, Path(args.file).read_text(encoding="utf-8").splitlines())
-    for s in skipped:
-        print(f"skipped: {s}", file=sys.stderr)
-    print(f"{n} judge results imported into dataset {args.dataset!r}")
-    return 0 if n or not skipped else 1
+    count, what = judge_token_counter(load_settings().model_path)
+    if what != "judge-model tokens":
+        print(f"warning: note length counted in {what}", file=sys.stderr)
+    return count
 
 
 def build_parser() -> argparse.ArgumentParser:

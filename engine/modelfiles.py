@@ -102,3 +102,15 @@ def describe_model(path: Path, with_hash: bool = False) -> ModelInfo:
         # the embedded file is verified against its published sha256 when it is assembled
         digest = embedded_hash if is_embedded and embedded_hash else sha256_file(path)
     return ModelInfo(str(path), path.name, path.stat().st_size, is_embedded, quant, digest)
+
+
+def judge_token_counter(configured: str = ""):
+    """A function counting tokens with the judge model's tokenizer (vocabulary only, no weights loaded); falls
+    back to counting words when the model cannot be opened. Returns (counter, description)."""
+    try:
+        import llama_cpp
+
+        llm = llama_cpp.Llama(model_path=str(resolve_model_path(configured)), vocab_only=True, verbose=False)
+        return (lambda t: len(llm.tokenize(t.encode("utf-8"), add_bos=False))), "judge-model tokens"
+    except Exception as exc:  # noqa: BLE001 - reported by the caller
+        return (lambda t: len(t.split())), f"words (judge tokenizer unavailable: {exc})"

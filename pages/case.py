@@ -8,7 +8,9 @@ from engine.alignment import alignment_cached
 from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
 from engine.backends import BackendError
 from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
+from engine.judge import JudgeResult
 from engine.ratings import display_table
+from engine.rubric import ITEMS
 
 st.title("Case")
 name, ds = state.require_dataset()
@@ -38,7 +40,14 @@ with right:
                               "prompt": s.prompt_variant})
 
 st.markdown("#### Rater scores (PDSQI-9)")
-case_view.render_score_table(display_table(ds.ratings_for(sid)))
+score_rows = display_table(ds.ratings_for(sid))
+judged = next((r for r in map(JudgeResult.from_json, state.store().judge_results(name)) if r.summary_id == sid),
+              None)
+if judged is not None and judged.status == "scored":
+    score_rows.append({"rater": f"LLM judge (median of {len(judged.samples)})", "group": "llm",
+                       **{it.label: ("NA" if judged.items[it.key].is_na else "" if judged.items[it.key].median is None
+                                     else f"{judged.items[it.key].median:g}") for it in ITEMS if it.key in judged.items}})
+case_view.render_score_table(score_rows)
 
 st.markdown("#### Evidence")
 tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence support",

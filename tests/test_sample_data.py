@@ -130,3 +130,32 @@ def test_ratings_reflect_the_defects(ds, manifest):
                          ("stigmatizing_summary", "stigmatizing_language")):
         with_d, without = split(item, defect)
         assert with_d < without - 0.3 if item != "stigmatizing_summary" else with_d > without + 0.5, (item, defect)
+
+
+def test_recorded_judge_results_belong_to_this_sample_and_prompt(ds):
+    """sample_data/judge_results.jsonl holds the embedded model's real judge results for the sample (recorded with
+    `engine judge` + `engine judge-export`). They must match the current prompt and the sample's content — when
+    either changes, this test says to regenerate them."""
+    from engine.judge import JudgeParams, JudgeResult, cache_key
+    from engine.judge_prompt import PROMPT_VERSION
+    from engine.modelfiles import embedded_sha256
+    from engine.sample import SAMPLE_JUDGE
+
+    lines = [x for x in SAMPLE_JUDGE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert {JudgeResult.from_json(x).summary_id for x in lines} == {s.summary_id for s in ds.summaries}
+    for line in lines:
+        r = JudgeResult.from_json(line)
+        assert r.provenance.prompt_version == PROMPT_VERSION, "prompt changed: regenerate sample_data/judge_results"
+        assert r.provenance.model_sha256 == embedded_sha256()
+        s = ds.summary(r.summary_id)
+        key = cache_key(r.provenance.model_sha256, JudgeParams(**r.provenance.params), r.provenance.n_ctx,
+                        ds.case(s.case_id), s, [])
+        assert r.cache_key == key, f"{r.summary_id}: content changed: regenerate sample_data/judge_results"
+        assert r.samples and all(x.raw for x in r.samples) and r.status in ("scored", "unscored")
+
+
+def test_sample_import_brings_the_judge_results(store):
+    from engine.sample import ensure_sample
+
+    ensure_sample(store)
+    assert len(store.judge_results("sample")) == 36
