@@ -379,6 +379,27 @@ def _judge_token_counter():
     return count
 
 
+def cmd_judge_export(args) -> int:
+    from .judge import export_results
+
+    store = _store(args)
+    lines = export_results(store, args.dataset)
+    Path(args.out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    print(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
+    return 0
+
+
+def cmd_judge_import(args) -> int:
+    from .judge import import_results
+
+    store = _store(args)
+    n, skipped = import_results(store, args.dataset, Path(args.file).read_text(encoding="utf-8").splitlines())
+    for s in skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    print(f"{n} judge results imported into dataset {args.dataset!r}")
+    return 0 if n or not skipped else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
     p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")

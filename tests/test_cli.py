@@ -57,3 +57,24 @@ def test_module_entry_point(tmp_path):
     r = subprocess.run([sys.executable, "-m", "engine", "validate", str(FORMATS / "dialogue.csv")],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0 and "dialogue CSV" in r.stdout
+
+
+def test_judge_export_import_round_trip(tmp_path, capsys):
+    """Results move between workspaces with their provenance; results of another prompt version are refused."""
+    import json
+    from engine.sample import SAMPLE_JUDGE
+
+    assert main(["sample"]) == 0
+    out = tmp_path / "j.jsonl"
+    assert main(["judge-export", "sample", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 36 and lines == sorted(lines, key=lines.index)
+    assert main(["import", str(BUNDLE), "--name", "copy"]) == 0
+    assert main(["judge-import", "copy", str(out)]) == 0
+    assert "36 judge results imported" in capsys.readouterr().out
+    old = json.loads(SAMPLE_JUDGE.read_text().splitlines()[0])
+    old["provenance"]["prompt_version"] = "pdsqi9-judge-v0+old"
+    bad = tmp_path / "old.jsonl"
+    bad.write_text(json.dumps(old) + "\n")
+    assert main(["judge-import", "copy", str(bad)]) == 1
+    assert "re-run the judge" in capsys.readouterr().err
