@@ -118,6 +118,10 @@ def cmd_model(args) -> int:
 
 def _resolve_dataset(store: Store, target: str, args):
     """A dataset name in the workspace, or a path that is validated and imported (idempotently) first."""
+    from .sample import SAMPLE_NAME, ensure_sample
+
+    if target == SAMPLE_NAME and target not in store.dataset_names():
+        ensure_sample(store)  # "sample" always means the bundled synthetic dataset
     if target in store.dataset_names():
         return store.load_dataset(target), target
     if not Path(target).exists():
