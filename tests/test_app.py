@@ -82,11 +82,15 @@ def test_settings_page_rejects_bad_model_and_saves_good(tmp_path):
 def test_judge_page_runs_real_model_on_sample_summary():
     at = _run("pages/judge.py")
     assert any("smoke-test" in w.value for w in at.warning)
-    assert any("Not judged yet" in i.value for i in at.info)
+    # the recorded 7-sample result of the sample is shown first ...
+    assert any("Scored" in s.value for s in at.success)
+    assert sum(e.label.startswith("Sample ") for e in at.expander) == 7
+    # ... and a new 1-sample run with the real model replaces it on screen
     at.number_input[0].set_value(1)
     at.button[0].click().run(timeout=300)  # the form's "Run judge"
     assert not at.exception, [e.value for e in at.exception]
     assert any("Scored" in s.value for s in at.success), [e.value for e in at.error]
+    assert sum(e.label.startswith("Sample ") for e in at.expander) == 1
     table = at.dataframe[0].value
     assert list(table["item"])[:3] == ["Cited", "Accurate", "Thorough"]
     assert table["human median"].astype(str).str.len().gt(0).all()
@@ -172,9 +176,10 @@ def test_agreement_page_renders_every_tab():
     at.switch_page("pages/agreement.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Agreement"
-    assert any("No LLM judge results" in i.value for i in at.info)
+    assert not any("No LLM judge results" in i.value for i in at.info)  # the recorded sample judge results
     rel_table = at.dataframe[0].value
     assert list(rel_table["item"])[-1] == "overall" and rel_table["ICC(3,k)"].str.len().gt(0).any()
+    assert rel_table["ΔICC LLM as extra rater"].iloc[-1].startswith(("+", "-"))
     # the disagreement explorer opens a case
     at.selectbox(key="dis_open").set_value(at.selectbox(key="dis_open").options[0])
     target = at.selectbox(key="dis_open").value

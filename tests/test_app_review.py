@@ -155,7 +155,9 @@ def test_unblinded_shows_scores_without_submitting_and_adjudication_counts_as_on
     next(c for c in at.checkbox if c.label == "Blinded").uncheck().run()
     assert not at.exception
     assert at.dataframe and "R1" in list(_tables(at)[0]["rater"])
-    assert any("No LLM judge result" in i.value for i in at.info)
+    # the sample ships with the embedded model's recorded judge results: its medians are shown
+    assert any("Status: scored" in c.value for c in at.caption)
+    assert any("LLM median" in t.columns for t in _tables(at))
     assert any("No review of this summary yet" in i.value for i in at.info)
     _reviewer(at, "Dr Chair")
     next(r for r in at.radio if r.label == "Kind").set_value("adjudication").run()
