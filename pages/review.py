@@ -65,6 +65,7 @@ else:
             st.error(f"Not saved: {exc}")
         else:
             if written:
+                state.bump_data_version()  # the statistics (Agreement page) include reviews: refresh them
                 st.success(f"Saved {len(written)} item(s) for {sid} as {reviewer} "
                            f"({KIND_LABELS[kind].lower()}); earlier values are kept in the history.")
             else:
