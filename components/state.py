@@ -1,7 +1,6 @@
 """Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import streamlit as st

@@ -22,10 +22,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from .models import Case, Dataset, Note, Rating, Summary
-from .rubric import ITEM_KEYS, ITEMS, ValueError_, get_item, parse_value
+from .rubric import ITEM_KEYS, ValueError_, get_item, parse_value
 from .validation import DatasetInvalid, Issue, ValidationReport
 
 csv.field_size_limit(2**31 - 1)

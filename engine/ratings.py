@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from .models import Rating
-from .rubric import ITEM_KEYS, ITEMS, format_value, get_item
+from .rubric import ITEM_KEYS, ITEMS, format_value
 
 
 @dataclass(frozen=True)

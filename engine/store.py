@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Optional
 
-from .models import Case, Dataset, Note, Rating, Summary, content_hash
+from .models import Case, Dataset, Note, Rating, Summary
 
 
 class StoreError(Exception):

@@ -1,7 +1,6 @@
 """AppTest smoke of every page: each renders without exception, on the sample data, and handles bad input."""
 import json
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import FORMATS, ROOT
@@ -111,10 +110,8 @@ def test_judge_page_bad_model_path_keeps_running(tmp_path):
 
 def _seed_medomit(name="sample"):
     """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
-    from components import state as app_state
     from engine.medomit import MedOmit, run_medomit
     from test_medomit import ScriptedBackend
-    from engine.models import Dataset
     from engine.sample import ensure_sample
     from engine.settings import workspace_path
     from engine.store import Store
