@@ -102,9 +102,17 @@ def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: in
                               store=store())
 
 
-def judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int):
-    """The loaded llama.cpp backend and the model's sha256 (loaded once per model and settings)."""
-    return _judge_backend(model_path, int(n_ctx), int(n_threads), int(n_gpu_layers))
+def judge_backend():
+    """(backend, model sha256) for the configured model, loaded once per model and settings; on failure the
+    page shows why and gets None."""
+    from engine.backends import BackendError
+
+    cfg = settings()
+    try:
+        return _judge_backend(cfg.model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers))
+    except BackendError as exc:
+        st.error(f"The model could not be loaded: {exc}")
+        return None
 
 
 @st.cache_resource(show_spinner="Loading the embedding model…")

@@ -236,14 +236,8 @@ class LlamaCppBackend:
         view["id"] = ids
         view["logit"] = logits[ids]
         arr = lc.llama_token_data_array(buf, n, -1, False)
-        lc.llama_sampler_apply(smpl, ctypes.byref(arr))
-        out = np.full(n, -np.inf, dtype=np.float32)
-        pos = {int(t): i for i, t in enumerate(ids)} if arr.size != n else None
-        if pos is None:
-            return view["logit"].copy()
-        for rec in view[: arr.size]:  # pragma: no cover - llama.cpp's grammar keeps the array in place
-            out[pos[int(rec["id"])]] = rec["logit"]
-        return out
+        lc.llama_sampler_apply(smpl, ctypes.byref(arr))  # the grammar masks in place (order and size kept)
+        return view["logit"].copy()
 
     def _constrained_logits(self, smpl, logits: np.ndarray, temperature: float) -> np.ndarray:
         """Logits with every grammar-forbidden token at -inf.

@@ -386,21 +386,30 @@ class MedOmit:
             return block
         return f"<facts>\n{_fact_list(facts)}\n</facts>"  # the notes do not fit: reason over the extracted facts
 
-    def importance(self, facts, ddx, records) -> Optional[dict[str, str]]:
-        out: dict[str, str] = {}
+    def _batched(self, name: str, facts, records, system: str, user, schema, max_tokens: int
+                 ) -> Optional[list[dict]]:
+        """Run a step over the facts in batches of BATCH; ``user(part)`` / ``schema(ids)`` build each call.
+        Returns the replies, or None at the first failed batch (recorded)."""
+        replies = []
         for b in range(0, len(facts), BATCH):
             part = facts[b:b + BATCH]
-            ids = [f.fact_id for f in part]
-            r = self._step(f"importance[{b // BATCH}]", _msgs(
-                "You rate how important each clinical fact is for the differential diagnosis below.",
-                f"<ddx>\n{_ddx_text(ddx)}\n</ddx>\n<facts>\n{_fact_list(part)}\n</facts>\n\nRate every fact "
-                '"critical" (changes the diagnosis or management), "important" (relevant context) or "other", as '
-                '{"F1": "critical", ...}.'), _importance_schema(ids), self.opt.max_tokens_small)
+            r = self._step(f"{name}#{b // BATCH}", _msgs(system, user(part)), schema([f.fact_id for f in part]),
+                           max_tokens)
             records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
             if not r.ok:
                 return None
-            out.update(r.value)
-        return out
+            replies.append(r.value)
+        return replies
+
+    def importance(self, facts, ddx, records) -> Optional[dict[str, str]]:
+        replies = self._batched(
+            "importance", facts, records,
+            "You rate how important each clinical fact is for the differential diagnosis below.",
+            lambda part: f"<ddx>\n{_ddx_text(ddx)}\n</ddx>\n<facts>\n{_fact_list(part)}\n</facts>\n\nRate every "
+                         'fact "critical" (changes the diagnosis or management), "important" (relevant context) or '
+                         '"other", as {"F1": "critical", ...}.',
+            _importance_schema, self.opt.max_tokens_small)
+        return None if replies is None else {k: v for r in replies for k, v in r.items()}
 
     def clusters(self, facts, ddx, records) -> Optional[list[Cluster]]:
         names = [d.name for d in ddx]
@@ -419,24 +428,20 @@ class MedOmit:
                 for c in r.value["clusters"] if c["facts"]]
 
     def omissions(self, summary: Summary, facts, records) -> Optional[tuple[dict[str, bool], dict[str, str]]]:
-        omitted, why = {}, {}
-        for b in range(0, len(facts), BATCH):
-            part = facts[b:b + BATCH]
-            ids = [f.fact_id for f in part]
-            r = self._step(f"omissions[{summary.summary_id}#{b // BATCH}]", _msgs(
-                "You are a medical expert testing how thorough a summary is. A fact is omitted when any part of "
-                "it is missing from the summary (strict: 'severe pain' is omitted if the summary says only "
-                "'pain'); it does not need to appear word for word to be present.",
-                f"<summary>\n{summary.text}\n</summary>\n<facts>\n{_fact_list(part)}\n</facts>\n\nFor every fact, "
-                'say whether it is "present" in the summary or "omitted", with a short explanation, as '
-                '{"F1": {"status": ..., "explanation": ...}, ...}.'), _omission_schema(ids), self.opt.max_tokens_facts)
-            records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
-            if not r.ok:
-                return None
-            for fid, v in r.value.items():
-                omitted[fid] = v["status"] == "omitted"
-                why[fid] = v["explanation"].strip()
-        return omitted, why
+        replies = self._batched(
+            f"omissions[{summary.summary_id}]", facts, records,
+            "You are a medical expert testing how thorough a summary is. A fact is omitted when any part of it is "
+            "missing from the summary (strict: 'severe pain' is omitted if the summary says only 'pain'); it does "
+            "not need to appear word for word to be present.",
+            lambda part: f"<summary>\n{summary.text}\n</summary>\n<facts>\n{_fact_list(part)}\n</facts>\n\nFor "
+                         'every fact, say whether it is "present" in the summary or "omitted", with a short '
+                         'explanation, as {"F1": {"status": ..., "explanation": ...}, ...}.',
+            _omission_schema, self.opt.max_tokens_facts)
+        if replies is None:
+            return None
+        items = [(fid, v) for r in replies for fid, v in r.items()]
+        return ({fid: v["status"] == "omitted" for fid, v in items},
+                {fid: v["explanation"].strip() for fid, v in items})
 
     # -- the whole pipeline
     def run(self, case: Case, summary: Summary, progress: Callable[[str], None] = lambda s: None) -> MedOmitResult:

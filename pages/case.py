@@ -6,7 +6,6 @@ import streamlit as st
 from components import case_view, coverage_view, evidence_view, state
 from engine.alignment import alignment_cached
 from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
-from engine.backends import BackendError
 from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
 from engine.judge import JudgeResult
 from engine.ratings import display_table
@@ -120,12 +119,9 @@ with tab_medomit:
     res = MedOmitResult.from_json(stored) if stored else None
     if st.button("Run MED-OMIT on this summary", help="Facts, DDx, importance and clusters are shared by the "
                  "case's summaries and cached; with the embedded smoke-test model the output is not meaningful."):
-        cfg = state.settings()
-        try:
-            backend, sha = state.judge_backend(cfg.model_path, cfg.n_ctx, cfg.n_threads, cfg.n_gpu_layers)
-        except BackendError as exc:
-            st.error(f"The model could not be loaded: {exc}")
-        else:
+        loaded = state.judge_backend()
+        if loaded is not None:
+            backend, sha = loaded
             with st.status("Running MED-OMIT…", expanded=True) as box:
                 mo = MedOmit(backend, sha, cache=store)
                 for res in run_medomit(mo, ds, [sid], store=store, dataset_name=name,

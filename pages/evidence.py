@@ -2,7 +2,6 @@
 import streamlit as st
 
 from components import evidence_view, state
-from engine.backends import BackendError
 from engine.alignment import alignment_cached, combined_scores
 from engine.coverage import CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
@@ -13,12 +12,9 @@ store = state.store()
 
 st.markdown("#### MED-OMIT omissions per summary")
 if st.button("Run MED-OMIT on every summary", help="Resumable: finished summaries are kept."):
-    cfg = state.settings()
-    try:
-        backend, sha = state.judge_backend(cfg.model_path, cfg.n_ctx, cfg.n_threads, cfg.n_gpu_layers)
-    except BackendError as exc:
-        st.error(f"The model could not be loaded: {exc}")
-    else:
+    loaded = state.judge_backend()
+    if loaded is not None:
+        backend, sha = loaded
         st.button("Cancel", help="Stops after the current summary; a new run resumes.")
         bar = st.progress(0.0)
         mo = MedOmit(backend, sha, cache=store)

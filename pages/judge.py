@@ -43,12 +43,10 @@ params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=flo
 store = state.store()
 
 if run:
-    try:
-        backend, sha = state.judge_backend(cfg.model_path, cfg.n_ctx, cfg.n_threads, cfg.n_gpu_layers)
-    except BackendError as exc:
-        st.error(f"The model could not be loaded: {exc}")
+    loaded = state.judge_backend()
+    if loaded is None:
         st.stop()
-    judge = Judge(backend, sha, params)
+    judge = Judge(*loaded, params)
     ids = [sid] if scope == "This summary" else [s.summary_id for s in ds.summaries]
     st.button("Cancel", help="Stops after the current sample; finished summaries are kept and a new run resumes.")
     bar = st.progress(0.0, text="Loading…")
