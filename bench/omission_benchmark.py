@@ -27,8 +27,7 @@ from engine.sentences import split_sentences  # noqa: E402
 
 METHODS = {"topiccov": CoverageParams(method="topiccov"), "sentcov": CoverageParams(method="sentcov"),
            "kde": CoverageParams(method="kde"),  # the shipped kde defaults
-           "kde-paper": CoverageParams(method="kde", pca_components=5, bandwidth="scott", clean=True),
-           "tokcov": CoverageParams(method="tokcov")}
+           "kde-paper": CoverageParams(method="kde", pca_components=5, bandwidth="scott", clean=True)}
 
 
 def parse_spec(spec: str) -> CoverageParams:
@@ -38,9 +37,7 @@ def parse_spec(spec: str) -> CoverageParams:
     method, _, rest = spec.partition(":")
     kw = dict(x.split("=") for x in rest.split(",") if x)
     return CoverageParams(method=method, pca_components=int(kw.get("pca", 5)), bandwidth=kw.get("bw", "scott"),
-                          clean=kw.get("clean", "1") == "1", agg=kw.get("agg", "max"),
-                          share_at=float(kw["share"]) if "share" in kw else None,
-                          topic_distance=float(kw.get("td", 0.5)))
+                          clean=kw.get("clean", "1") == "1", topic_distance=float(kw.get("td", 0.5)))
 
 
 def variants(s: Summary):

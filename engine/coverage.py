@@ -28,7 +28,7 @@ from .embeddings import EMBEDDING_NAME, Embedder, TokenEmbeddings
 from .models import Case, Summary
 from .sentences import split_sentences
 
-METHODS = ("topiccov", "sentcov", "kde", "tokcov")
+METHODS = ("topiccov", "sentcov", "kde")
 DEFAULT_METHOD = "topiccov"
 _TAG = re.compile(r"<\s*NoteID\s*:\s*[^>]+>", re.IGNORECASE)
 
@@ -46,10 +46,7 @@ class CoverageParams:
     min_word_length: int = 3
     threshold: Optional[float] = None  # None = the method's default
     top_regions: int = 8
-    agg: str = "max"  # tokcov: how a source sentence's token matches combine ("max", "mean", "top3")
     topic_distance: float = 0.5  # topiccov: cosine distance under which source sentences share a topic
-    share_at: Optional[float] = None  # sentcov/tokcov/topiccov global score: share of source words in sentences whose
-    #                                   score >= share_at (None = the mean sentence score)
 
     def resolved_threshold(self) -> float:
         if self.threshold is not None:
@@ -60,8 +57,8 @@ class CoverageParams:
 # Region threshold (per scored unit; the UI slider starts here) and summary-level flag threshold (global score).
 # The flag thresholds were tuned on a validation split of the sample data (complete vs half-removed summaries,
 # bench/omission_benchmark.py --calibrate); the region thresholds mark units at least that uncovered.
-DEFAULT_THRESHOLDS = {"topiccov": 0.6, "sentcov": 0.6, "tokcov": 0.3, "kde": 25.0}
-FLAG_THRESHOLDS = {"topiccov": 0.632, "sentcov": 0.628, "tokcov": 0.3, "kde": 25.3}
+DEFAULT_THRESHOLDS = {"topiccov": 0.6, "sentcov": 0.6, "kde": 25.0}
+FLAG_THRESHOLDS = {"topiccov": 0.632, "sentcov": 0.628, "kde": 25.3}
 
 
 @dataclass
@@ -237,7 +234,7 @@ def sentcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     src, S, X = _sentence_setup(case, summary, emb)
     scores = 1.0 - (X @ S.T).max(axis=1)
     units = [Unit(nid, s.start, s.end, float(v)) for (nid, s), v in zip(src, scores)]
-    return units, _global(units, case, p), [], {"source_sentences": len(src), "summary_sentences": len(S)}
+    return units, _global(units), [], {"source_sentences": len(src), "summary_sentences": len(S)}
 
 
 def topic_clusters(X: np.ndarray, distance: float) -> np.ndarray:
@@ -260,48 +257,12 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
     topic = topic_clusters(X, p.topic_distance)
     tcov = {t: float(cov[topic == t].max()) for t in set(topic.tolist())}
     units = [Unit(nid, s.start, s.end, 1.0 - tcov[int(t)]) for (nid, s), t in zip(src, topic)]
-    if p.share_at is None:
-        g = float(np.mean([1.0 - v for v in tcov.values()]))
-    else:
-        g = _global(units, case, p)
+    g = float(np.mean([1.0 - v for v in tcov.values()]))
     return units, g, [], {"source_sentences": len(src), "topics": len(tcov), "summary_sentences": len(S)}
 
 
-def _global(units: Sequence[Unit], case: Case, p: CoverageParams) -> float:
-    if p.share_at is None:
-        return float(np.mean([u.score for u in units]))
-    notes = {n.note_id: n.text for n in case.notes}
-    w = np.array([len(re.findall(r"[A-Za-z0-9]+", notes[u.note_id][u.start:u.end])) for u in units], float)
-    hit = np.array([u.score >= p.share_at for u in units])
-    return float((w * hit).sum() / w.sum()) if w.sum() else 0.0
-
-
-def tokcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
-    """Topic coverage from contextual token matches: each content token of a source sentence takes its best
-    cosine with any summary token; the sentence is covered as well as its best-matched tokens are (``agg``);
-    omission score = 1 − coverage; global score = mean over source sentences."""
-    stext = _check_summary(summary.text)
-    ste = emb.token_embeddings(stext)
-    skeep = _keep_mask(stext, ste, True, p.min_word_length)
-    if skeep.sum() < 2:
-        raise CoverageError("the summary has fewer than two content words; give a longer summary")
-    Y = ste.vectors[skeep]
-    units = []
-    for n in case.notes:
-        te = emb.token_embeddings(n.text)
-        keep = _keep_mask(n.text, te, True, p.min_word_length)
-        best = (te.vectors @ Y.T).max(axis=1)
-        starts = np.array([a for a, _ in te.spans])
-        for sent in split_sentences(n.text):
-            idx = np.flatnonzero(keep & (starts >= sent.start) & (starts < sent.end))
-            if len(idx) == 0:
-                continue
-            b = np.sort(best[idx])[::-1]
-            cov = b[0] if p.agg == "max" else b.mean() if p.agg == "mean" else b[:3].mean()
-            units.append(Unit(n.note_id, sent.start, sent.end, float(1.0 - cov)))
-    if not units:
-        raise CoverageError("the source notes have no content to score")
-    return units, _global(units, case, p), [], {"summary_tokens": int(skeep.sum())}
+def _global(units: Sequence[Unit]) -> float:
+    return float(np.mean([u.score for u in units]))
 
 
 # ------------------------------------------------------------------------------------------------- regions
@@ -351,8 +312,7 @@ def score_coverage(case: Case, summary: Summary, emb: Embedder, params: Coverage
     if params.method not in METHODS:
         raise CoverageError(f"unknown coverage method {params.method!r}; choose one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
-    fn = {"kde": kde_scores, "sentcov": sentcov_scores, "tokcov": tokcov_scores,
-          "topiccov": topiccov_scores}[params.method]
+    fn = {"kde": kde_scores, "sentcov": sentcov_scores, "topiccov": topiccov_scores}[params.method]
     units, g, unsupported, info = fn(case, summary, emb, params)
     thr = params.resolved_threshold()
     min_words = 1 if params.method in ("kde",) else 2  # token-level units: one real word is a region

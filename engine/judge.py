@@ -423,10 +423,11 @@ class Judge:
         return case, summary, examples, key
 
     def judge(self, ds: Dataset, summary_id: str, should_stop: Callable[[], bool] = lambda: False,
-              on_sample: Callable[[int], None] = lambda i: None) -> JudgeResult:
+              on_sample: Callable[[int], None] = lambda i: None, prepared=None) -> JudgeResult:
+        """Judge one summary; ``prepared`` is :meth:`prepare`'s result when the caller already has it."""
         import time
 
-        case, summary, examples, key = self.prepare(ds, summary_id)
+        case, summary, examples, key = prepared or self.prepare(ds, summary_id)
         t_start = time.perf_counter()
         try:
             plan = plan_prompt(self.backend, case, summary, self.params, examples)
@@ -486,7 +487,8 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
     for done, sid in enumerate(summary_ids):
         if should_stop():
             return
-        _, _, _, key = judge.prepare(ds, sid)
+        prepared = judge.prepare(ds, sid)
+        key = prepared[3]
         if store is not None:
             cached = store.get_judge_result(dataset_name or ds.name, key)
             if cached is not None:
@@ -497,7 +499,7 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
                 continue
         progress(JudgeProgress(done, total, sid, 0, judge.params.n_samples, "judging"))
         try:
-            res = judge.judge(ds, sid, should_stop,
+            res = judge.judge(ds, sid, should_stop, prepared=prepared,
                               on_sample=lambda i: progress(JudgeProgress(done, total, sid, i,
                                                                          judge.params.n_samples, "judging")))
         except Cancelled:

@@ -55,7 +55,7 @@ store = state.store()
 with tab_cov:
     c1, c2 = st.columns([1, 2])
     labels = {"topiccov": "topic coverage (default)", "sentcov": "sentence coverage",
-              "kde": "EmbedKDECheck (paper)", "tokcov": "token coverage"}
+              "kde": "EmbedKDECheck (paper)"}
     method = c1.selectbox("Method", list(METHODS), format_func=labels.get, index=list(METHODS).index(DEFAULT_METHOD))
     try:
         cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder, CoverageParams(method=method))
