@@ -66,6 +66,7 @@ def test_case_page_shows_sample_note_text(server):
         page.goto(server, wait_until="domcontentloaded")
         page.get_by_role("heading", name="Case").first.wait_for(timeout=60_000)
         page.get_by_text(snippet, exact=False).first.wait_for(timeout=60_000)
+        page.get_by_text("Rater scores").first.wait_for(timeout=60_000)  # the page renders top-down
         body = page.inner_text("body")
         browser.close()
     assert first["case_id"] in body
