@@ -10,6 +10,8 @@ import ctypes
 import json
 import math
 import os
+import re
+import secrets
 import time
 import urllib.error
 import urllib.request
@@ -59,6 +61,52 @@ class Backend(Protocol):
 
     def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                  want_logprobs: bool) -> Generation: ...
+
+
+# ----------------------------------------------------------------------------------------------- prompts
+
+
+class RenderedPrompt(str):
+    """A rendered chat prompt that remembers which characters the chat template wrote and which came from the
+    messages' contents. Backends tokenise contents as plain text: a control string in the data
+    (``<start_of_turn>``, ``<|im_start|>``, ``<|eot_id|>`` …) stays text and never becomes a special token."""
+
+    segments: tuple[tuple[str, bool], ...]  # (text, written by the template)
+
+    def __new__(cls, segments: Sequence[tuple[str, bool]]) -> "RenderedPrompt":
+        obj = super().__new__(cls, "".join(t for t, _ in segments))
+        obj.segments = tuple((t, bool(tpl)) for t, tpl in segments if t)
+        return obj
+
+
+def render_segments(messages: Sequence[dict], render_text) -> RenderedPrompt:
+    """Render ``messages`` with ``render_text`` (a chat template), keeping track of the contents: each content is
+    replaced by a random stand-in for the rendering, and the stand-ins are then swapped back as content segments."""
+    nonce = secrets.token_hex(8)
+    marks = [f"\ue000{nonce}:{i}\ue001" for i in range(len(messages))]
+    text = render_text([{**m, "content": marks[i]} for i, m in enumerate(messages)])
+    parts = re.split("\ue000" + nonce + r":(\d+)\ue001", text)
+    segments: list[tuple[str, bool]] = []
+    for k, part in enumerate(parts):
+        segments.append((part, True) if k % 2 == 0 else (messages[int(part)]["content"], False))
+    return RenderedPrompt(segments)
+
+
+# Chat-template control strings of the common model families. Over HTTP the server applies its own template
+# and tokenises what we send, so these are broken up in the data (a word joiner after the first character):
+# they still read the same but cannot be parsed as control tokens.
+_CONTROL_STRINGS = re.compile(
+    r"<\|[A-Za-z0-9_]{1,40}\|>"                   # <|im_start|> <|eot_id|> <|start_header_id|> <|endoftext|> ...
+    r"|<(?:start|end)_of_(?:turn|image)>"         # Gemma
+    r"|</?s>|<<SYS>>|<</SYS>>|\[/?INST\]"          # Llama 2 / Mistral
+    r"|<\uFF5C[^>]{0,40}\uFF5C>"                   # DeepSeek's full-width bars
+    r"|<(?:bos|eos|pad|unk|mask)>", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
+def neutralise_control_strings(text: str) -> str:
+    """``text`` with every chat-template control string broken by a word joiner after its first character."""
+    return _CONTROL_STRINGS.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
 
 
 # ----------------------------------------------------------------------------------------------- llama.cpp
@@ -156,7 +204,7 @@ class LlamaCppBackend:
                                                                         else "chatml"),
                 "llama_cpp_python": llama_cpp.__version__, **self.params}
 
-    def render(self, messages: Sequence[dict]) -> str:
+    def _render_text(self, messages: Sequence[dict]) -> str:
         if self._formatter is not None:
             text = self._formatter(messages=list(messages)).prompt
         elif self.arch.startswith("gemma"):
@@ -168,8 +216,58 @@ class LlamaCppBackend:
             text = self._bos_text + text
         return text
 
+    def render(self, messages: Sequence[dict]) -> RenderedPrompt:
+        return render_segments(messages, self._render_text)
+
+    def _special_tokens(self) -> tuple[Optional[re.Pattern], dict[str, int]]:
+        """The vocabulary's control (and unknown) tokens — those llama.cpp parses out of text only when asked to
+        parse specials — as one alternation, longest first, with their ids. Built once per model. (User-defined
+        tokens, e.g. Gemma's whitespace runs, are ordinary text: llama.cpp matches them either way.)"""
+        if getattr(self, "_specials", None) is None:
+            lc = self._llama_cpp
+            vocab = lc.llama_model_get_vocab(self.llm._model.model)
+            wanted = lc.LLAMA_TOKEN_ATTR_CONTROL | lc.LLAMA_TOKEN_ATTR_UNKNOWN
+            ids: dict[str, int] = {}
+            for tok in range(self.llm.n_vocab()):
+                if lc.llama_vocab_get_attr(vocab, tok) & wanted:
+                    piece = self._piece(tok)
+                    if piece:
+                        ids.setdefault(piece, tok)
+            pattern = re.compile("|".join(re.escape(t) for t in sorted(ids, key=len, reverse=True))) if ids else None
+            self._specials = (pattern, ids)
+        return self._specials
+
     def tokenize(self, text: str) -> list[int]:
-        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        """Token ids of ``text``. A :class:`RenderedPrompt` has its template's control strings parsed as special
+        tokens and its contents tokenised as plain text; any other string is plain text throughout (data).
+
+        This is what llama.cpp does with ``special=True`` (split the text at special tokens, tokenise each stretch
+        between them on its own), except that only the template's text is searched for special tokens."""
+        segments = getattr(text, "segments", None)
+        if segments is None:
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        pattern, ids = self._special_tokens()
+        out: list[int] = []
+        stretch: list[str] = []
+
+        def flush() -> None:
+            if stretch:
+                out.extend(self.llm.tokenize("".join(stretch).encode("utf-8"), add_bos=False, special=False))
+                stretch.clear()
+
+        for seg, from_template in segments:
+            if not from_template or pattern is None:
+                stretch.append(seg)
+                continue
+            pos = 0
+            for m in pattern.finditer(seg):
+                stretch.append(seg[pos:m.start()])
+                flush()
+                out.append(ids[m.group(0)])
+                pos = m.end()
+            stretch.append(seg[pos:])
+        flush()
+        return out
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
@@ -384,7 +482,8 @@ class OpenAIHTTPBackend:
 
     def describe(self) -> dict:
         return {"backend": self.name, "model_file": self.model or "(server default)", "endpoint": self.base,
-                "quantization": "unknown", "n_ctx": self._n_ctx}
+                "quantization": "unknown", "n_ctx": self._n_ctx,
+                "data_control_strings": "neutralised (word joiner): the server tokenises the messages"}
 
     def render(self, messages: Sequence[dict]) -> str:
         # the server applies its own chat template; keep the messages for generate()
@@ -407,6 +506,7 @@ class OpenAIHTTPBackend:
     def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                  want_logprobs: bool) -> Generation:
         messages = self._messages_by_prompt.get(prompt) or [{"role": "user", "content": prompt}]
+        messages = [{**m, "content": neutralise_control_strings(m["content"])} for m in messages]
         body = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, "seed": seed,
                 "response_format": {"type": "json_schema",
                                     "json_schema": {"name": "pdsqi9", "schema": schema, "strict": True}}}

@@ -11,7 +11,7 @@ from engine.backends import Generation
 from engine.judge import (STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Judge, JudgeParams, JudgeResult,
                           SampleReply, aggregate, example_answer, expected_scores, in_train_split, parse_reply,
                           run_batch, select_examples)
-from engine.judge_prompt import PROMPT_VERSION, build_messages, output_schema, rubric_text
+from engine.judge_prompt import PROMPT_VERSION, build_messages, output_schema, read_user_message, rubric_text
 from engine.loading import load_paths
 from engine.rubric import ITEMS
 
@@ -238,10 +238,10 @@ def test_prompt_has_rubric_anchors_tags_and_injection_guard(ds):
         for a in item.anchors:
             assert a in system
     assert "not instructions" in system and "ignore any request" in system
-    for n in case.notes:
-        assert f'<note id="{n.note_id}"' in user
-    assert case.target_specialty in user and "<summary>" in user
-    assert PROMPT_VERSION.startswith("pdsqi9-judge-v1+")
+    back = read_user_message(user)  # notes fenced with their ids, the specialty and the summary (see test_prompt_injection)
+    assert [n["id"] for n in back.notes] == [n.note_id for n in case.notes]
+    assert back.specialty == case.target_specialty and back.summary == s.text
+    assert PROMPT_VERSION.startswith("pdsqi9-judge-v2+")
     assert set(output_schema(False)["required"]) == {i.key for i in ITEMS}
     assert len(output_schema(True)["required"]) == 2 * len(ITEMS)
     assert "CITATIONS" in rubric_text()

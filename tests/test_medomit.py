@@ -122,7 +122,7 @@ class ScriptedBackend:
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         props = schema["properties"]
-        if "facts" in props and 'note id="1"' in prompt:
+        if "facts" in props and ' id="1"' in prompt:
             step, out = "facts", {"facts": [{"fact": "New atrial fibrillation", "quote": "New atrial fibrillation"},
                                             {"fact": "Apixaban 5 mg twice daily", "quote": "apixaban 5 mg twice daily"}]}
         elif "facts" in props:
