@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .citations import strip as strip_citations
 from .embeddings import Embedder
 from .models import Case, Summary
 from .sentences import Sentence, split_sentences
@@ -28,7 +29,6 @@ TOP_K = 5
 # support below this marks a sentence as weakly supported; on the sample data it flags 64 % of the sentences
 # carrying a fabricated or falsified fact and ~15 % of the others (AUROC 0.72)
 WEAK_SUPPORT = 0.65
-_TAG = re.compile(r"<\s*NoteID\s*:\s*[^>]+>", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+(?:[.'/-][a-z0-9]+)*")
 
 
@@ -100,7 +100,7 @@ def extractive_fragments(summary_words: Sequence[str], source_words: Sequence[st
 
 
 def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]:
-    sw, src = words(_TAG.sub(" ", summary_text)), words(source_text)
+    sw, src = words(strip_citations(summary_text, keep_offsets=True)), words(source_text)
     if not sw:
         return 0.0, 0.0
     f = extractive_fragments(sw, src)
@@ -239,7 +239,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
             best_note = max(note_score, key=note_score.get)
         cites = list(sent.citations)
         if not cites:
-            verdict, detail = "missing", "no <NoteID:n> citation"
+            verdict, detail = "missing", "no note citation"
         elif any(c not in note_ids for c in cites):
             bad = [c for c in cites if c not in note_ids]
             verdict, detail = "unknown", f"cites note(s) {', '.join(bad)}, which the case does not have"

@@ -24,13 +24,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .citations import strip as strip_citations
 from .embeddings import EMBEDDING_NAME, Embedder, TokenEmbeddings
 from .models import Case, Summary
 from .sentences import split_sentences
 
 METHODS = ("topiccov", "sentcov", "kde")
 DEFAULT_METHOD = "topiccov"
-_TAG = re.compile(r"<\s*NoteID\s*:\s*[^>]+>", re.IGNORECASE)
 
 
 class CoverageError(ValueError):
@@ -103,7 +103,7 @@ class CoverageResult:
 
 
 def _check_summary(summary_text: str) -> str:
-    text = _TAG.sub(lambda m: " " * len(m.group(0)), summary_text)  # keep offsets, drop citation tags
+    text = strip_citations(summary_text, keep_offsets=True)  # keep offsets, drop citations
     words = re.findall(r"[A-Za-z0-9]+", text)
     if len(words) < 2:
         raise CoverageError("the summary is empty or a single word; coverage needs a summary of at least a few "

@@ -1,14 +1,14 @@
 """Sentence splitting for notes and summaries (pysbd: rule-based, handles clinical abbreviations such as
 "Dr.", "b.i.d.", "e.g.", "vs."), with character offsets. Citation tags that open a sentence belong to the
-sentence before them ("... LVEF 35%. <NoteID:2> Next ...")."""
+sentence before them ("... LVEF 35%. <NoteID:2> Next ..."); citations are read by :mod:`engine.citations`."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_TAGS_AT_START = re.compile(r"^(\s*<\s*NoteID\s*:\s*[^>]+>\s*)+", re.IGNORECASE)
-_TAG = re.compile(r"<\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*>", re.IGNORECASE)
+from . import citations as cit
+
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
 
 
-def split_sentences(text: str) -> list[Sentence]:
+def split_sentences(text: str, style: cit.CitationStyle = cit.DEFAULT_STYLE) -> list[Sentence]:
     spans: list[list[int]] = []
     for seg in _segmenter().segment(text):
         s, e = seg.start, seg.end
@@ -45,10 +45,10 @@ def split_sentences(text: str) -> list[Sentence]:
         if merged and (piece[:1].islower() or piece[:1] in "(,;:") and "\n" not in text[merged[-1][1] - 1:s + 1]:
             merged[-1][1] = e
             continue
-        m = _TAGS_AT_START.match(text[s:e])
-        if m and merged:
-            merged[-1][1] = s + m.end()
-            s = s + m.end()
+        lead = cit.leading_run(text[s:e], style)
+        if lead and merged:
+            merged[-1][1] = s + lead
+            s = s + lead
         if text[s:e].strip():
             merged.append([s, e])
         elif merged:
@@ -59,6 +59,6 @@ def split_sentences(text: str) -> list[Sentence]:
         lead = len(raw) - len(raw.lstrip())
         s2, e2 = s + lead, s + len(raw.rstrip())
         sent = text[s2:e2]
-        out.append(Sentence(i, s2, e2, sent, " ".join(_TAG.sub(" ", sent).split()),
-                            tuple(_TAG.findall(sent))))
+        out.append(Sentence(i, s2, e2, sent, " ".join(cit.strip(sent, style, keep_offsets=True).split()),
+                            tuple(cit.cited_ids(sent, style))))
     return [x for x in out if x.clean]
