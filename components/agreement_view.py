@@ -1,7 +1,8 @@
 """Agreement charts (plotly): distributions, length scatter, Bland–Altman, confusion matrix, heatmap, scree.
 
 Every function takes plain rows (dicts) and returns a figure; ``show`` draws it with the download button of
-plotly's toolbar (PNG) and a CSV download of the data behind it.
+plotly's toolbar (PNG) and a CSV download of the data behind it. Text from data reaches a figure only through
+``untrusted.plot`` and a CSV only through ``untrusted.dataframe_csv``.
 """
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine import untrusted
+
 
 def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
     st.plotly_chart(fig, width="stretch", key=f"chart_{key}",
                     config={"displaylogo": False, "toImageButtonOptions": {"filename": key, "scale": 2}})
-    st.download_button("Download data (CSV)", data.to_csv(index=False).encode(), f"{key}.csv", "text/csv",
-                       key=f"dl_{key}")
+    st.download_button("Download data (CSV)", untrusted.dataframe_csv(data), untrusted.filename(key, ".csv"),
+                       "text/csv", key=f"dl_{key}")
 
 
 def distributions(rows: list[dict], items: list[str]) -> tuple[go.Figure, pd.DataFrame]:
@@ -41,13 +44,13 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
                    ) -> tuple[go.Figure, pd.DataFrame]:
     df = pd.DataFrame([{"summary": r["summary_id"], "note tokens": r["note_tokens"], y: r[f"{item}:{y}"]}
                        for r in rows if r.get(f"{item}:{y}") is not None])
-    fig = px.scatter(df, x="note tokens", y=y, hover_name="summary", height=360)
+    fig = px.scatter(_for_plot(df), x="note tokens", y=y, hover_name="summary", height=360)
     if len(df) >= 2 and df["note tokens"].nunique() > 1:
         b, a = np.polyfit(df["note tokens"], df[y], 1)
         xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
         fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
     stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p = {p:.3g}"
-    fig.update_layout(title=f"{item}: note length vs {y.replace('_', ' ')}{stat}", showlegend=False)
+    fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
     return fig, df
 
 
@@ -55,12 +58,12 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
     df = pd.DataFrame([{"summary": r["summary_id"], "mean": (r[f"{item}:llm"] + r[f"{item}:human_median"]) / 2,
                         "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
                        for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None])
-    fig = px.scatter(df, x="mean", y="LLM − human", hover_name="summary", height=360)
+    fig = px.scatter(_for_plot(df), x="mean", y="LLM − human", hover_name="summary", height=360)
     if len(df) >= 2:
         m, sd = df["LLM − human"].mean(), df["LLM − human"].std()
         for v, label in ((m, f"bias {m:+.2f}"), (m + 1.96 * sd, "+1.96 SD"), (m - 1.96 * sd, "−1.96 SD")):
             fig.add_hline(y=v, line_dash="dash" if label != f"bias {m:+.2f}" else "solid", annotation_text=label)
-    fig.update_layout(title=f"Bland–Altman: {item}")
+    fig.update_layout(title=untrusted.plot(f"Bland–Altman: {item}"))
     return fig, df
 
 
@@ -73,13 +76,15 @@ def confusion(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
         m.loc[h, l] += 1
     fig = px.imshow(m, text_auto=True, labels={"x": "LLM judge", "y": "human median (rounded)", "color": "summaries"},
                     height=360, color_continuous_scale="Blues")
-    fig.update_layout(title=f"Confusion: {item}")
+    fig.update_layout(title=untrusted.plot(f"Confusion: {item}"))
     return fig, m.reset_index(names="human")
 
 
 def heatmap(items: list[str], matrix: list[list[float | None]]) -> tuple[go.Figure, pd.DataFrame]:
     df = pd.DataFrame(matrix, index=items, columns=items)
-    fig = px.imshow(df, text_auto=".2f", zmin=-1, zmax=1, color_continuous_scale="RdBu", height=420)
+    labels = [untrusted.plot(i) for i in items]
+    fig = px.imshow(pd.DataFrame(matrix, index=labels, columns=labels), text_auto=".2f", zmin=-1, zmax=1,
+                    color_continuous_scale="RdBu", height=420)
     fig.update_layout(title="Item correlations (Spearman, mean human score per summary)")
     return fig, df.reset_index(names="item")
 
@@ -95,5 +100,15 @@ def scree(eigenvalues: list[float]) -> tuple[go.Figure, pd.DataFrame]:
 def table(rows: list[dict]) -> None:
     df = pd.DataFrame(rows)
     st.dataframe(df, hide_index=True, width="stretch")
-    st.download_button("Download table (CSV)", df.to_csv(index=False).encode(), "table.csv", "text/csv",
-                       key=f"dl_table_{len(rows)}_{','.join(df.columns[:2])}")
+    st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), "table.csv", "text/csv",
+                       key=f"dl_table_{len(rows)}_{','.join(map(str, df.columns[:2]))}")
+
+
+def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose text columns (hover names) are safe as plotly text; the data behind the CSV
+    download stays as it is."""
+    out = df.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col].dtype):
+            out[col] = out[col].map(untrusted.plot)
+    return out

@@ -1,27 +1,29 @@
 """Case rendering: notes with their ids, the summary with visible citations, the rater score table."""
 from __future__ import annotations
 
-import html
 import re
 from typing import Sequence
 
 import pandas as pd
 import streamlit as st
 
+from engine import untrusted
+
 _TAG = re.compile(r"&lt;\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*&gt;", re.IGNORECASE)
 
 
 def summary_html(text: str, known_note_ids: Sequence[str]) -> str:
     """Escape the summary and turn every <NoteID:n> tag into a visible badge (red if the note does not exist)."""
-    body = html.escape(text)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    body = "\n".join(untrusted.html(line) for line in lines)
 
     def badge(m: re.Match) -> str:
         nid = m.group(1)
         ok = nid in known_note_ids
         colour = "#1f6feb" if ok else "#cf222e"
-        title = f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case"
+        title = untrusted.html(f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case")
         return (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
-                f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {html.escape(nid)}</span>')
+                f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
 
     body = _TAG.sub(badge, body).replace("\n", "<br>")
     return f'<div style="line-height:1.7">{body}</div>'
@@ -29,16 +31,18 @@ def summary_html(text: str, known_note_ids: Sequence[str]) -> str:
 
 def render_notes(notes: Sequence[dict]) -> None:
     """notes: dicts with note_id, date, note_type, author_specialty, text."""
-    labels = [f"Note {n['note_id']}" + (f" · {n['date']}" if n.get("date") else "") for n in notes]
+    labels = [untrusted.md_inline(f"Note {n['note_id']}" + (f" · {n['date']}" if n.get("date") else ""), 80)
+              for n in notes]
     for tab, n in zip(st.tabs(labels), notes):
         with tab:
             meta = " · ".join(x for x in (n.get("note_type"), n.get("author_specialty")) if x)
-            st.caption(f"NoteID {n['note_id']}" + (f" — {meta}" if meta else "") + f" — {len(n['text'].split())} words")
+            st.caption(untrusted.md_inline(f"NoteID {n['note_id']}" + (f" — {meta}" if meta else ""))
+                       + f" — {len(n['text'].split())} words")
             st.text(n["text"])
 
 
 def render_summary(text: str, note_ids: Sequence[str], meta: dict) -> None:
-    facts = " · ".join(f"{k}: {v}" for k, v in meta.items() if v)
+    facts = " · ".join(f"{k}: {untrusted.md_inline(v)}" for k, v in meta.items() if v)
     if facts:
         st.caption(facts)
     st.markdown(summary_html(text, note_ids), unsafe_allow_html=True)

@@ -1,11 +1,10 @@
 """Rendering of coverage (uncovered regions heat overlay) and sentence-support evidence."""
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 from components.evidence_view import highlight_html
+from engine import untrusted
 
 
 def heat_colour(score: float, lo: float, hi: float) -> str:
@@ -18,7 +17,7 @@ def heat_colour(score: float, lo: float, hi: float) -> str:
 def legend(lo: float, hi: float, label: str) -> None:
     stops = "".join(f'<span style="background:{heat_colour(lo + (hi - lo) * k / 4, lo, hi)};padding:2px 10px">'
                     f"{lo + (hi - lo) * k / 4:.2f}</span>" for k in range(5))
-    st.markdown(f'<div style="font-size:0.85em">{html.escape(label)}: {stops}</div>', unsafe_allow_html=True)
+    st.markdown(f'<div style="font-size:0.85em">{untrusted.html(label)}: {stops}</div>', unsafe_allow_html=True)
 
 
 def render_heat_note(note_id: str, text: str, units: list[dict], threshold: float, hi: float,
@@ -29,11 +28,11 @@ def render_heat_note(note_id: str, text: str, units: list[dict], threshold: floa
     if focus:
         spans = [s for s in spans if s[1] <= focus[0] or s[0] >= focus[1]]
         spans.append((focus[0], focus[1], "rgba(31,111,235,0.35);outline:2px solid #1f6feb", "selected region"))
-    st.markdown(f"**Note {html.escape(note_id)}**")
+    st.markdown(f"**Note {untrusted.md(note_id)}**")
     st.markdown(highlight_html(text, spans, height=420), unsafe_allow_html=True)
 
 
 def verdict_badge(verdict: str) -> str:
-    colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e", "unknown": "#cf222e"}[verdict]
+    colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e"}.get(verdict, "#cf222e")
     return (f'<span style="background:{colour};color:white;border-radius:4px;padding:0 6px;font-size:0.8em">'
-            f"citation {verdict}</span>")
+            f"citation {untrusted.html(verdict)}</span>")

@@ -1,11 +1,12 @@
 """Evidence rendering: highlighted note text, MED-OMIT omitted facts, per-summary evidence tables."""
 from __future__ import annotations
 
-import html
 from typing import Sequence
 
 import pandas as pd
 import streamlit as st
+
+from engine import untrusted
 
 
 def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height: int = 0) -> str:
@@ -14,11 +15,11 @@ def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height
     for start, end, colour, title in sorted(spans):
         if start < pos or end <= start:
             continue
-        out.append(html.escape(text[pos:start]))
-        out.append(f'<mark title="{html.escape(title)}" style="background:{colour};padding:0 1px;border-radius:2px">'
-                   f"{html.escape(text[start:end])}</mark>")
+        out.append(untrusted.html(text[pos:start]))
+        out.append(f'<mark title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
+                   f'border-radius:2px">{untrusted.html(text[start:end])}</mark>')
         pos = end
-    out.append(html.escape(text[pos:]))
+    out.append(untrusted.html(text[pos:]))
     style = "white-space:pre-wrap;font-family:inherit;line-height:1.6"
     if height:
         style += f";max-height:{height}px;overflow-y:auto"
@@ -41,15 +42,16 @@ def render_medomit_summary(weight, count, ddx_difference, n_facts: int) -> None:
 
 def render_fact_detail(fact: dict, note_text: str | None) -> None:
     """fact: text, weight, importance, uniqueness, clusters, explanation, note_id, start, end, link."""
-    st.markdown(f"{weight_badge(fact['weight'])} **{html.escape(fact['text'])}**", unsafe_allow_html=True)
-    st.caption(f"importance: {fact['importance'] or 'uncategorised'} · uniqueness: "
-               f"{', '.join(f'{u:.2g}' for u in fact['uniqueness']) or 'in no cluster'} · link to source: {fact['link']}")
+    st.markdown(f"{weight_badge(fact['weight'])} **{untrusted.md_inline(fact['text'])}**", unsafe_allow_html=True)
+    st.caption(f"importance: {untrusted.md_inline(fact['importance'] or 'uncategorised')} · uniqueness: "
+               f"{', '.join(f'{u:.2g}' for u in fact['uniqueness']) or 'in no cluster'} · link to source: "
+               f"{untrusted.md_inline(fact['link'])}")
     if fact["explanation"]:
-        st.markdown(f"*Model's explanation:* {html.escape(fact['explanation'])}")
+        st.markdown(f"*Model's explanation:* {untrusted.md(fact['explanation'])}")
     if fact["clusters"]:
-        st.markdown("Clusters: " + "; ".join(html.escape(c) for c in fact["clusters"]))
+        st.markdown("Clusters: " + "; ".join(untrusted.md_inline(c) for c in fact["clusters"]))
     if note_text is not None and fact["start"] is not None:
-        st.markdown(f"Source: **Note {fact['note_id']}**")
+        st.markdown(f"Source: **Note {untrusted.md_inline(fact['note_id'])}**")
         st.markdown(highlight_html(note_text, [(fact["start"], fact["end"], "#ffd33d", "omitted fact")], height=320),
                     unsafe_allow_html=True)
     elif fact["start"] is None:

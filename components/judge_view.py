@@ -4,15 +4,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine import untrusted
+
 
 def render_status(status: str, reason: str, from_cache: bool) -> None:
     note = " (from the workspace cache)" if from_cache else ""
     if status == "scored":
-        st.success(f"Scored{note}." + (f" {reason}" if reason else ""))
+        st.success(f"Scored{note}." + (f" {untrusted.md(reason)}" if reason else ""))
     elif status == "refused":
-        st.error(f"Refused: {reason}")
+        st.error(f"Refused: {untrusted.md(reason)}")
     else:
-        st.warning(f"Unscored: {reason}. The raw replies are below; no score was guessed.")
+        st.warning(f"Unscored: {untrusted.md(reason)}. The raw replies are below; no score was guessed.")
 
 
 def render_item_table(rows: list[dict]) -> None:
@@ -27,18 +29,18 @@ def render_explanations(expl: dict[str, str]) -> None:
     if expl:
         st.markdown("**Explanations**")
         for item, text in expl.items():
-            st.markdown(f"- **{item}**: {text}")
+            st.markdown(f"- **{untrusted.md_inline(item)}**: {untrusted.md_inline(text)}")
 
 
 def render_samples(samples: list[dict]) -> None:
     for s in samples:
-        label = f"Sample {s['index']} · T={s['temperature']} · seed {s['seed']} · " + (
-            "ok" if not s["error"] else "UNSCORED")
+        label = untrusted.md_inline(f"Sample {s['index']} · T={s['temperature']} · seed {s['seed']} · " + (
+            "ok" if not s["error"] else "UNSCORED"))
         with st.expander(label):
             if s["error"]:
-                st.error(s["error"])
+                st.error(untrusted.md(s["error"]))
             for w in s["warnings"]:
-                st.warning(w)
+                st.warning(untrusted.md(w))
             st.code(s["raw"] or "(empty reply)", language="json")
 
 

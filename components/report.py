@@ -4,13 +4,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from engine import untrusted
+
 
 def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict]) -> None:
     """files: {file, format}; issues: {severity, file, row, field, message, fix}."""
     if files:
         st.dataframe(pd.DataFrame(files), hide_index=True, width="stretch")
     if counts:
-        st.caption("Found: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        st.caption("Found: " + ", ".join(untrusted.md_inline(f"{v} {k}") for k, v in counts.items()))
     n_err = sum(1 for i in issues if i["severity"] == "error")
     if ok:
         st.success("Valid." + (f" {len(issues)} warning(s)." if issues else ""))

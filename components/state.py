@@ -1,14 +1,15 @@
 """Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import streamlit as st
 
+from engine import untrusted
 from engine.models import Dataset
 from engine.sample import SAMPLE_NAME, ensure_sample
 from engine.settings import AppSettings, SettingsError, load_settings, workspace_path
-from engine.store import DatasetInfo, Store
+from engine.store import DatasetInfo, Store, StoreError
 
 
 def _use_app_navigation() -> None:
@@ -32,11 +33,29 @@ def _store_for(path: str) -> Store:
     return store
 
 
+def show_store_error(exc: Exception) -> None:
+    """The one message for a workspace that cannot be used right now (busy, locked, unreadable): what the store
+    said, and that a retry may help. Never a traceback."""
+    st.error(f"The workspace is busy or unavailable, retry in a moment: {untrusted.md(exc)}")
+
+
+def guarded(fn: Callable[..., Any], *args, default: Any = None, stop: bool = False, **kwargs) -> Any:
+    """``fn(*args, **kwargs)``; on a :class:`StoreError` show :func:`show_store_error` and return ``default``
+    (or stop the page, with ``stop``). Pages wrap their store calls in it and keep running."""
+    try:
+        return fn(*args, **kwargs)
+    except StoreError as exc:
+        show_store_error(exc)
+        if stop:
+            st.stop()
+        return default
+
+
 def settings() -> AppSettings:
     try:
         return load_settings()
     except SettingsError as exc:
-        st.error(f"{exc}. Using defaults.")
+        st.error(f"{untrusted.md(exc)}. Using defaults.")
         return AppSettings()
 
 
@@ -69,7 +88,7 @@ def datasets() -> list[DatasetInfo]:
 
 
 def selected_dataset_name() -> Optional[str]:
-    names = [d.name for d in datasets()]
+    names = [d.name for d in guarded(datasets, default=[], stop=True)]
     if not names:
         return None
     current = st.session_state.get("dataset")
@@ -80,7 +99,7 @@ def selected_dataset_name() -> Optional[str]:
 
 
 def dataset_picker(where=st.sidebar) -> Optional[str]:
-    names = [d.name for d in datasets()]
+    names = [d.name for d in guarded(datasets, default=[], stop=True)]
     if not names:
         where.info("No dataset yet: import one on the Data page.")
         return None
@@ -111,7 +130,7 @@ def judge_backend():
     try:
         return _judge_backend(cfg.model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers))
     except BackendError as exc:
-        st.error(f"The model could not be loaded: {exc}")
+        st.error(f"The model could not be loaded: {untrusted.md(exc)}")
         return None
 
 
@@ -131,7 +150,8 @@ def require_dataset():
     try:
         return name, dataset(name)
     except Exception as exc:  # the engine raises; the page reports and keeps running
-        st.error(f"Could not load dataset {name!r}: {exc}")
+        st.error(f"Could not load dataset '{untrusted.md(name)}': {untrusted.md(exc)}"
+                 + (" Retry in a moment." if isinstance(exc, StoreError) else ""))
         st.stop()
 
 

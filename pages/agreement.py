@@ -2,6 +2,7 @@
 import streamlit as st
 
 from components import agreement_view as av, state
+from engine import untrusted
 from engine.agreement import LIKERT, disagreements, reliability_rows
 
 st.title("Agreement")
@@ -9,12 +10,13 @@ name, ds = state.require_dataset()
 try:
     rep = state.agreement(name)
 except Exception as exc:  # the engine raises; the page reports and keeps running
-    st.error(f"The statistics could not be computed: {exc}")
+    st.error(f"The statistics could not be computed: {untrusted.md(exc)}")
     st.stop()
 if not rep.has_llm:
     st.info("No LLM judge results for this dataset yet: the figures below are for the human raters only. Run the "
             "judge on the Judge page to compare.")
-st.caption(f"{rep.n_summaries} summaries · raters: {', '.join(rep.raters)} · computed in {rep.seconds:.1f} s "
+st.caption(f"{rep.n_summaries} summaries · raters: {untrusted.md(', '.join(rep.raters))} · "
+           f"computed in {rep.seconds:.1f} s "
            "(cached until the data change)")
 
 t_rel, t_dist, t_len, t_llm, t_dis, t_fa = st.tabs(["Reliability", "Distributions", "Note length", "LLM vs humans",
@@ -86,6 +88,6 @@ with t_fa:
     if fa.get("eigenvalues"):
         fig, data = av.scree(fa["eigenvalues"])
         av.show(fig, data, "scree")
-    st.caption(f"KMO {fa.get('kmo', float('nan')):.3f} · {fa.get('method', fa.get('error', ''))}")
+    st.caption(f"KMO {fa.get('kmo', float('nan')):.3f} · {untrusted.md(fa.get('method', fa.get('error', '')))}")
     fig, data = av.heatmap(rep.item_correlation["items"], rep.item_correlation["matrix"])
     av.show(fig, data, "item_correlations")

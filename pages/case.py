@@ -4,12 +4,14 @@ import re
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, state
+from engine import untrusted
 from engine.alignment import alignment_cached
 from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
 from engine.judge import JudgeResult
 from engine.ratings import display_table
 from engine.rubric import ITEMS
+from engine.store import StoreError
 
 st.title("Case")
 name, ds = state.require_dataset()
@@ -17,7 +19,7 @@ case = state.case_picker(ds)
 case_id = case.case_id
 summaries = ds.summaries_for(case_id)
 
-st.subheader(f"{case.case_id} — for {case.target_specialty}")
+st.subheader(f"{untrusted.md_inline(case.case_id)} — for {untrusted.md_inline(case.target_specialty)}")
 st.caption(f"{len(case.notes)} notes, {case.word_count} words · {len(summaries)} summaries")
 
 left, right = st.columns([3, 2], gap="large")
@@ -31,7 +33,7 @@ with right:
         st.stop()
     sids = [s.summary_id for s in summaries]
     pick = st.session_state.pop("summary_pick", None)  # set by the disagreement explorer
-    sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed",
+    sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed", format_func=untrusted.md_inline,
                    index=sids.index(pick) if pick in sids else 0)
     s = ds.summary(sid)
     case_view.render_summary(s.text, [n.note_id for n in case.notes],
@@ -40,8 +42,9 @@ with right:
 
 st.markdown("#### Rater scores (PDSQI-9)")
 score_rows = display_table(ds.ratings_for(sid))
-judged = next((r for r in map(JudgeResult.from_json, state.store().judge_results(name)) if r.summary_id == sid),
-              None)
+store = state.store()
+judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
+               if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
     score_rows.append({"rater": f"LLM judge (median of {len(judged.samples)})", "group": "llm",
                        **{it.label: ("NA" if judged.items[it.key].is_na else "" if judged.items[it.key].median is None
@@ -51,7 +54,6 @@ case_view.render_score_table(score_rows)
 st.markdown("#### Evidence")
 tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence support",
                                            "Omitted facts (MED-OMIT)"])
-store = state.store()
 with tab_cov:
     c1, c2 = st.columns([1, 2])
     labels = {"topiccov": "topic coverage (default)", "sentcov": "sentence coverage",
@@ -60,7 +62,10 @@ with tab_cov:
     try:
         cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder, CoverageParams(method=method))
     except CoverageError as exc:
-        st.error(str(exc))
+        st.error(untrusted.md(exc))
+        cov = None
+    except StoreError as exc:
+        state.show_store_error(exc)
         cov = None
     if cov is not None:
         hi = max(u.score for u in cov.units)
@@ -75,7 +80,8 @@ with tab_cov:
         left_c, right_c = st.columns([2, 3])
         with left_c:
             st.markdown("**Possibly omitted** (least covered first)")
-            rlabels = [f"[{r.score:.2f}] Note {r.note_id}: {r.text[:80]}" for r in regions]
+            rlabels = [f"\\[{r.score:.2f}\\] Note {untrusted.md_inline(r.note_id)}: {untrusted.md_inline(r.text, 80)}"
+                       for r in regions]
             pick = st.radio("Region", rlabels, label_visibility="collapsed") if rlabels else None
         with right_c:
             focus = regions[rlabels.index(pick)] if pick else None
@@ -88,12 +94,15 @@ with tab_cov:
         if cov.unsupported:
             with st.expander(f"Summary words in low source density ({len(cov.unsupported)}) — content the source "
                              "may not support"):
-                st.write(", ".join(sorted({u.text for u in cov.unsupported})))
+                st.markdown(untrusted.md(", ".join(sorted({u.text for u in cov.unsupported}))))
 with tab_align:
     try:
         al = alignment_cached(store, name, case, ds.summary(sid), state.embedder)
     except CoverageError as exc:
-        st.error(str(exc))
+        st.error(untrusted.md(exc))
+        al = None
+    except StoreError as exc:
+        state.show_store_error(exc)
         al = None
     if al is not None:
         m1, m2, m3, m4 = st.columns(4)
@@ -101,21 +110,23 @@ with tab_align:
         m2.metric("Coverage (extractive)", f"{al.coverage:.2f}")
         m3.metric("Density", f"{al.density:.2f}")
         m4.metric("Citation issues", len(al.citation_issues))
-        slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}. "
-                   + re.sub(r"<\s*NoteID\s*:\s*([^>]+)>", r"[\1]", a.text)[:110] for a in al.sentences]
+        slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}\\. "
+                   + untrusted.md_inline(re.sub(r"<\s*NoteID\s*:\s*([^>]+)>", r"[\1]", a.text), 110)
+                   for a in al.sentences]
         pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels)
         a = al.sentences[slabels.index(pick)]
         st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
-                    + (f" — {a.citation_detail}" if a.citation_detail else ""), unsafe_allow_html=True)
+                    + (f" — {untrusted.md(a.citation_detail)}" if a.citation_detail else ""),
+                    unsafe_allow_html=True)
         refs = {(r.note_id, r.start): r for r in a.rouge_gain + a.embed_topk[:2]}
         for nid in sorted({r.note_id for r in refs.values()}, key=lambda x: [n.note_id for n in case.notes].index(x)):
             spans = [(r.start, r.end, "rgba(26,127,55,0.30)", f"aligned, score {r.score:.2f}")
                      for r in refs.values() if r.note_id == nid]
-            st.markdown(f"**Note {nid}** — aligned sentences highlighted")
+            st.markdown(f"**Note {untrusted.md(nid)}** — aligned sentences highlighted")
             st.markdown(evidence_view.highlight_html(case.note(nid).text, spans, height=260), unsafe_allow_html=True)
 
 with tab_medomit:
-    stored = store.evidence_results(name, "medomit").get(sid)
+    stored = state.guarded(store.evidence_results, name, "medomit", default={}).get(sid)
     res = MedOmitResult.from_json(stored) if stored else None
     if st.button("Run MED-OMIT on this summary", help="Facts, DDx, importance and clusters are shared by the "
                  "case's summaries and cached; with the embedded smoke-test model the output is not meaningful."):
@@ -124,16 +135,22 @@ with tab_medomit:
             backend, sha = loaded
             with st.status("Running MED-OMIT…", expanded=True) as box:
                 mo = MedOmit(backend, sha, cache=store)
-                for res in run_medomit(mo, ds, [sid], store=store, dataset_name=name,
-                                       progress=lambda d, t, s_, m: box.write(m)):
-                    pass
-                box.update(label=f"MED-OMIT {res.status}", state="complete" if res.status == "complete" else "error")
+                try:
+                    for res in run_medomit(mo, ds, [sid], store=store, dataset_name=name,
+                                           progress=lambda d, t, s_, m: box.write(untrusted.md(m))):
+                        pass
+                except StoreError as exc:
+                    state.show_store_error(exc)
+                box.update(label=f"MED-OMIT {untrusted.md_inline(res.status if res else 'not run')}",
+                           state="complete" if res is not None and res.status == "complete" else "error")
     if res is None:
         st.info("MED-OMIT has not been run on this summary yet.")
     else:
         if res.status != "complete":
-            st.warning(f"Incomplete: step **{res.failed_step}** failed — {res.reason}. Nothing was invented for the "
-                       "missing steps; what was found before the failure is shown below.")
+            st.warning(f"Incomplete: step **{untrusted.md_inline(res.failed_step)}** failed — "
+                       f"{untrusted.md(res.reason)}. "
+                       "Nothing was invented for the missing steps; what was found before the failure is shown "
+                       "below.")
             raw = next((x.raw for x in res.steps if not x.ok and x.raw), "")
             if raw:
                 with st.expander("Raw reply of the failed step"):
@@ -143,7 +160,8 @@ with tab_medomit:
                                              len(res.facts))
         rows = omitted_fact_rows(res)
         if rows:
-            labels = [f"[{r['weight']:.2g}] {r['fact_id']} · {r['text'][:90]}" for r in rows]
+            labels = [f"\\[{r['weight']:.2g}\\] {untrusted.md_inline(r['fact_id'])} · "
+                      f"{untrusted.md_inline(r['text'], 90)}" for r in rows]
             pick = st.radio("Omitted facts, heaviest first (select one to see it in its note)", labels)
             row = rows[labels.index(pick)]
             note_text = case.note(row["note_id"]).text if row["note_id"] else None
@@ -158,7 +176,7 @@ with tab_medomit:
                                          "facts": ", ".join(c.fact_ids)} for c in res.clusters])
             if res.ddx_comparison:
                 st.caption("Missing from the summary's DDx: "
-                           + (", ".join(res.ddx_comparison.missing_from_summary) or "none"))
+                           + (untrusted.md(", ".join(res.ddx_comparison.missing_from_summary)) or "none"))
         with st.expander(f"All extracted facts ({len(res.facts)})"):
             evidence_view.render_table([{"fact": f.fact_id, "text": f.text, "note": f.note_id, "link": f.link}
                                         for f in res.facts])

@@ -1,119 +1,127 @@
-"""Data page: import (upload or path) with a validation report, dataset list, delete with confirmation."""
-import tempfile
+"""Data page: import (upload or path) with a validation report, dataset list, delete with confirmation.
+
+Uploads are read from private temporary copies (components.uploads) that live for one script run only."""
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from components import report as report_view, state
+from components import report as report_view, state, uploads
+from engine import untrusted
 from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_wide_ratings
 from engine.rubric import ITEMS
 from engine.store import StoreError
 from engine.validation import DatasetInvalid, ValidationReport
 
 st.title("Data")
-store = state.store()
+store = state.guarded(state.store, stop=True)
 
 
-def _report_rows(rep: ValidationReport) -> tuple[list[dict], list[dict]]:
-    files = [{"file": f, "format": rep.formats.get(f, "?")} for f in rep.files]
-    issues = [{"severity": i.severity, "file": i.file, "row": i.row, "line": i.line, "field": i.field or "",
+def _report_rows(rep: ValidationReport, shown) -> tuple[list[dict], list[dict]]:
+    files = [{"file": shown(f), "format": rep.formats.get(f, "?")} for f in rep.files]
+    issues = [{"severity": i.severity, "file": shown(i.file), "row": i.row, "line": i.line, "field": i.field or "",
                "message": i.message, "fix": i.hint} for i in rep.issues]
     return files, issues
 
 
 st.markdown("#### Import")
 src = st.radio("Source", ["Upload files", "Paths on this machine"], horizontal=True)
-paths: list[str] = []
+ups = []
 if src == "Upload files":
     ups = st.file_uploader("Case JSON files, bundle tables (CSV/JSONL), a wide ratings CSV or a dialogue CSV",
-                           type=["json", "csv", "jsonl"], accept_multiple_files=True)
-    if ups:
-        key = tuple((u.name, u.size) for u in ups)
-        if st.session_state.get("upload_key") != key:
-            folder = Path(tempfile.mkdtemp(prefix="sumcheck-upload-"))
-            for u in ups:
-                (folder / Path(u.name).name).write_bytes(u.getvalue())
-            st.session_state["upload_key"], st.session_state["upload_dir"] = key, str(folder)
-        folder = Path(st.session_state["upload_dir"])
-        paths = [str(folder / Path(u.name).name) for u in ups]
+                           type=["json", "csv", "jsonl"], accept_multiple_files=True) or []
+    raw = ""
 else:
     raw = st.text_area("One file or folder per line", placeholder="/data/pdsqi/cases/\n/data/pdsqi/ratings.csv")
-    paths = [ln.strip() for ln in raw.splitlines() if ln.strip()]
 
-existing = state.store().dataset_names()
-c1, c2, c3 = st.columns(3)
-name = c1.text_input("New dataset name", value=Path(paths[0]).stem if paths else "")
-into = c2.selectbox("…or add to existing dataset", ["(new dataset)"] + existing)
-specialty = c3.text_input("Target specialty for inputs without one (dialogue CSV)", value="Unspecified")
-replace = st.checkbox("Replace a dataset of the same name")
 
-mapping = None
-wide = [(p, sniff_wide_ratings(p)) for p in paths]
-wide = [(p, w) for p, w in wide if w is not None]
-if wide:
-    p, (header, guess) = wide[0]
-    st.markdown(f"**Column mapping** for the ratings export `{Path(p).name}` (edit if a column was not recognised)")
-    opts = ["(none)"] + header
-    table = pd.DataFrame([{"field": "summary id", "column": guess.summary_col or "(none)"},
-                          {"field": "rater id", "column": guess.rater_col or "(none)"},
-                          {"field": "rater group", "column": guess.rater_group_col or "(none)"}]
-                         + [{"field": it.key, "column": guess.items.get(it.key, "(none)")} for it in ITEMS])
-    edited = st.data_editor(table, hide_index=True, disabled=["field"], width="stretch",
-                            column_config={"column": st.column_config.SelectboxColumn(options=opts)})
-    ignore = st.multiselect("Columns to ignore", header)
-    col = {r["field"]: ("" if r["column"] == "(none)" else r["column"]) for r in edited.to_dict("records")}
-    mapping = RatingsMapping(col["summary id"], col["rater id"], col["rater group"],
-                             {it.key: col[it.key] for it in ITEMS if col.get(it.key)}, ignore)
+def shown(f: str) -> str:
+    """An uploaded copy is named by its upload name, never by its private temp path."""
+    return Path(f).name if ups and f else f
 
-b1, b2 = st.columns([1, 5])
-do_validate = b1.button("Validate", disabled=not paths)
-do_import = b2.button("Import", type="primary", disabled=not paths)
-if do_validate or do_import:
-    options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified")
-    target = None if into == "(new dataset)" else into
-    try:
-        context = store.load_dataset(target) if target else None
-        ds, rep = load_paths(paths, options, context=context, name=name or None)
-    except DatasetInvalid as exc:
-        files, issues = _report_rows(exc.report)
-        report_view.render_report(False, files, exc.report.counts, issues)
-    except (StoreError, ValueError, OSError) as exc:
-        st.error(str(exc))
-    else:
-        files, issues = _report_rows(rep)
-        report_view.render_report(True, files, rep.counts, issues)
-        if do_import:
-            try:
-                res = store.import_dataset(ds, name=name or None, into=target, replace=replace,
-                                           files=tuple(Path(p).name for p in paths))
-            except StoreError as exc:
-                st.error(str(exc))
-            else:
-                state.bump_data_version()
-                if res.unchanged:
-                    st.info(f"Dataset '{res.dataset}' already holds exactly this content: nothing changed.")
+
+copies = uploads.private_copies([(u.name, u.getvalue()) for u in ups]) if ups else nullcontext(
+    [ln.strip() for ln in raw.splitlines() if ln.strip()])
+with copies as paths:  # uploaded copies are deleted when this block ends (also on error, stop or rerun)
+    existing = state.guarded(store.dataset_names, default=[])
+    c1, c2, c3 = st.columns(3)
+    name = c1.text_input("New dataset name", value=Path(paths[0]).stem if paths else "")
+    into = c2.selectbox("…or add to existing dataset", ["(new dataset)"] + existing)
+    specialty = c3.text_input("Target specialty for inputs without one (dialogue CSV)", value="Unspecified")
+    replace = st.checkbox("Replace a dataset of the same name")
+
+    mapping = None
+    wide = [(p, sniff_wide_ratings(p)) for p in paths]
+    wide = [(p, w) for p, w in wide if w is not None]
+    if wide:
+        p, (header, guess) = wide[0]
+        st.markdown(f"**Column mapping** for the ratings export {untrusted.md(Path(p).name)} (edit if a column "
+                    "was not recognised)")
+        opts = ["(none)"] + header
+        table = pd.DataFrame([{"field": "summary id", "column": guess.summary_col or "(none)"},
+                              {"field": "rater id", "column": guess.rater_col or "(none)"},
+                              {"field": "rater group", "column": guess.rater_group_col or "(none)"}]
+                             + [{"field": it.key, "column": guess.items.get(it.key, "(none)")} for it in ITEMS])
+        edited = st.data_editor(table, hide_index=True, disabled=["field"], width="stretch",
+                                column_config={"column": st.column_config.SelectboxColumn(options=opts)})
+        ignore = st.multiselect("Columns to ignore", header)
+        col = {r["field"]: ("" if r["column"] == "(none)" else r["column"]) for r in edited.to_dict("records")}
+        mapping = RatingsMapping(col["summary id"], col["rater id"], col["rater group"],
+                                 {it.key: col[it.key] for it in ITEMS if col.get(it.key)}, ignore)
+
+    b1, b2 = st.columns([1, 5])
+    do_validate = b1.button("Validate", disabled=not paths)
+    do_import = b2.button("Import", type="primary", disabled=not paths)
+    if do_validate or do_import:
+        options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified")
+        target = None if into == "(new dataset)" else into
+        try:
+            context = store.load_dataset(target) if target else None
+            ds, rep = load_paths(paths, options, context=context, name=name or None)
+        except DatasetInvalid as exc:
+            files, issues = _report_rows(exc.report, shown)
+            report_view.render_report(False, files, exc.report.counts, issues)
+        except StoreError as exc:
+            state.show_store_error(exc)
+        except (ValueError, OSError) as exc:
+            st.error(untrusted.md(exc))
+        else:
+            files, issues = _report_rows(rep, shown)
+            report_view.render_report(True, files, rep.counts, issues)
+            if do_import:
+                try:
+                    res = store.import_dataset(ds, name=name or None, into=target, replace=replace,
+                                               files=tuple(Path(p).name for p in paths))
+                except StoreError as exc:
+                    state.show_store_error(exc)
                 else:
-                    st.success(f"Imported into '{res.dataset}': "
-                               + ", ".join(f"{v} {k}" for k, v in res.counts.items()))
-                    st.session_state["dataset"] = res.dataset
+                    state.bump_data_version()
+                    if res.unchanged:
+                        st.info(f"Dataset '{untrusted.md(res.dataset)}' already holds exactly this content: "
+                                "nothing changed.")
+                    else:
+                        st.success(f"Imported into '{untrusted.md(res.dataset)}': "
+                                   + ", ".join(untrusted.md(f"{v} {k}") for k, v in res.counts.items()))
+                        st.session_state["dataset"] = res.dataset
 
 st.markdown("#### Datasets in the workspace")
-st.caption(f"Workspace: `{state.workspace_label()}`")
-infos = state.datasets()
+st.caption(f"Workspace: {untrusted.md(state.workspace_label())}")
+infos = state.guarded(state.datasets, default=[])
 report_view.render_datasets([{"name": d.name, "cases": d.n_cases, "summaries": d.n_summaries,
                               "ratings": d.n_ratings, "raters": d.n_raters, "imported": d.created_at,
                               "source": d.source} for d in infos])
 if infos:
     with st.expander("Delete a dataset"):
         victim = st.selectbox("Dataset to delete", [d.name for d in infos], key="delete_name")
-        sure = st.checkbox(f"Yes, delete '{victim}' with all its ratings and results", key="delete_sure")
+        sure = st.checkbox(f"Yes, delete '{untrusted.md_inline(victim)}' with all its ratings and results",
+                           key="delete_sure")
         if st.button("Delete", disabled=not sure):
             try:
                 store.delete_dataset(victim)
             except StoreError as exc:
-                st.error(str(exc))
+                state.show_store_error(exc)
             else:
                 state.bump_data_version()
-                st.success(f"Deleted '{victim}'.")
+                st.success(f"Deleted '{untrusted.md(victim)}'.")
                 st.rerun()

@@ -2,9 +2,11 @@
 import streamlit as st
 
 from components import evidence_view, state
+from engine import untrusted
 from engine.alignment import alignment_cached, combined_scores
 from engine.coverage import CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
+from engine.store import StoreError
 
 st.title("Evidence")
 name, ds = state.require_dataset()
@@ -18,10 +20,15 @@ if st.button("Run MED-OMIT on every summary", help="Resumable: finished summarie
         st.button("Cancel", help="Stops after the current summary; a new run resumes.")
         bar = st.progress(0.0)
         mo = MedOmit(backend, sha, cache=store)
-        for _ in run_medomit(mo, ds, [s.summary_id for s in ds.summaries], store=store, dataset_name=name,
-                             progress=lambda d, t, sid, m: bar.progress(d / t, text=f"{sid}: {m} ({d}/{t})")):
-            pass
-results = {sid: MedOmitResult.from_json(x) for sid, x in store.evidence_results(name, "medomit").items()}
+        try:
+            for _ in run_medomit(mo, ds, [s.summary_id for s in ds.summaries], store=store, dataset_name=name,
+                                 progress=lambda d, t, sid, m: bar.progress(
+                                     d / t, text=untrusted.md_inline(f"{sid}: {m} ({d}/{t})"))):
+                pass
+        except StoreError as exc:
+            state.show_store_error(exc)
+results = {sid: MedOmitResult.from_json(x)
+           for sid, x in state.guarded(store.evidence_results, name, "medomit", default={}).items()}
 rows = dataset_rows(ds, results)
 evidence_view.render_table(rows, "Click a column header to sort. Incomplete runs have no weight.")
 c1, c2 = st.columns(2)
@@ -43,14 +50,19 @@ if st.button("Compute for every summary"):
             coverage_cached(store, name, ds.case(s.case_id), s, emb, CoverageParams())
             alignment_cached(store, name, ds.case(s.case_id), s, emb)
         except CoverageError as exc:
-            st.warning(f"{s.summary_id}: {exc}")
-        bar.progress((k + 1) / len(ds.summaries), text=s.summary_id)
+            st.warning(f"{untrusted.md(s.summary_id)}: {untrusted.md(exc)}")
+        except StoreError as exc:
+            state.show_store_error(exc)
+            break
+        bar.progress((k + 1) / len(ds.summaries), text=untrusted.md_inline(s.summary_id))
 import json  # noqa: E402
 from engine.alignment import result_from_dict as alignment_from  # noqa: E402
 from engine.coverage import result_from_dict as coverage_from  # noqa: E402
 
-covs = {k: coverage_from(json.loads(v)) for k, v in store.evidence_results(name, "coverage:topiccov").items()}
-als = {k: alignment_from(json.loads(v)) for k, v in store.evidence_results(name, "alignment").items()}
+covs = {k: coverage_from(json.loads(v))
+        for k, v in state.guarded(store.evidence_results, name, "coverage:topiccov", default={}).items()}
+als = {k: alignment_from(json.loads(v))
+       for k, v in state.guarded(store.evidence_results, name, "alignment", default={}).items()}
 combined_scores(list(als.values()))
 evidence_view.render_table([
     {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",

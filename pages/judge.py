@@ -4,11 +4,13 @@ from dataclasses import asdict
 import streamlit as st
 
 from components import judge_view, state
+from engine import untrusted
 from engine.backends import BackendError
 from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
 from engine.modelfiles import EMBEDDED_MODEL_LABEL
 from engine.ratings import medians
 from engine.rubric import ITEMS, format_value
+from engine.store import StoreError
 
 st.title("Judge")
 name, ds = state.require_dataset()
@@ -18,7 +20,8 @@ if not cfg.model_path:
                "grades are not clinically meaningful. Point to a real GGUF (e.g. Llama 3.1 8B Instruct Q4_K_M) "
                "on the Settings page.")
 else:
-    st.caption(f"Model: `{cfg.model_path}` · context {cfg.n_ctx} · GPU layers {cfg.n_gpu_layers}")
+    st.caption(f"Model: {untrusted.md(cfg.model_path)} · context {untrusted.md(cfg.n_ctx)} · GPU layers "
+               f"{untrusted.md(cfg.n_gpu_layers)}")
 
 case = state.case_picker(ds)
 case_id = case.case_id
@@ -26,7 +29,7 @@ sids = [s.summary_id for s in ds.summaries_for(case_id)]
 if not sids:
     st.info("This case has no summary.")
     st.stop()
-sid = st.sidebar.radio("Summary", sids)
+sid = st.sidebar.radio("Summary", sids, format_func=untrusted.md_inline)
 
 with st.form("judge_params"):
     c1, c2, c3, c4 = st.columns(4)
@@ -53,21 +56,25 @@ if run:
 
     def progress(p):
         frac = (p.done + p.sample / max(p.n_samples, 1)) / max(p.total, 1)
-        bar.progress(min(frac, 1.0), text=f"{p.summary_id}: {p.message} · sample {p.sample}/{p.n_samples} · "
-                                          f"summary {min(p.done + 1, p.total)}/{p.total}")
+        bar.progress(min(frac, 1.0), text=untrusted.md_inline(
+            f"{p.summary_id}: {p.message} · sample {p.sample}/{p.n_samples} · "
+            f"summary {min(p.done + 1, p.total)}/{p.total}"))
 
     try:
         results = list(run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress))
+    except StoreError as exc:
+        state.show_store_error(exc)
     except (BackendError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(untrusted.md(exc))
     else:
         bar.progress(1.0, text=f"Done: {len(results)} summaries "
                                f"({sum(r.from_cache for r in results)} from the cache).")
         state.bump_data_version()
 
 # ---- the selected summary's latest result
-stored = {r.summary_id: r for r in (JudgeResult.from_json(x) for x in store.judge_results(name))}
-st.markdown(f"#### {sid}")
+stored = {r.summary_id: r for r in (JudgeResult.from_json(x)
+                                    for x in state.guarded(store.judge_results, name, default=[]))}
+st.markdown(f"#### {untrusted.md_inline(sid)}")
 res = stored.get(sid)
 if res is None:
     st.info("Not judged yet: press **Run judge**.")

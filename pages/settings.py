@@ -4,6 +4,7 @@ import os
 import streamlit as st
 
 from components import state
+from engine import untrusted
 from engine.modelfiles import EMBEDDED_MODEL_LABEL, ModelError, resolve_model_path
 from engine.settings import AppSettings, SettingsError, default_workspace_path, save_settings, workspace_path, ENV_WORKSPACE
 
@@ -29,7 +30,7 @@ n_gpu = c3.number_input("GPU layers (0 = CPU, -1 = all)", -1, 1000, int(cur.n_gp
 st.markdown("#### Workspace")
 ws = st.text_input("Workspace file (SQLite)", value=cur.workspace_path,
                    placeholder=str(default_workspace_path()))
-st.caption(f"In use now: `{state.workspace_label()}`"
+st.caption(f"In use now: {untrusted.md(state.workspace_label())}"
            + (f" (set by the environment variable {ENV_WORKSPACE}, which overrides this setting)"
               if ENV_WORKSPACE in os.environ else ""))
 
@@ -39,16 +40,16 @@ if st.button("Save settings", type="primary"):
     try:
         path = save_settings(new)
     except SettingsError as exc:
-        st.error(f"Not saved: {exc}")
+        st.error(f"Not saved: {untrusted.md(exc)}")
     else:
         state.bump_data_version()
-        st.success(f"Saved to {path}. Workspace: {workspace_path(new)}")
+        st.success(f"Saved to {untrusted.md(path)}. Workspace: {untrusted.md(workspace_path(new))}")
 
 with st.expander("Check the model file"):
     if st.button("Locate model"):
         try:
             p = resolve_model_path(model_path.strip())
         except ModelError as exc:
-            st.error(str(exc))
+            st.error(untrusted.md(exc))
         else:
-            st.success(f"Model file: {p} ({p.stat().st_size / 1e6:.0f} MB)")
+            st.success(f"Model file: {untrusted.md(p)} ({p.stat().st_size / 1e6:.0f} MB)")

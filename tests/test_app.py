@@ -4,6 +4,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from conftest import FORMATS, ROOT
+from engine.untrusted import md_inline
 
 TIMEOUT = 60
 
@@ -33,7 +34,7 @@ def test_case_page_switches_case():
     at.sidebar.selectbox[1].select(options[-1]).run()
     assert not at.exception
     assert " ".join(t.value for t in at.text) != first
-    assert options[-1] in at.subheader[0].value
+    assert md_inline(options[-1]) in at.subheader[0].value  # ids are shown through untrusted.md
 
 
 def test_data_page_import_valid_and_invalid(tmp_path):
@@ -182,4 +183,4 @@ def test_agreement_page_renders_every_tab():
     target = at.selectbox(key="dis_open").value
     next(b for b in at.button if b.label == "Open in the Case page").click().run()
     assert not at.exception
-    assert at.title[0].value == "Case" and target.split("-s")[0] in at.subheader[0].value
+    assert at.title[0].value == "Case" and md_inline(target.split("-s")[0]) in at.subheader[0].value

@@ -1,16 +1,23 @@
-"""End to end in a real headless Chromium: the running app shows a sample case's note text on the Case page."""
+"""End to end in a real headless Chromium: the running app shows a sample case's note text on the Case page, and
+every page, on the sample and on the hostile payload dataset, makes no request that leaves the app's own origin,
+opens no dialog and shows no link or image that came from data."""
 import csv
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
-from conftest import BUNDLE, ROOT
+import payload
+from conftest import BUNDLE, FORMATS, ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
@@ -26,13 +33,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
+def _start(tmp_path: Path, extra_env: dict | None = None):
+    """The app as `make run` serves it (the repository's .streamlit/config.toml: 127.0.0.1, no usage
+    statistics; both also given on the command line) on a free port; returns (process, url)."""
     port = _free_port()
     env = {**os.environ, "SUMCHECK_WORKSPACE": str(tmp_path / "ws.sqlite"),
-           "SUMCHECK_CONFIG": str(tmp_path / "settings.json")}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+           "SUMCHECK_CONFIG": str(tmp_path / "settings.json"), **(extra_env or {})}
+    log = tmp_path / "server.log"  # a file, not a pipe: a full pipe would block the server mid-test
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                                 "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -43,13 +54,24 @@ def server(tmp_path):
             time.sleep(0.5)
     else:
         proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
-    yield url
+        pytest.fail("streamlit did not start: " + log.read_text(errors="replace")[-2000:])
+    return proc, url
+
+
+def _stop(proc) -> None:
     proc.terminate()
     try:
-        proc.wait(10)
+        proc.wait(15)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def server(tmp_path):
+    proc, url = _start(tmp_path)
+    yield url
+    _stop(proc)
 
 
 def test_case_page_shows_sample_note_text(server):
@@ -89,3 +111,230 @@ def test_deep_link_as_first_request_uses_the_app_navigation(server):
         nav = page.inner_text("[data-testid=stSidebarNav]")
         browser.close()
     assert "Spot-check" in nav and "Setup" in nav and "review" not in nav.split()
+
+
+# ------------------------------------------------------------------------------------------------ hostile input
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--disable-domain-reliability",
+               "--disable-client-side-phishing-detection", "--no-default-browser-check", "--no-pings",
+               "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"]
+# (nav slug, page title, text that the page shows near its end)
+PAGES = [("", "Case", "Rater scores"), ("judge", "Judge", "All judged summaries"),
+         ("evidence", "Evidence", "Embedding evidence per summary"), ("agreement", "Agreement", None),
+         ("review", "Spot-check & adjudicate", "Export"), ("data", "Data", "Datasets in the workspace"),
+         ("settings", "Settings", "Save settings")]
+PAYLOAD_MARKS = ("javascript:", "evil", "127.0.0.2", "alert(")
+
+# Runs in the page: every link, image and embedded resource that does not stay on the app's origin, and every
+# element that payload markup could have produced (KaTeX, a script or image inside rendered Markdown).
+AUDIT_JS = """([origin, marks]) => {
+  const bad = [];
+  const flag = s => marks.some(m => (s || '').toLowerCase().includes(m));
+  for (const a of document.querySelectorAll('a')) {
+    const href = a.getAttribute('href') || a.getAttribute('xlink:href') || '';
+    if (href.startsWith('#') && !flag(a.textContent)) continue;       // in-page heading anchors
+    let u = null;
+    try { u = new URL(href, location.href); } catch (e) {}
+    if (!u || u.origin !== origin || flag(href) || flag(a.textContent))
+      bad.push(['a', href, (a.textContent || '').slice(0, 80)]);
+  }
+  const sel = 'img, image, iframe, frame, video, audio, source, track, embed, object, link[href], script[src], use';
+  for (const el of document.querySelectorAll(sel)) {
+    const src = el.getAttribute('src') || el.getAttribute('href') || el.getAttribute('xlink:href')
+                || el.getAttribute('data') || el.getAttribute('srcset') || '';
+    if (!src || src.startsWith('data:') || src.startsWith('blob:') || (el.tagName === 'use' && src.startsWith('#')))
+      continue;
+    let u = null;
+    try { u = new URL(src, location.href); } catch (e) {}
+    if (!u || u.origin !== origin) bad.push([el.tagName, src]);
+  }
+  for (const el of document.querySelectorAll('.katex, [data-testid=stMarkdownContainer] script, '
+                                             + '[data-testid=stMarkdownContainer] img, '
+                                             + '[data-testid=stMarkdownContainer] iframe'))
+    bad.push(['markup', el.tagName, (el.outerHTML || '').slice(0, 120)]);
+  for (const el of document.querySelectorAll('[data-testid=stException]'))
+    bad.push(['traceback', (el.innerText || '').slice(0, 300)]);
+  return bad;
+}"""
+
+
+class Watch:
+    """Records every request (and websocket) that leaves the app's origin, and every dialog."""
+
+    def __init__(self, page, url: str):
+        self.origin = url
+        self.netloc = urllib.parse.urlsplit(url).netloc
+        self.port = urllib.parse.urlsplit(url).port
+        self.requests: list[str] = []
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("request", lambda r: self._seen(r.url))
+        page.on("websocket", lambda ws: self._seen(ws.url))
+        page.on("dialog", self._dialog)
+
+    def _seen(self, url: str) -> None:
+        self.requests.append(url)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme in ("data", "blob"):
+            return
+        if parts.hostname not in ("127.0.0.1", "localhost") or parts.port != self.port:
+            self.outside.append(url)
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+
+def _settle(page, timeout_s: float = 150) -> None:
+    """Wait until the script run has finished (the app root says so and nothing is stale)."""
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout_s * 1000)
+    page.wait_for_function("() => !document.querySelector('[data-stale=true]')", timeout=timeout_s * 1000)
+
+
+def _open_all(page) -> None:
+    """Show every tab and open every expander (what they hold is rendered when shown); these clicks do not rerun
+    the script."""
+    def expanders():
+        for summary in page.locator("[data-testid=stExpander] details:not([open]) > summary").all():
+            if summary.is_visible():
+                summary.click()
+
+    expanders()
+    for tab in page.locator("[data-testid=stTabs] button[role=tab]").all():
+        if tab.is_visible():
+            tab.click()
+            expanders()
+    page.wait_for_timeout(300)
+
+
+def _audit(page, watch: Watch, where: str) -> None:
+    bad = page.evaluate(AUDIT_JS, [watch.origin, list(PAYLOAD_MARKS)])
+    assert not bad, f"{where}: {bad}"
+    assert not watch.outside, f"{where}: requests left the app's origin: {watch.outside}"
+    assert not watch.dialogs, f"{where}: dialogs opened: {watch.dialogs}"
+
+
+def _visible_text(page) -> str:
+    return page.inner_text("[data-testid=stMain]").replace("\u2060", "")
+
+
+def _walk(page, watch: Watch, label: str, on_page=None) -> None:
+    for slug, title, marker in PAGES:
+        page.locator(f"[data-testid=stSidebarNavLink][href='{watch.origin}/{slug}']").click()
+        page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=120_000)
+        if marker:
+            page.get_by_text(marker, exact=False).first.wait_for(timeout=150_000)
+        _settle(page)
+        _open_all(page)
+        _audit(page, watch, f"{label} / {title}")
+        if on_page:
+            on_page(slug, page)
+            _audit(page, watch, f"{label} / {title} (after interacting)")
+
+
+def _pick_payload_dataset(page) -> None:
+    page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.click()
+    page.get_by_role("option", name=re.compile(r"^payload ")).click()
+    page.get_by_role("heading", name=re.compile(r"^pay-01")).first.wait_for(timeout=120_000)
+    page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
+    _settle(page)
+
+
+@pytest.fixture
+def payload_server(tmp_path):
+    """The app on a workspace holding the sample and the payload dataset (with hostile reviews, judge and
+    MED-OMIT results), its temp folder private to the test, with two stale upload folders planted in it."""
+    from engine.sample import ensure_sample
+    from engine.store import Store
+
+    store = Store(tmp_path / "ws.sqlite")
+    ensure_sample(store)
+    payload.seed(store)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    stale = [tmp / "sumcheck-upload-legacy", tmp / "sumcheck-upload-999999999-dead"]
+    for d in stale:
+        d.mkdir()
+        (d / "notes.csv").write_text("phi")
+    proc, url = _start(tmp_path, {"TMPDIR": str(tmp)})
+    yield url, tmp, stale
+    _stop(proc)
+
+
+def test_no_egress_and_no_payload_markup_on_any_page(payload_server, tmp_path):
+    """Every page, on the sample and on the payload dataset: no request leaves 127.0.0.1:<port> (fonts, icons,
+    CDNs, telemetry, payload images), no dialog (payload script), no link or image from data, no traceback;
+    payload text shows as written; the spot-check CSV download is neutralised; uploads leave no copy behind."""
+    from playwright.sync_api import sync_playwright
+
+    url, tmp, stale = payload_server
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())  # what the server runs with
+    assert config["browser"]["gatherUsageStats"] is False and config["server"]["address"] == "127.0.0.1"
+    started = time.time()
+    uploads_seen: list[list[str]] = []
+
+    def leftovers() -> list[str]:
+        return sorted(p.name for p in tmp.iterdir() if p.name.startswith("sumcheck-upload-"))
+
+    def interact(slug, page):
+        if slug == "":  # Case: the hostile specialty, note metadata and summary show as plain text
+            text = _visible_text(page)
+            case = next(r for r in csv.DictReader((payload.BUNDLE / "cases.csv").open(encoding="utf-8"))
+                        if r["case_id"] == "pay-01")
+            assert case["target_specialty"] in text
+            assert payload.COLOUR in text and payload.MATH in text and payload.IMG in text
+        elif slug == "judge":  # the model's hostile explanations are text
+            assert "cited: " + payload.IMG in _visible_text(page)
+        elif slug == "review":  # unblind, then download every review: no cell a spreadsheet would run
+            page.get_by_test_id("stCheckbox").get_by_text("Blinded", exact=True).click()
+            page.get_by_text("Review history of this summary").first.wait_for(timeout=60_000)
+            _settle(page)
+            _open_all(page)
+            assert "model " + payload.IMG + ".gguf" in _visible_text(page)
+            with page.expect_download() as info:
+                page.get_by_role("button", name=re.compile("^Download all reviews")).click()
+            download = info.value
+            assert re.fullmatch(r"[A-Za-z0-9._-]+", download.suggested_filename), download.suggested_filename
+            rows = list(csv.reader(Path(download.path()).open(encoding="utf-8", newline="")))
+            assert len(rows) == 1 + sum(len(v) for _, v, _ in payload.REVIEWS)
+            cells = [c for r in rows for c in r]
+            assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")
+                        and not re.fullmatch(r"[+-]?\d+(\.\d*)?", c)]
+            assert "'" + payload.REVIEWS[0][0] in cells and "'" + payload.REVIEWS[0][2]["cited"] in cells
+        elif slug == "data":  # upload the payload bundle and a wide ratings export, validate: no copy stays
+            page.get_by_text("Upload files", exact=True).click()
+            files = payload.bundle_files() + [str(FORMATS / "redcap_ratings.csv")]
+            page.locator("[data-testid=stFileUploader] input[type=file]").set_input_files(files)
+            page.get_by_text("Column mapping").first.wait_for(timeout=60_000)  # the header was sniffed
+            _settle(page)
+            uploads_seen.append(leftovers())
+            page.get_by_role("button", name="Validate").click()
+            page.locator("[data-testid=stAlert]").first.wait_for(timeout=60_000)
+            _settle(page)
+            _open_all(page)
+            uploads_seen.append(leftovers())
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        context = browser.new_context(accept_downloads=True)
+        page = context.new_page()
+        watch = Watch(page, url)
+        page.goto(url, wait_until="domcontentloaded")
+        page.get_by_role("heading", name="Case", exact=True).first.wait_for(timeout=120_000)
+        page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
+        _settle(page)
+        icons = page.eval_on_selector_all("link[rel*=icon]", "els => els.map(e => e.href)")
+        assert icons and all(i.startswith(url + "/") or i.startswith("data:") for i in icons), icons
+        _walk(page, watch, "sample")
+        page.locator(f"[data-testid=stSidebarNavLink][href='{url}/']").click()
+        page.get_by_role("heading", name="Case", exact=True).first.wait_for(timeout=120_000)
+        _settle(page)
+        _pick_payload_dataset(page)
+        _walk(page, watch, "payload", interact)
+        browser.close()
+    elapsed = time.time() - started
+
+    assert watch.requests and not watch.outside and not watch.dialogs
+    assert uploads_seen == [[], []], uploads_seen  # copies live only during a script run
+    assert not any(d.exists() for d in stale), "stale upload folders are swept at start"
+    assert elapsed < 300, f"browser walk took {elapsed:.0f} s"

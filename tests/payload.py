@@ -1,0 +1,108 @@
+"""The hostile-input dataset: every free-text field carries Markdown, HTML, autolink, LaTeX, colour-directive and
+CSV-formula payloads (tests/fixtures/payload/bundle, a tidy bundle the ordinary loader accepts), plus reviews,
+an LLM judge result and a MED-OMIT result whose model-written text is hostile too.
+
+URLs point at 127.0.0.2 (loopback, but not the app's origin) or at non-resolving ``.example`` hosts: a request to
+any of them shows up in the browser test's request log; nothing can reach the internet.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "payload"
+BUNDLE = FIXTURE / "bundle"
+
+IMG = "![x](http://127.0.0.2:9/img.png)"
+LINK = "[click](javascript:alert(1))"
+RAWIMG = "<img src=http://127.0.0.2:9/x onerror=alert(1)>"
+SCRIPT = "<script>alert(1)</script>"
+ANCHOR = '<a href="http://127.0.0.2:9/">a</a>'
+AUTO = "https://evil.example/x"
+WWW = "www.evil.example"
+COLOUR = ":red[colour]"
+MATH = "$x^2$"
+ANGLE = "<http://127.0.0.2:9/auto>"
+MAIL = "nurse@evil.example"
+HYPER = '=HYPERLINK("http://127.0.0.2:9/","x")'
+FORMULAS = (HYPER, "+cmd", "-1+1", "@SUM(1)")
+MARKUP = (IMG, LINK, RAWIMG, SCRIPT, ANCHOR, AUTO, WWW, COLOUR, MATH, ANGLE, MAIL)
+ALL = " ".join(MARKUP)
+
+# The dataset name is hostile too (it shows in the sidebar, in messages and in the export file name).
+DATASET = "payload " + IMG + " " + RAWIMG
+# Reviewer names and comments (CSV formula prefixes first, markup after).
+REVIEWS = [
+    (HYPER + " " + IMG, {"cited": 2, "accurate": 3}, {"cited": "@SUM(1) " + LINK, "accurate": "+cmd " + RAWIMG}),
+    ("-1+1 " + ANCHOR, {"cited": 4}, {"cited": "-1+1 " + AUTO + " " + WWW}),
+    ("@SUM(1) " + COLOUR + " " + MATH, {"thorough": 1}, {"thorough": "=1+1 " + SCRIPT}),
+]
+REVIEWED_SUMMARY = "pay-01-s1"
+
+
+def bundle_files() -> list[str]:
+    return sorted(str(p) for p in BUNDLE.glob("*.csv"))
+
+
+def judge_result_json(summary_id: str, case_id: str, status: str) -> str:
+    """A stored judge result whose model-written text (replies, explanations, warnings, reason) is hostile."""
+    from engine.rubric import ITEMS
+
+    items = {}
+    for k, it in enumerate(ITEMS):
+        v = float(1 + k % 5) if status == "scored" else None
+        items[it.key] = {"item": it.key, "median": v, "is_na": False, "values": [v], "spread": 0.0 if v else None,
+                         "expected": v, "expected_mass": 0.9, "explanation": f"{it.key}: {ALL}"}
+    sample = {"index": 1, "temperature": 0.0, "seed": 1, "raw": ALL, "values": {}, "explanations": {},
+              "error": None if status == "scored" else "bad reply " + ALL, "warnings": ["warning " + ALL],
+              "completion_tokens": 5, "decode_seconds": 0.1}
+    prov = {"backend": "llama.cpp " + IMG, "model_file": "model " + IMG + ".gguf", "model_sha256": None,
+            "quantization": RAWIMG, "backend_params": {"x": ALL}, "prompt_version": "payload",
+            "params": {}, "llama_cpp_python": None, "few_shot_examples": [], "dropped_notes": [], "n_ctx": 2048}
+    return json.dumps({"summary_id": summary_id, "case_id": case_id, "status": status,
+                       "reason": "" if status == "scored" else "reason " + ALL,
+                       "items": items, "samples": [sample], "provenance": prov,
+                       "timing": {"prompt_tokens": 10, "decode_tokens": 5, "prompt_seconds": 0.1,
+                                  "decode_seconds": 0.1, "total_seconds": 0.2},
+                       "cache_key": f"payload-{summary_id}", "created_at": "2025-01-01T00:00:00+00:00 " + IMG})
+
+
+def medomit_result_json(summary_id: str, case_id: str, note_text: str) -> str:
+    """An incomplete MED-OMIT result with hostile facts, diagnoses, clusters, explanations and raw reply."""
+    start = note_text.index("orthopnea")
+    facts = [{"fact_id": "F1", "text": "orthopnea " + ALL, "note_id": "1", "start": start, "end": start + 9,
+              "link": "exact " + IMG, "link_score": 1.0},
+             {"fact_id": "F2", "text": "unlinked " + ALL, "note_id": None, "start": None, "end": None,
+              "link": "unlinked", "link_score": 0.0}]
+    ddx = [{"rank": 1, "name": "HF " + ALL, "likelihood": "high " + IMG, "reason": "because " + ALL}]
+    clusters = [{"diagnosis": "HF " + IMG, "polarity": "supporting", "mechanism": "congestion " + ALL,
+                 "fact_ids": ["F1", "F2"]}]
+    scores = [{"fact_id": "F1", "omitted": True, "importance": "critical " + IMG, "importance_weight": 1.0,
+               "uniqueness": [0.5], "score": 0.5, "clusters": ["supporting " + ALL], "explanation": "expl " + ALL},
+              {"fact_id": "F2", "omitted": True, "importance": None, "importance_weight": 0.5,
+               "uniqueness": [], "score": 0.25, "clusters": [], "explanation": ""}]
+    return json.dumps({
+        "summary_id": summary_id, "case_id": case_id, "status": "incomplete", "failed_step": "ddx " + IMG,
+        "reason": "reason " + ALL, "facts": facts, "ddx": ddx, "clusters": clusters, "scores": scores,
+        "document_weight": 0.75, "omission_count": 2, "summary_ddx": ddx,
+        "ddx_comparison": {"missing_from_summary": ["HF " + ALL], "added_in_summary": [IMG], "difference": 0.5},
+        "steps": [{"step": "ddx", "ok": False, "cached": False, "error": "bad " + ALL, "raw": ALL}],
+        "provenance": {"model": IMG}, "created_at": "2025-01-01T00:00:00+00:00"})
+
+
+def seed(store, name: str = DATASET) -> str:
+    """Import the payload bundle as ``name`` and store hostile reviews, judge and MED-OMIT results."""
+    from engine.judge import JudgeResult
+    from engine.loading import LoadOptions, load_paths
+    from engine.reviews import save_review
+
+    ds, _ = load_paths(bundle_files(), LoadOptions(), name=name)
+    store.import_dataset(ds, name=name, replace=True, files=tuple(Path(p).name for p in bundle_files()))
+    for reviewer, values, comments in REVIEWS:
+        save_review(store, name, REVIEWED_SUMMARY, reviewer, "spot_check", values, comments)
+    store.put_judge_result(name, JudgeResult.from_json(judge_result_json("pay-01-s1", "pay-01", "scored")))
+    store.put_judge_result(name, JudgeResult.from_json(judge_result_json("pay-01-s2", "pay-01", "unscored")))
+    note = store.load_dataset(name).case("pay-01").note("1").text
+    store.put_evidence(name, "medomit", "payload", "pay-01-s1", "incomplete",
+                       medomit_result_json("pay-01-s1", "pay-01", note))
+    return name
