@@ -29,10 +29,10 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from . import reliability as rel
-from .models import Dataset
+from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, Dataset
 from .rubric import ITEMS, Scale
 
-HUMAN_EXCLUDE = {"llm", "adjudicated"}
+HUMAN_EXCLUDE = set(RESERVED_RATER_GROUPS)  # the LLM judge and adjudicated final scores are not human raters
 LIKERT = [i.key for i in ITEMS if i.is_likert]
 BINARY = [i.key for i in ITEMS if i.scale is Scale.BINARY]
 
@@ -266,7 +266,7 @@ def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_
                "generator": s.generator_model or "", "quality_group": s.quality_group or "",
                "note_tokens": tok_cache[case.case_id], "summary_tokens": count_tokens(s.text)}
         ratings = [r for r in by_summary.get(s.summary_id, []) if r.rater_group not in HUMAN_EXCLUDE]
-        adjudicated = {r.item: r.value for r in by_summary.get(s.summary_id, []) if r.rater_group == "adjudicated"}
+        adjudicated = {r.item: r.value for r in by_summary.get(s.summary_id, []) if r.rater_group == ADJUDICATED_GROUP}
         for item in ITEMS:
             vals = [r.value for r in ratings if r.item == item.key and r.value is not None]
             row[f"{item.key}:human_median"] = float(np.median(vals)) if vals else None

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from .loading import LoadOptions, RatingsMapping, load_paths
 from .settings import SettingsError, load_settings, workspace_path
-from .store import Store, StoreError
+from .store import Store, StoreBusy, StoreError
 from .validation import DatasetInvalid
 
 
@@ -394,14 +394,16 @@ def cmd_judge_export(args) -> int:
 
 
 def cmd_judge_import(args) -> int:
-    from .judge import import_results
+    from .judge import import_results_file
 
     store = _store(args)
-    n, skipped = import_results(store, args.dataset, Path(args.file).read_text(encoding="utf-8").splitlines())
-    for s in skipped:
-        print(f"skipped: {s}", file=sys.stderr)
-    print(f"{n} judge results imported into dataset {args.dataset!r}")
-    return 0 if n or not skipped else 1
+    try:
+        res = import_results_file(store, args.dataset, args.file)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text(), file=sys.stderr)
+        return 1
+    print(f"{res.imported} judge results imported into dataset {args.dataset!r}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -518,9 +520,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Exit status: 0 ok, 1 invalid input or another error, 2 the workspace is busy (retry later) or a command
+    needs confirmation."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StoreError, SettingsError, ValueError, FileNotFoundError) as exc:
+    except StoreBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DatasetInvalid as exc:
+        print(exc.report.format_text(), file=sys.stderr)
+        return 1
+    except (StoreError, SettingsError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

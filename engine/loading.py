@@ -12,19 +12,29 @@ Formats (detected from file name, header or keys):
 :func:`load_paths` reads everything, validates it as one unit (cross references included) and either
 returns a :class:`~engine.models.Dataset` or raises :class:`~engine.validation.DatasetInvalid` with a report
 that names file, row and field of every problem. Nothing is written by this module.
+
+Hostile input is data, never a crash: only regular files are read (a FIFO or a device is refused before it is
+opened), each file is read with a bounded read under the size limit (``SUMCHECK_MAX_FILE_MB``, default 200 MB),
+JSON with duplicate keys, excessive nesting or lone surrogate escapes is refused with its file and row, files
+without a known extension are sniffed (or refused with a hint), and imported ratings may not claim the rater ids
+and groups SumCheck reserves for itself (:data:`engine.models.RESERVED_RATER_GROUPS`).
 """
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
+import math
 import os
 import re
+import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .models import Case, Dataset, Note, Rating, Summary
+from .models import Case, Dataset, Note, Rating, Summary, reserved_rater_problem
 from .rubric import ITEM_KEYS, ValueError_, get_item, parse_value
 from .validation import DatasetInvalid, Issue, ValidationReport
 
@@ -100,15 +110,77 @@ class RatingsMapping:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "RatingsMapping":
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        unknown = set(data) - {"summary_col", "rater_col", "rater_group_col", "items", "ignore",
-                               "default_rater_group"}
+        """Read a mapping file. Raises :class:`ValueError` naming the file and the key for any problem (unreadable
+        file, invalid JSON, wrong shape, wrong types, unknown keys or items, a reserved rater group)."""
+        fname = str(path)
+        report = ValidationReport()
+        text = read_text_file(Path(path), report)
+        if text is None:
+            raise ValueError(f"mapping file {report.errors[0].format().split(': ', 1)[1]}")
+        try:
+            data = loads_strict(text)
+        except JsonProblem as exc:
+            raise ValueError(f"mapping file {fname}: {exc}") from None
+        return cls.from_dict(data, fname)
+
+    @classmethod
+    def from_dict(cls, data: object, source: str = "mapping") -> "RatingsMapping":
+        """Build a mapping from parsed JSON, checking its shape; :class:`ValueError` names ``source`` and the key."""
+        example = '{"summary_col": "record_id", "rater_col": "rater", "items": {"accurate": "q2"}, "ignore": ["notes"]}'
+        if not isinstance(data, dict):
+            raise ValueError(f"mapping file {source} must hold one JSON object such as {example}, "
+                             f"not {_json_type(data)}")
+        known = ("summary_col", "rater_col", "rater_group_col", "items", "ignore", "default_rater_group")
+        unknown = [k for k in data if k not in known]
         if unknown:
-            raise ValueError(f"{path}: unknown mapping keys {sorted(unknown)}")
-        bad = set(data.get("items", {})) - set(ITEM_KEYS)
+            raise ValueError(f"mapping file {source}: unknown key(s) {', '.join(repr(k) for k in unknown)}; "
+                             f"allowed keys: {', '.join(known)}")
+        out: dict = {}
+        for key in ("summary_col", "rater_col", "rater_group_col", "default_rater_group"):
+            v = data.get(key)
+            if v is None:
+                continue
+            if not isinstance(v, str):
+                raise ValueError(f"mapping file {source}: key '{key}' must be a column name (text), "
+                                 f"not {_json_type(v)}")
+            out[key] = v.strip()
+        items = data.get("items", {})
+        if items is None:
+            items = {}
+        if not isinstance(items, dict):
+            raise ValueError(f"mapping file {source}: key 'items' must be an object {{item: column}} such as "
+                             f'{{"accurate": "q2"}}, not {_json_type(items)}')
+        bad = [k for k in items if k not in ITEM_KEYS]
         if bad:
-            raise ValueError(f"{path}: 'items' names unknown PDSQI-9 items {sorted(bad)}; known: {', '.join(ITEM_KEYS)}")
-        return cls(**data)
+            raise ValueError(f"mapping file {source}: key 'items' names unknown PDSQI-9 item(s) "
+                             f"{', '.join(repr(k) for k in bad)}; known: {', '.join(ITEM_KEYS)}")
+        for k, v in items.items():
+            if not isinstance(v, str) or not v.strip():
+                raise ValueError(f"mapping file {source}: key 'items.{k}' must be a column name (text), "
+                                 f"not {_json_type(v)}")
+        out["items"] = {k: v.strip() for k, v in items.items()}
+        ignore = data.get("ignore", [])
+        if ignore is None:
+            ignore = []
+        if not isinstance(ignore, list):
+            raise ValueError(f"mapping file {source}: key 'ignore' must be a list of column names such as "
+                             f'["notes"], not {_json_type(ignore)}')
+        for i, v in enumerate(ignore):
+            if not isinstance(v, str):
+                raise ValueError(f"mapping file {source}: key 'ignore[{i}]' must be a column name (text), "
+                                 f"not {_json_type(v)}")
+        out["ignore"] = [v.strip() for v in ignore]
+        group = out.get("default_rater_group")
+        if group is not None:
+            if not group:
+                out.pop("default_rater_group")
+            else:
+                problem = reserved_rater_problem("", group)
+                if problem:
+                    raise ValueError(f"mapping file {source}: key 'default_rater_group': {problem[1]}; "
+                                     "use the raters' own group (e.g. junior, senior)")
+                out["default_rater_group"] = group.lower()
+        return cls(**out)
 
     def merged_over(self, guess: "RatingsMapping") -> "RatingsMapping":
         """This mapping, with blanks filled from ``guess`` (an explicit mapping wins)."""
@@ -127,17 +199,207 @@ class LoadOptions:
     mapping: Optional[RatingsMapping] = None
     default_specialty: str = "Unspecified"
     default_rater_group: str = "unknown"
+    max_file_mb: Optional[float] = None  # per-file size limit; None = SUMCHECK_MAX_FILE_MB / the setting / 200
+
+
+# --------------------------------------------------------------------------- strict JSON
+
+MAX_JSON_DEPTH = 32  # no input format nests deeper than a few levels
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonProblem(ValueError):
+    """JSON that must not be trusted: malformed, a key twice in one object, too deep, or a lone surrogate."""
+
+    def __init__(self, message: str, line: Optional[int] = None, hint: str = ""):
+        super().__init__(message)
+        self.line, self.hint = line, hint
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _json_type(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true/false"
+    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(type(v), "a value")
+
+
+def loads_strict(text: str) -> object:
+    """``json.loads`` that refuses what a lenient reader would silently accept or crash on.
+
+    Raises :class:`JsonProblem` (a ValueError) for malformed JSON, a key that appears twice in one object (JSON
+    readers disagree on which one wins), nesting deeper than :data:`MAX_JSON_DEPTH` (or deep enough to exhaust
+    the parser's recursion), over-long integer literals, and ``\\ud800``-style escapes that decode to lone
+    surrogates (text no file or database can hold)."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise JsonProblem(f"key {_short(exc.key)!r} appears twice in one JSON object",
+                          hint="keep one of them: JSON readers disagree on which value wins") from None
+    except json.JSONDecodeError as exc:
+        raise JsonProblem(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", line=exc.lineno,
+                          hint="the file is cut off or malformed; export it again") from None
+    except RecursionError:
+        raise JsonProblem(f"JSON nested far too deeply (more than {MAX_JSON_DEPTH} levels)",
+                          hint="no SumCheck format nests deeper than a few levels; export the data again") from None
+    except ValueError as exc:  # e.g. an integer literal with more than 4300 digits
+        raise JsonProblem(f"invalid JSON ({_short(str(exc), 120)})",
+                          hint="the file holds a number or value no export writes; export it again") from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH or _SURROGATE_ESCAPE.search(text):
+        _check_tree(obj)
+    return obj
+
+
+def _check_tree(obj: object) -> None:
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            if _LONE_SURROGATE.search(v):
+                raise JsonProblem("text holds an invalid \\u escape (a lone UTF-16 surrogate such as \\ud800)",
+                                  hint="the exporting program wrote broken text; export the data again as UTF-8")
+            continue
+        if not isinstance(v, (dict, list)):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise JsonProblem(f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+                              hint="no SumCheck format nests deeper than a few levels; export the data again")
+        if isinstance(v, dict):
+            stack.extend((k, depth) for k in v)
+            stack.extend((x, depth + 1) for x in v.values())
+        else:
+            stack.extend((x, depth + 1) for x in v)
+
+
+def _short(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 # --------------------------------------------------------------------------- reading raw files
 
+_MB = 1_000_000
 
-def _decode(path: Path, report: ValidationReport) -> Optional[str]:
+
+def _resolve_max_mb(opts: Optional[LoadOptions]) -> float:
+    if opts is not None and opts.max_file_mb is not None:
+        mb = float(opts.max_file_mb)
+        if not 0 < mb <= 1_000_000:
+            raise ValueError(f"file size limit {opts.max_file_mb!r} MB is not a positive number of MB")
+        return mb
+    from .settings import max_file_mb
+
+    return max_file_mb()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def _open_regular(path: Path, report: ValidationReport) -> Optional[tuple[int, os.stat_result]]:
+    """(descriptor, stat) of ``path`` opened for reading if it is a regular file; otherwise an issue and None.
+
+    The type is checked with ``stat`` before the file is opened (opening a FIFO blocks, ``/dev/zero`` never
+    ends); it is then opened non-blocking and checked again with ``fstat`` (it may have been swapped)."""
+    fname = str(path)
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        report.add(Issue(str(path), f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        st = os.stat(path)
+    except (OSError, ValueError) as exc:
+        report.add(Issue(fname, f"cannot read file: {getattr(exc, 'strerror', None) or exc}",
+                         hint="check the path and permissions"))
         return None
+    not_regular = "SumCheck reads only regular files"
+    fix = "copy the data into a regular file (e.g. 'cat SOURCE > data.csv') and import that"
+    if not stat.S_ISREG(st.st_mode):
+        report.add(Issue(fname, f"is {_kind(st.st_mode)}, not a regular file; {not_regular}", hint=fix))
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        report.add(Issue(fname, f"is {_kind(st.st_mode)}, not a regular file; {not_regular}", hint=fix))
+        return None
+    return fd, st
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes (one more than allowed tells that the file is too long)."""
+    chunks, got = [], 0
+    while got <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[bytes]:
+    """The bytes of ``path`` if it is a regular file within the size limit (default: SUMCHECK_MAX_FILE_MB, the
+    setting, or 200 MB); otherwise an issue in ``report`` and None. Nothing but a regular file is ever opened,
+    and the read is bounded, so a file that grows while it is read cannot exceed the limit either."""
+    fname = str(path)
+    max_mb = _resolve_max_mb(None) if max_mb is None else max_mb
+    limit = int(max_mb * _MB)
+    how = (f"split the file, or raise the limit: set the environment variable SUMCHECK_MAX_FILE_MB (e.g. "
+           f"SUMCHECK_MAX_FILE_MB={max(int(max_mb * 4), 1)}) or 'max_file_mb' in the settings file")
+    opened = _open_regular(path, report)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        if st.st_size > limit:
+            report.add(Issue(fname, f"file is {st.st_size / _MB:,.1f} MB, over the limit of {max_mb:g} MB per "
+                                    "input file", hint=how))
+            return None
+        data = _read_fd(fd, limit)
+    except OSError as exc:
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        report.add(Issue(fname, f"file grew past the limit of {max_mb:g} MB per input file while it was read",
+                         hint=how))
+        return None
+    return data
+
+
+def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -145,6 +407,21 @@ def _decode(path: Path, report: ValidationReport) -> Optional[str]:
         report.add(Issue(str(path), f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
                          line=line, hint="re-save the file as UTF-8 (e.g. 'iconv -f cp1252 -t utf-8')"))
         return None
+
+
+def read_text_file(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[str]:
+    """A regular file within the size limit, decoded as UTF-8; otherwise an issue in ``report`` and None."""
+    raw = read_file_bytes(path, report, max_mb)
+    return None if raw is None else _decode(path, raw, report)
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines (``\\n`` / ``\\r\\n``). Unlike ``str.splitlines`` this does not split inside JSON strings
+    at U+2028, U+0085 and the like, which JSON allows unescaped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
 
 
 @dataclass
@@ -186,7 +463,7 @@ def _read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple
                              row=number + 1, line=start_line,
                              hint="the file looks truncated or has an unbalanced quote; export it again"))
             return None
-        if not rec or all(not c.strip() for c in rec):
+        if not rec or not "".join(rec).strip():
             continue
         number += 1
         if len(rec) != len(header):
@@ -201,38 +478,42 @@ def _read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple
 def _read_jsonl(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[_Row]]]:
     fname = str(path)
     rows: list[_Row] = []
-    keys: list[str] = []
+    keys: dict[str, None] = {}
     number = 0
     ok = True
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         number += 1
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            report.add(Issue(fname, f"invalid JSON ({exc.msg} at column {exc.colno})", row=number, line=lineno,
-                             hint="the line is cut off or malformed; export the file again"))
+            obj = loads_strict(line)
+        except JsonProblem as exc:
+            msg = str(exc).replace(" at line 1 column", " at column")
+            report.add(Issue(fname, msg, row=number, line=lineno,
+                             hint=exc.hint or "the line is cut off or malformed; export the file again"))
             ok = False
             continue
         if not isinstance(obj, dict):
-            report.add(Issue(fname, "each line must be a JSON object", row=number, line=lineno))
+            report.add(Issue(fname, f"each line must be a JSON object, not {_json_type(obj)}", row=number,
+                             line=lineno, hint='write one object per line, e.g. {"case_id": "c1", ...}'))
             ok = False
             continue
         for k in obj:
-            if k not in keys:
-                keys.append(k)
+            keys[k] = None
         rows.append(_Row(number, lineno, obj))
     if number == 0:
         report.add(Issue(fname, "file is empty", hint="export the data again"))
         return None
-    return (keys, rows) if ok else None
+    return (list(keys), rows) if ok else None
 
 
 # --------------------------------------------------------------------------- helpers
 
+MAX_ID_CHARS = 200
+
 
 def _str(v: object) -> str:
+    """Text of a CSV cell or a trusted scalar (callers that may see any JSON value use :func:`_scalar`)."""
     if v is None:
         return ""
     if isinstance(v, float) and v.is_integer():
@@ -245,17 +526,72 @@ def _opt(v: object) -> Optional[str]:
     return s or None
 
 
-def _check_id(report: ValidationReport, fname: str, row: _Row | None, fld: str, value: str) -> bool:
+def _scalar(report: ValidationReport, fname: str, row: Optional[_Row], fld: str, v: object) -> Optional[str]:
+    """The text of a field that may hold any JSON value: text, or a plain number (an id written as 7). Anything
+    else (true/false, a list, an object, NaN, a huge number) is an issue naming the field, and None."""
+    if type(v) is str:  # the common case first (every CSV cell)
+        return v.strip()
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v.strip()
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10 ** 18:
+        return str(v)
+    if isinstance(v, float) and math.isfinite(v) and abs(v) < 1e18:
+        return str(int(v)) if v.is_integer() else repr(v)
+    report.add(Issue(fname, f"'{fld}' must be text, not {_json_type(v)}", row=row.number if row else None,
+                     line=row.line if row else None, field=fld, hint=f"write '{fld}' as text"))
+    return None
+
+
+_INVALID = object()  # an optional field whose value was refused (the issue is in the report)
+
+
+def _opt_text(report: ValidationReport, fname: str, row: Optional[_Row], fld: str, v: object):
+    s = _scalar(report, fname, row, fld, v)
+    if s is None:
+        return _INVALID
+    return s or None
+
+
+def _check_id(report: ValidationReport, fname: str, row: _Row | None, fld: str, value: Optional[str]) -> bool:
+    if value is None:  # already reported by _scalar
+        return False
     r = row.number if row else None
     ln = row.line if row else None
     if not value:
         report.add(Issue(fname, "an id is required", row=r, line=ln, field=fld, hint=f"fill in '{fld}'"))
         return False
-    if not _ID_RE.match(value):
-        report.add(Issue(fname, f"id {value!r} has characters other than letters, digits, '_', '-', '.', ':'",
+    if len(value) > MAX_ID_CHARS:
+        report.add(Issue(fname, f"id {_short(value)!r} is {len(value):,} characters long (at most {MAX_ID_CHARS})",
+                         row=r, line=ln, field=fld, hint="use a short identifier"))
+        return False
+    if not _ID_RE.fullmatch(value):
+        report.add(Issue(fname, f"id {_short(value)!r} has characters other than letters, digits, '_', '-', '.', ':'",
                          row=r, line=ln, field=fld, hint="use a simple identifier"))
         return False
     return True
+
+
+_RATER_OK: dict[tuple[str, str], bool] = {}
+
+
+def _check_rater(report: ValidationReport, fname: str, row: Optional[_Row], rater_id: str, group: str,
+                 id_field: str, group_field: str) -> bool:
+    """Refuse a rating that claims a rater id or group SumCheck reserves for itself (LLM judge, adjudication)."""
+    if _RATER_OK.get((rater_id, group)):
+        return True
+    problem = reserved_rater_problem(rater_id, group)
+    if problem is None:
+        if len(_RATER_OK) < 10_000:
+            _RATER_OK[(rater_id, group)] = True
+        return True
+    fld, message = problem
+    report.add(Issue(fname, message, row=row.number if row else None, line=row.line if row else None,
+                     field=id_field if fld == "rater_id" else group_field,
+                     hint="imported ratings are human ratings: use the rater's own id and group (e.g. junior, "
+                          "senior); adjudicated scores are entered on the Spot-check page"))
+    return False
 
 
 def _check_columns(report: ValidationReport, fname: str, header: Sequence[str], table: str) -> bool:
@@ -302,7 +638,11 @@ def _detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
 
 
 class _Collector:
-    """Accumulates parsed records with their origin, for duplicate and cross-reference checks."""
+    """Accumulates parsed records with their origin, for duplicate and cross-reference checks.
+
+    ``broken`` names tables ("cases", "notes", "summaries"; "*" = any) supplied by a file that failed as a whole,
+    and ``rejected_cases`` / ``rejected_summaries`` ids whose own record failed: references to them are not
+    reported again as "unknown" (one broken file must not bury the row errors of the others)."""
 
     def __init__(self) -> None:
         self.cases: dict[str, tuple[str, str, Optional[_Row]]] = {}  # case_id -> (specialty, file, row)
@@ -310,6 +650,9 @@ class _Collector:
         self.note_order: list[tuple[str, str]] = []
         self.summaries: dict[str, tuple[Summary, str, Optional[_Row]]] = {}
         self.ratings: dict[tuple[str, str, str], tuple[Rating, str, Optional[_Row]]] = {}
+        self.broken: set[str] = set()
+        self.rejected_cases: set[str] = set()
+        self.rejected_summaries: set[str] = set()
 
     @staticmethod
     def _where(fname: str, row: Optional[_Row]) -> str:
@@ -359,8 +702,8 @@ class _Collector:
 
 def _text_field(report, fname, row: Optional[_Row], fld: str, value: object, what: str) -> Optional[str]:
     if value is not None and not isinstance(value, str):
-        report.add(Issue(fname, f"{what} must be text, got {type(value).__name__}", row=row.number if row else None,
-                         line=row.line if row else None, field=fld))
+        report.add(Issue(fname, f"{what} must be text, not {_json_type(value)}", row=row.number if row else None,
+                         line=row.line if row else None, field=fld, hint=f"write the {what} as text"))
         return None
     text = (value or "")
     if not text.strip():
@@ -370,63 +713,119 @@ def _text_field(report, fname, row: Optional[_Row], fld: str, value: object, wha
     return text.strip("\n\r")
 
 
+_VALUES: dict[tuple[str, str], Optional[float]] = {}  # (item, text) -> parsed value, for text that parsed
+
+
+def _rating_value(report: ValidationReport, fname: str, row: _Row, fld: str, item, raw: object):
+    """A rating value, or _INVALID with an issue naming the field. A JSON true/false is refused for every item."""
+    if type(raw) is str:
+        hit = _VALUES.get((item.key, raw), _INVALID)
+        if hit is not _INVALID:
+            return hit
+        try:
+            value = parse_value(item, raw)
+        except ValueError_ as exc:
+            report.add(Issue(fname, str(exc), row=row.number, line=row.line, field=fld,
+                             hint="correct the score or remove the row (a missing rating is simply absent)"))
+            return _INVALID
+        if len(_VALUES) < 1_000:
+            _VALUES[(item.key, raw)] = value
+        return value
+    if isinstance(raw, bool):
+        report.add(Issue(fname, f"{item.label}: {str(raw).lower()} (a JSON true/false) is not a rating value",
+                         row=row.number, line=row.line, field=fld,
+                         hint='write 1-5, or "yes"/"no" (1/0) for yes/no items, or "NA"'))
+        return _INVALID
+    try:
+        return parse_value(item, raw)
+    except ValueError_ as exc:
+        report.add(Issue(fname, str(exc), row=row.number, line=row.line, field=fld,
+                         hint="correct the score or remove the row (a missing rating is simply absent)"))
+        return _INVALID
+
+
 def _read_table(c: _Collector, report: ValidationReport, path: Path, table: str, header, rows: list[_Row],
                 opts: LoadOptions) -> None:
     fname = str(path)
     if not _check_columns(report, fname, header, table):
+        c.broken.add(table)
         return
+    valid_ids: set[str] = set()  # ids (already stripped) that passed _check_id in this file
     for row in rows:
         v = row.values
         rn, ln = row.number, row.line
         if table == "cases":
-            cid = _str(v.get("case_id"))
-            spec = _str(v.get("target_specialty"))
+            cid = _scalar(report, fname, row, "case_id", v.get("case_id"))
+            spec = _scalar(report, fname, row, "target_specialty", v.get("target_specialty"))
             if not _check_id(report, fname, row, "case_id", cid):
+                continue
+            if spec is None:
+                c.rejected_cases.add(cid)
                 continue
             if not spec:
                 report.add(Issue(fname, "target specialty is empty", row=rn, line=ln, field="target_specialty",
                                  hint="name the specialty the summary is written for, e.g. 'Cardiology'"))
+                c.rejected_cases.add(cid)
                 continue
             c.add_case(report, fname, row, cid, spec)
         elif table == "notes":
-            cid, nid = _str(v.get("case_id")), _str(v.get("note_id"))
+            cid = _scalar(report, fname, row, "case_id", v.get("case_id"))
+            nid = _scalar(report, fname, row, "note_id", v.get("note_id"))
             if not (_check_id(report, fname, row, "case_id", cid) & _check_id(report, fname, row, "note_id", nid)):
                 continue
             text = _text_field(report, fname, row, "text", v.get("text"), "note text")
-            if text is None:
+            meta = [_opt_text(report, fname, row, k, v.get(k)) for k in ("date", "note_type", "author_specialty")]
+            if text is None or _INVALID in meta:
                 continue
-            c.add_note(report, fname, row, cid, Note(nid, text, _opt(v.get("date")), _opt(v.get("note_type")),
-                                                     _opt(v.get("author_specialty"))))
+            c.add_note(report, fname, row, cid, Note(nid, text, *meta))
         elif table == "summaries":
-            sid, cid = _str(v.get("summary_id")), _str(v.get("case_id"))
+            sid = _scalar(report, fname, row, "summary_id", v.get("summary_id"))
+            cid = _scalar(report, fname, row, "case_id", v.get("case_id"))
             if not (_check_id(report, fname, row, "summary_id", sid) & _check_id(report, fname, row, "case_id", cid)):
+                if sid:
+                    c.rejected_summaries.add(sid)
                 continue
             text = _text_field(report, fname, row, "text", v.get("text"), "summary text")
-            if text is None:
+            meta = [_opt_text(report, fname, row, k, v.get(k))
+                    for k in ("generator_model", "quality_group", "prompt_variant")]
+            if text is None or _INVALID in meta:
+                c.rejected_summaries.add(sid)
                 continue
-            c.add_summary(report, fname, row, Summary(sid, cid, text, _opt(v.get("generator_model")),
-                                                      _opt(v.get("quality_group")), _opt(v.get("prompt_variant"))))
+            c.add_summary(report, fname, row, Summary(sid, cid, text, *meta))
         elif table == "ratings":
-            sid, rid = _str(v.get("summary_id")), _str(v.get("rater_id"))
-            item_key = _str(v.get("item"))
-            if not (_check_id(report, fname, row, "summary_id", sid) & _check_id(report, fname, row, "rater_id", rid)):
+            sid, rid = v.get("summary_id"), v.get("rater_id")
+            item_key, group = v.get("item"), v.get("rater_group")
+            if type(sid) is str and type(rid) is str and type(item_key) is str and type(group) in (str, type(None)) \
+                    and sid in valid_ids and rid in valid_ids:  # the common case: ids already seen valid
+                item_key, group = item_key.strip(), (group or "").strip()
+            else:
+                sid = _scalar(report, fname, row, "summary_id", sid)
+                rid = _scalar(report, fname, row, "rater_id", rid)
+                item_key = _scalar(report, fname, row, "item", item_key)
+                group = _scalar(report, fname, row, "rater_group", group)
+                if not (_check_id(report, fname, row, "summary_id", sid)
+                        & _check_id(report, fname, row, "rater_id", rid)):
+                    continue
+                if len(valid_ids) < 100_000:
+                    valid_ids.update((sid, rid))
+            if item_key is None or group is None:
                 continue
             try:
                 item = get_item(item_key)
             except KeyError as exc:
-                report.add(Issue(fname, str(exc.args[0]), row=rn, line=ln, field="item",
+                report.add(Issue(fname, _short(str(exc.args[0]), 300), row=rn, line=ln, field="item",
                                  hint="use one of the PDSQI-9 item keys"))
                 continue
             raw = v.get("value")
             if isinstance(raw, str) and not raw.strip():
                 raw = None
-            try:
-                value = parse_value(item, raw)
-            except ValueError_ as exc:
-                report.add(Issue(fname, str(exc), row=rn, line=ln, field="value",
-                                 hint="correct the score or remove the row (a missing rating is simply absent)"))
+            value = _rating_value(report, fname, row, "value", item, raw)
+            if value is _INVALID:
                 continue
-            group = _str(v.get("rater_group")).lower() or opts.default_rater_group
+            group_field = "rater_group" if group else "rater_group (default)"
+            group = group.lower() or opts.default_rater_group
+            if not _check_rater(report, fname, row, rid, group, "rater_id", group_field):
+                continue
             c.add_rating(report, fname, row, Rating(sid, rid, item.key, value, group))
 
 
@@ -437,14 +836,17 @@ def _read_dialogue(c: _Collector, report: ValidationReport, path: Path, header, 
     if unknown:
         report.add(Issue(fname, f"unknown column(s) {', '.join(unknown)} in a dialogue CSV", line=1, field=unknown[0],
                          hint="a dialogue CSV has exactly the columns encounter_id, dialogue, note"))
+        c.broken.update(("cases", "notes", "summaries"))
         return
     for row in rows:
-        eid = _str(row.values.get("encounter_id"))
+        eid = _scalar(report, fname, row, "encounter_id", row.values.get("encounter_id"))
         if not _check_id(report, fname, row, "encounter_id", eid):
             continue
         dialogue = _text_field(report, fname, row, "dialogue", row.values.get("dialogue"), "dialogue")
         note = _text_field(report, fname, row, "note", row.values.get("note"), "note (the summary)")
         if dialogue is None or note is None:
+            c.rejected_cases.add(eid)
+            c.rejected_summaries.add(eid)
             continue
         c.add_case(report, fname, row, eid, opts.default_specialty)
         c.add_note(report, fname, row, eid, Note("1", dialogue, note_type="Dialogue transcript"))
@@ -461,7 +863,7 @@ def _read_wide_ratings(c: _Collector, report: ValidationReport, path: Path, head
         col = getattr(mapping, attr)
         if not col:
             report.add(Issue(fname, f"no column holds the {what}", line=1,
-                             hint=f"set '{attr}' in the column mapping (columns are: {', '.join(header)})"))
+                             hint=f"set '{attr}' in the column mapping (columns are: {_short(', '.join(header), 500)})"))
             problems = True
         elif col not in header:
             report.add(Issue(fname, f"mapped column '{col}' for the {what} is not in the file", line=1, field=col,
@@ -479,9 +881,11 @@ def _read_wide_ratings(c: _Collector, report: ValidationReport, path: Path, head
     used = {mapping.summary_col, mapping.rater_col, mapping.rater_group_col, *mapping.items.values(), *mapping.ignore}
     unknown = [h for h in header if h and h not in used and not _SURVEY_META_RE.match(h)]
     if unknown:
-        report.add(Issue(fname, f"unknown column(s) {', '.join(unknown)}", line=1, field=unknown[0],
+        report.add(Issue(fname, f"unknown column(s) {_short(', '.join(unknown), 500)}", line=1, field=unknown[0],
                          hint="map each to a PDSQI-9 item, or add it to 'ignore' in the column mapping"))
         problems = True
+    default_group = (mapping.default_rater_group if mapping.default_rater_group != "unknown"
+                     else opts.default_rater_group)
     if problems:
         return
     abstraction_col = mapping.items.get("abstraction")
@@ -492,9 +896,10 @@ def _read_wide_ratings(c: _Collector, report: ValidationReport, path: Path, head
                 & _check_id(report, fname, row, mapping.rater_col, rid)):
             continue
         group = (_str(v.get(mapping.rater_group_col)) if mapping.rater_group_col else "").lower()
-        if not group:
-            group = mapping.default_rater_group if mapping.default_rater_group != "unknown" \
-                else opts.default_rater_group
+        group_field = mapping.rater_group_col if group else "rater_group (default)"
+        group = group or default_group
+        if not _check_rater(report, fname, row, rid, group, mapping.rater_col, group_field):
+            continue
         abstraction_no = False
         if abstraction_col:
             try:
@@ -508,25 +913,50 @@ def _read_wide_ratings(c: _Collector, report: ValidationReport, path: Path, head
                 if item.allows_na and abstraction_no:
                     c.add_rating(report, fname, row, Rating(sid, rid, key, None, group))
                 continue  # blank = not rated
-            try:
-                value = parse_value(item, raw)
-            except ValueError_ as exc:
-                report.add(Issue(fname, str(exc), row=row.number, line=row.line, field=col,
-                                 hint="correct the score, or leave the cell blank if it was not rated"))
+            value = _rating_value(report, fname, row, col, item, raw)
+            if value is _INVALID:
                 continue
             c.add_rating(report, fname, row, Rating(sid, rid, key, value, group))
 
 
-def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: str) -> None:
-    fname = str(path)
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        report.add(Issue(fname, f"invalid JSON ({exc.msg})", line=exc.lineno,
-                         hint="the file is cut off or malformed; export it again"))
-        return
+def _case_json_ids(obj: object, stem: str) -> tuple[str, list[str]]:
+    """The case id and summary ids a case file means to define, as far as they can be told (for suppressing
+    follow-on "unknown case/summary" errors when the file itself is broken)."""
     if not isinstance(obj, dict):
-        report.add(Issue(fname, "a case file must hold one JSON object",
+        return stem, [stem]
+    cid = obj.get("case_id") if isinstance(obj.get("case_id"), str) and obj.get("case_id").strip() else stem
+    cid = cid.strip()
+    sids = []
+    if "summary" in obj or "summaries" not in obj:
+        sid = obj.get("summary_id")
+        sids.append(sid.strip() if isinstance(sid, str) and sid.strip() else cid)
+    summ = obj.get("summaries")
+    if isinstance(summ, list):
+        for i, s in enumerate(summ):
+            sid = s.get("summary_id") if isinstance(s, dict) else None
+            sids.append(sid.strip() if isinstance(sid, str) and sid.strip() else f"{cid}-s{i + 1}")
+    return cid, sids
+
+
+def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: str) -> None:
+    before = report.error_count
+    obj: object = None
+    try:
+        obj = loads_strict(text)
+    except JsonProblem as exc:
+        report.add(Issue(str(path), str(exc), line=exc.line, hint=exc.hint))
+    else:
+        _read_case_obj(c, report, path, obj)
+    if report.error_count > before:
+        cid, sids = _case_json_ids(obj, path.stem)
+        c.rejected_cases.add(cid)
+        c.rejected_summaries.update(sids)
+
+
+def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: object) -> None:
+    fname = str(path)
+    if not isinstance(obj, dict):
+        report.add(Issue(fname, f"a case file must hold one JSON object, not {_json_type(obj)}",
                          hint='expected {"target_specialty": ..., "notes": {"1": ...}, "summary": ...}'))
         return
     missing = [k for k in CASE_JSON_KEYS_REQUIRED if k not in obj]
@@ -537,52 +967,61 @@ def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: s
                          hint='a case file looks like {"target_specialty": ..., "notes": {"1": text}, "summary": text}'))
     unknown = [k for k in obj if k not in CASE_JSON_KEYS_REQUIRED + CASE_JSON_KEYS_OPTIONAL]
     if unknown:
-        report.add(Issue(fname, f"unknown key(s) {', '.join(unknown)}", field=unknown[0],
+        report.add(Issue(fname, f"unknown key(s) {_short(', '.join(unknown), 300)}", field=_short(unknown[0]),
                          hint=f"allowed keys: {', '.join(CASE_JSON_KEYS_REQUIRED + CASE_JSON_KEYS_OPTIONAL)}"))
     if missing or unknown:
         return
-    cid = _str(obj.get("case_id")) or path.stem
+    cid = _scalar(report, fname, None, "case_id", obj.get("case_id"))
+    if cid is None:
+        return
+    cid = cid or path.stem
     if not _check_id(report, fname, None, "case_id", cid):
         return
     spec = obj["target_specialty"]
     if not isinstance(spec, str) or not spec.strip():
-        report.add(Issue(fname, "target specialty is empty", field="target_specialty",
+        report.add(Issue(fname, "target specialty is empty" if isinstance(spec, str) or spec is None
+                         else f"target specialty must be text, not {_json_type(spec)}", field="target_specialty",
                          hint="name the specialty the summary is written for"))
         return
     c.add_case(report, fname, None, cid, spec.strip())
     notes = obj["notes"]
-    entries: list[tuple[str, object]]
+    entries: list[tuple[Optional[str], str, object]]  # (note id, field name, value)
     if isinstance(notes, dict):
-        entries = [(str(k), v) for k, v in notes.items()]
+        entries = [(str(k), f"notes.{_short(str(k))}", v) for k, v in notes.items()]
     elif isinstance(notes, list):
-        entries = [(_str(n.get("note_id")) if isinstance(n, dict) and n.get("note_id") is not None else str(i + 1), n)
-                   for i, n in enumerate(notes)]
+        entries = []
+        for i, n in enumerate(notes):
+            fld = f"notes[{i}]"
+            if isinstance(n, dict) and n.get("note_id") is not None:
+                entries.append((_scalar(report, fname, None, fld + ".note_id", n.get("note_id")), fld, n))
+            else:
+                entries.append((str(i + 1), fld, n))
     else:
-        report.add(Issue(fname, "'notes' must be an object {note_id: text} or a list", field="notes"))
+        report.add(Issue(fname, f"'notes' must be an object {{note_id: text}} or a list, not {_json_type(notes)}",
+                         field="notes"))
         return
     if not entries:
         report.add(Issue(fname, "the case has no notes", field="notes", hint="add at least one source note"))
-    for nid, val in entries:
-        fld = f"notes.{nid}"
+    for nid, fld, val in entries:
         if not _check_id(report, fname, None, fld, nid):
             continue
         meta: dict = {}
         if isinstance(val, dict):
             bad = [k for k in val if k not in NOTE_OBJ_KEYS + ("note_id",)]
             if bad:
-                report.add(Issue(fname, f"unknown key(s) {', '.join(bad)} in note {nid}", field=fld,
+                report.add(Issue(fname, f"unknown key(s) {_short(', '.join(bad), 300)} in note {nid}", field=fld,
                                  hint=f"allowed: {', '.join(NOTE_OBJ_KEYS)}"))
                 continue
             meta, val = val, val.get("text")
         text = _text_field(report, fname, None, fld, val, f"note {nid} text")
-        if text is None:
+        extra = [_opt_text(report, fname, None, f"{fld}.{k}", meta.get(k)) for k in NOTE_OBJ_KEYS[1:]]
+        if text is None or _INVALID in extra:
             continue
-        c.add_note(report, fname, None, cid, Note(nid, text, _opt(meta.get("date")), _opt(meta.get("note_type")),
-                                                  _opt(meta.get("author_specialty"))))
+        c.add_note(report, fname, None, cid, Note(nid, text, *extra))
     if "summaries" in obj:
         summ = obj["summaries"]
         if not isinstance(summ, list):
-            report.add(Issue(fname, "'summaries' must be a list", field="summaries"))
+            report.add(Issue(fname, f"'summaries' must be a list, not {_json_type(summ)}", field="summaries"))
             return
         for i, s in enumerate(summ):
             fld = f"summaries[{i}]"
@@ -591,40 +1030,102 @@ def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: s
                 continue
             bad = [k for k in s if k not in SUMMARY_OBJ_KEYS]
             if bad:
-                report.add(Issue(fname, f"unknown key(s) {', '.join(bad)}", field=fld,
+                report.add(Issue(fname, f"unknown key(s) {_short(', '.join(bad), 300)}", field=fld,
                                  hint=f"allowed: {', '.join(SUMMARY_OBJ_KEYS)}"))
                 continue
-            sid = _str(s.get("summary_id")) or f"{cid}-s{i + 1}"
+            sid = _scalar(report, fname, None, fld + ".summary_id", s.get("summary_id"))
+            if sid is None:
+                continue
+            sid = sid or f"{cid}-s{i + 1}"
             text = _text_field(report, fname, None, fld + ".text", s.get("text"), "summary text")
-            if text is not None and _check_id(report, fname, None, fld + ".summary_id", sid):
-                c.add_summary(report, fname, None, Summary(sid, cid, text, _opt(s.get("generator_model")),
-                                                           _opt(s.get("quality_group")), _opt(s.get("prompt_variant"))))
+            meta = [_opt_text(report, fname, None, f"{fld}.{k}", s.get(k))
+                    for k in ("generator_model", "quality_group", "prompt_variant")]
+            if text is not None and _INVALID not in meta and _check_id(report, fname, None, fld + ".summary_id", sid):
+                c.add_summary(report, fname, None, Summary(sid, cid, text, *meta))
     if "summary" in obj:
-        sid = _str(obj.get("summary_id")) or cid
+        sid = _scalar(report, fname, None, "summary_id", obj.get("summary_id"))
+        if sid is None:
+            return
+        sid = sid or cid
         text = _text_field(report, fname, None, "summary", obj.get("summary"), "summary text")
-        if text is not None and _check_id(report, fname, None, "summary_id", sid):
-            c.add_summary(report, fname, None, Summary(sid, cid, text, _opt(obj.get("generator_model")),
-                                                       _opt(obj.get("quality_group")), _opt(obj.get("prompt_variant"))))
+        meta = [_opt_text(report, fname, None, k, obj.get(k)) for k in ("generator_model", "quality_group",
+                                                                          "prompt_variant")]
+        if text is not None and _INVALID not in meta and _check_id(report, fname, None, "summary_id", sid):
+            c.add_summary(report, fname, None, Summary(sid, cid, text, *meta))
 
 
 # --------------------------------------------------------------------------- entry points
 
+DATA_SUFFIXES = (".csv", ".jsonl", ".json")
+
 
 def _expand(paths: Sequence[str | os.PathLike], report: ValidationReport) -> list[Path]:
+    """Files to read. A folder contributes its entries named .csv/.jsonl/.json (non-regular ones too, so that a
+    FIFO named data.csv is reported rather than skipped); nothing is opened here."""
     files: list[Path] = []
     for p in paths:
         path = Path(p)
-        if path.is_dir():
-            found = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() in (".csv", ".jsonl", ".json"))
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            report.add(Issue(str(path), "no such file or folder", hint="check the path"))
+            continue
+        except (OSError, ValueError) as exc:
+            report.add(Issue(str(path), f"cannot read this path: {getattr(exc, 'strerror', None) or exc}",
+                             hint="check the path and permissions"))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                with os.scandir(path) as it:
+                    names = sorted(e.name for e in it if os.path.splitext(e.name)[1].lower() in DATA_SUFFIXES
+                                   and not e.is_dir())
+                found = [path / n for n in names]
+            except OSError as exc:
+                report.add(Issue(str(path), f"cannot list the folder: {exc.strerror or exc}",
+                                 hint="check the path and permissions"))
+                continue
             if not found:
                 report.add(Issue(str(path), "folder holds no .csv, .jsonl or .json file",
                                  hint="point to the folder with the case files or the bundle tables"))
             files.extend(found)
-        elif path.exists():
-            files.append(path)
         else:
-            report.add(Issue(str(path), "no such file or folder", hint="check the path"))
+            files.append(path)
     return files
+
+
+def _sniff(path: Path, text: str) -> Optional[str]:
+    """The format of a file whose name does not say it: "json" (one case object), "jsonl" or "csv"; None when
+    it cannot be told."""
+    body = text.lstrip()
+    if body.startswith("{"):
+        try:
+            obj = loads_strict(text)
+        except JsonProblem:
+            obj = None
+        first = next((ln for ln in split_lines(text) if ln.strip()), "")
+        if isinstance(obj, dict):
+            if any(k in obj for k in ("notes", "summary", "summaries")):
+                return "json"
+            return "jsonl" if "\n" not in body.strip() else "json"
+        try:
+            if isinstance(loads_strict(first), dict):
+                return "jsonl"
+        except JsonProblem:
+            pass
+        return "json"  # an object that does not parse: the case JSON reader says where and why
+    if body.startswith("["):
+        return None
+    first = next((ln for ln in split_lines(text) if ln.strip()), "")
+    if "," not in first:
+        return None
+    try:
+        header = [h.strip() for h in next(csv.reader([first]))]
+    except (csv.Error, StopIteration):
+        return None
+    if _detect_table(path, header) is not None:
+        return "csv"
+    guess = RatingsMapping.guess(header)
+    return "csv" if guess.summary_col and guess.items else None
 
 
 def load_paths(paths: Sequence[str | os.PathLike], options: Optional[LoadOptions] = None,
@@ -633,39 +1134,80 @@ def load_paths(paths: Sequence[str | os.PathLike], options: Optional[LoadOptions
 
     ``context`` is an existing dataset that the new records may refer to (e.g. a ratings file imported
     into a dataset that already holds the summaries). Returns the new records as a :class:`Dataset`
-    and the report; raises :class:`DatasetInvalid` when any error was found.
+    and the report; raises :class:`DatasetInvalid` when any error was found. Raises
+    :class:`~engine.settings.SettingsError` (a ValueError) when the file size limit is set to nonsense.
     """
     opts = options or LoadOptions()
+    max_mb = _resolve_max_mb(opts)
+    with _gc_paused():
+        return _load(paths, opts, max_mb, context, name)
+
+
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector during a bulk load: the loader allocates millions of acyclic objects,
+    and the collector's repeated passes over them cost about a third of the time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
+          name: Optional[str]) -> tuple[Dataset, ValidationReport]:
     report = ValidationReport()
     c = _Collector()
     for path in _expand(paths, report):
         fname = str(path)
         report.files.append(fname)
-        text = _decode(path, report)
+        stem = path.stem.lower()
+        supplies = {stem} if stem in TABLE_COLUMNS else {"*"}
+        text = read_text_file(path, report, max_mb)
         if text is None:
+            if path.suffix.lower() == ".json":  # one case file: only its own case and summary are unknown
+                c.rejected_cases.add(path.stem)
+                c.rejected_summaries.add(path.stem)
+            else:
+                c.broken.update(supplies)
             continue
         suffix = path.suffix.lower()
-        if suffix == ".json":
-            report.formats[fname] = "case JSON"
+        fmt = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}.get(suffix)
+        sniffed = ""
+        if fmt is None:
+            fmt = _sniff(path, text)
+            if fmt is None:
+                report.add(Issue(fname, f"cannot tell the format of {path.name}",
+                                 hint="name it .json (one case), .jsonl (a bundle table) or .csv (a bundle table, "
+                                      "a ratings export or a dialogue CSV)"))
+                c.broken.update(supplies)
+                continue
+            sniffed = " (format detected from the content)"
+        if fmt == "json":
+            report.formats[fname] = "case JSON" + sniffed
             _read_case_json(c, report, path, text)
             continue
-        parsed = _read_jsonl(path, text, report) if suffix == ".jsonl" else _read_csv(path, text, report)
+        parsed = _read_jsonl(path, text, report) if fmt == "jsonl" else _read_csv(path, text, report)
         if parsed is None:
+            c.broken.update(supplies)
             continue
         header, rows = parsed
         table = _detect_table(path, header)
         if table == "dialogue":
-            report.formats[fname] = "dialogue CSV"
+            report.formats[fname] = "dialogue CSV" + sniffed
             _read_dialogue(c, report, path, header, rows, opts)
         elif table is not None:
-            report.formats[fname] = f"bundle table '{table}'"
+            report.formats[fname] = f"bundle table '{table}'" + sniffed
             _read_table(c, report, path, table, header, rows, opts)
-        elif suffix == ".csv":
-            report.formats[fname] = "wide ratings CSV"
+        elif fmt == "csv":
+            report.formats[fname] = "wide ratings CSV" + sniffed
             _read_wide_ratings(c, report, path, header, rows, opts)
         else:
             report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
                              hint="name it cases/notes/summaries/ratings.jsonl"))
+            c.broken.update(supplies)
     ds = _assemble(c, report, context, name or _default_name(paths))
     report.counts = {"cases": len(ds.cases), "notes": sum(len(k.notes) for k in ds.cases),
                      "summaries": len(ds.summaries), "ratings": len(ds.ratings)}
@@ -676,14 +1218,25 @@ def load_paths(paths: Sequence[str | os.PathLike], options: Optional[LoadOptions
 
 def sniff_wide_ratings(path: str | os.PathLike) -> Optional[tuple[list[str], RatingsMapping]]:
     """If ``path`` is a CSV that would be read as a wide ratings export, return its header and the guessed
-    column mapping (for the user to edit); otherwise None."""
+    column mapping (for the user to edit); otherwise None. Only regular files are opened, and only their
+    first megabyte is read."""
     p = Path(path)
     if p.suffix.lower() != ".csv":
         return None
+    opened = _open_regular(p, ValidationReport())
+    if opened is None:
+        return None
+    fd, _ = opened
     try:
-        with p.open(encoding="utf-8-sig", newline="") as fh:
-            header = [h.strip() for h in next(csv.reader(fh), [])]
-    except (OSError, UnicodeDecodeError, csv.Error):
+        head = _read_fd(fd, (1 << 20) - 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        text = head.decode("utf-8-sig", errors="ignore")
+        header = [h.strip() for h in next(csv.reader(io.StringIO(text, newline="")), [])]
+    except csv.Error:
         return None
     if not header or _detect_table(p, header) is not None:
         return None
@@ -694,13 +1247,24 @@ def _default_name(paths: Sequence[str | os.PathLike]) -> str:
     if not paths:
         return "dataset"
     p = Path(paths[0])
-    return p.stem if p.is_file() else p.name or "dataset"
+    try:
+        return p.stem if p.is_file() else p.name or "dataset"
+    except (OSError, ValueError):
+        return p.name or "dataset"
 
 
 def _assemble(c: _Collector, report: ValidationReport, context: Optional[Dataset], name: str) -> Dataset:
+    """Cross-reference checks and the dataset, in time linear in the number of records."""
     ctx_cases = {k.case_id for k in context.cases} if context else set()
     ctx_summaries = {s.summary_id for s in context.summaries} if context else set()
     ctx_ratings = {(r.summary_id, r.rater_id, r.item) for r in context.ratings} if context else set()
+    skipped = 0
+    cases_broken = bool(c.broken & {"cases", "*"})
+    notes_broken = bool(c.broken & {"notes", "*"})
+    summaries_broken = bool(c.broken & {"summaries", "*"})
+    notes_by_case: dict[str, list[Note]] = {}
+    for key in c.note_order:
+        notes_by_case.setdefault(key[0], []).append(c.notes[key][0])
     for cid, (_, f, row) in c.cases.items():
         if cid in ctx_cases:
             report.add(Issue(f, f"case {cid!r} already exists in dataset {context.name!r}",
@@ -708,11 +1272,17 @@ def _assemble(c: _Collector, report: ValidationReport, context: Optional[Dataset
                              hint="import into a new dataset, or replace the dataset"))
     for (cid, nid), (_, f, row) in c.notes.items():
         if cid not in c.cases:
+            if cases_broken or cid in c.rejected_cases:
+                skipped += 1
+                continue
             report.add(Issue(f, f"note {nid!r} belongs to unknown case {cid!r}", row=row.number if row else None,
                              line=row.line if row else None, field="case_id",
                              hint="add the case to the cases table or correct the case id"))
     for cid, (_, f, row) in c.cases.items():
-        if not any(k[0] == cid for k in c.notes):
+        if cid not in notes_by_case:
+            if notes_broken:
+                skipped += 1
+                continue
             report.add(Issue(f, f"case {cid!r} has no notes", row=row.number if row else None, field="case_id",
                              hint="add its source notes"))
     for sid, (s, f, row) in c.summaries.items():
@@ -720,20 +1290,27 @@ def _assemble(c: _Collector, report: ValidationReport, context: Optional[Dataset
             report.add(Issue(f, f"summary {sid!r} already exists in dataset {context.name!r}",
                              row=row.number if row else None, field="summary_id"))
         if s.case_id not in c.cases and s.case_id not in ctx_cases:
+            if cases_broken or s.case_id in c.rejected_cases:
+                skipped += 1
+                continue
             report.add(Issue(f, f"summary {sid!r} refers to unknown case {s.case_id!r}",
                              row=row.number if row else None, line=row.line if row else None, field="case_id",
                              hint="add the case or correct the case id"))
     for key, (r, f, row) in c.ratings.items():
         if r.summary_id not in c.summaries and r.summary_id not in ctx_summaries:
+            if summaries_broken or r.summary_id in c.rejected_summaries:
+                skipped += 1
+                continue
             report.add(Issue(f, f"rating for unknown summary {r.summary_id!r}", row=row.number if row else None,
                              line=row.line if row else None, field="summary_id",
                              hint="import the summaries first, or correct the summary id"))
         elif key in ctx_ratings:
             report.add(Issue(f, f"rater {r.rater_id!r} already rated {r.item!r} of {r.summary_id!r} in this dataset",
                              row=row.number if row else None, field="item"))
-    cases = []
-    for cid, (spec, _, _) in c.cases.items():
-        notes = tuple(c.notes[k][0] for k in c.note_order if k[0] == cid)
-        cases.append(Case(cid, spec, notes))
+    if skipped:
+        report.add(Issue("(cross references)", f"{skipped:,} reference(s) to cases, notes or summaries that failed "
+                         "validation above were not checked", severity="warning",
+                         hint="fix the errors above and validate again"))
+    cases = [Case(cid, spec, tuple(notes_by_case.get(cid, ()))) for cid, (spec, _, _) in c.cases.items()]
     return Dataset(name=name, cases=cases, summaries=[v[0] for v in c.summaries.values()],
                    ratings=[v[0] for v in c.ratings.values()])

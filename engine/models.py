@@ -1,13 +1,40 @@
 """Typed data model: cases with their notes, summaries, and long-form ratings."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
 RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "unknown")
+
+# Rater groups and ids that SumCheck itself writes into the ratings it analyses; imported ratings may not claim
+# them (an imported "adjudicated" rating would silently replace the human median; an "llm" one would be taken for
+# the judge). Defined once here; reviews.py and agreement.py use these names.
+LLM_GROUP = "llm"  # the LLM judge as a rater
+ADJUDICATED_GROUP = "adjudicated"  # adjudicated final scores (Spot-check page)
+CLINICIAN_GROUP = "clinician"  # spot checks by clinicians (a normal human group; imported ratings may use it)
+LLM_RATER = "llm"
+ADJUDICATED_RATER = "adjudicated"
+REVIEW_RATER_SUFFIX = " (review)"  # a reviewer whose name clashes with an imported rater id
+RESERVED_RATER_GROUPS: tuple[str, ...] = (LLM_GROUP, ADJUDICATED_GROUP)
+RESERVED_RATER_IDS: tuple[str, ...] = (LLM_RATER, ADJUDICATED_RATER)
+
+
+def reserved_rater_problem(rater_id: str, rater_group: str) -> Optional[tuple[str, str]]:
+    """``(field, message)`` when an imported rating claims a reserved rater id or group, else None."""
+    if rater_id.strip().lower() in RESERVED_RATER_IDS or rater_id.endswith(REVIEW_RATER_SUFFIX):
+        return "rater_id", (f"rater id {rater_id!r} is reserved: SumCheck uses it for "
+                            + ("adjudicated final scores" if rater_id.strip().lower() == ADJUDICATED_RATER
+                               else "the LLM judge" if rater_id.strip().lower() == LLM_RATER
+                               else "clinician reviews"))
+    if rater_group.strip().lower() in RESERVED_RATER_GROUPS:
+        return "rater_group", (f"rater group {rater_group!r} is reserved: SumCheck uses it for "
+                               + ("adjudicated final scores" if rater_group.strip().lower() == ADJUDICATED_GROUP
+                                  else "the LLM judge"))
+    return None
 
 _CITATION = re.compile(r"<\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*>", re.IGNORECASE)
 
@@ -105,10 +132,57 @@ class Dataset:
         return content_hash(self.cases, self.summaries, self.ratings)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_encode = json.JSONEncoder().encode  # json.dumps' defaults; keys are put in sorted order by _plain
+_estr = json.encoder.encode_basestring_ascii  # how json.dumps writes a str (ensure_ascii)
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(obj: object) -> object:
+    """``dataclasses.asdict`` with keys in sorted order, without its deep copies (10x faster; same JSON)."""
+    cls = type(obj)
+    if cls in _LEAVES:
+        return obj
+    names = _FIELDS.get(cls)
+    if names is None:
+        if not is_dataclass(cls):
+            if isinstance(obj, (list, tuple)):
+                return [_plain(x) for x in obj]
+            return obj
+        names = _FIELDS[cls] = tuple(sorted(f.name for f in fields(cls)))
+    out = {}
+    for n in names:
+        v = getattr(obj, n)
+        out[n] = v if type(v) in _LEAVES else _plain(v)
+    return out
+
+
+def _rating_json(r: Rating) -> str:
+    """``_encode(_plain(r))`` for the common case (text ids, a finite float or None), built directly: ratings are
+    the bulk of a dataset. Anything else takes the general path, so the text is always the same."""
+    v = r.value
+    if (type(r.item) is str and type(r.rater_group) is str and type(r.rater_id) is str and type(r.summary_id) is str
+            and (v is None or (type(v) is float and v - v == 0))):
+        return ('{"item": ' + _estr(r.item) + ', "rater_group": ' + _estr(r.rater_group) + ', "rater_id": '
+                + _estr(r.rater_id) + ', "summary_id": ' + _estr(r.summary_id) + ', "value": '
+                + ("null" if v is None else float.__repr__(v)) + "}")
+    return _encode(_plain(r))
+
+
 def content_hash(cases: Iterable[Case], summaries: Iterable[Summary], ratings: Iterable[Rating]) -> str:
-    payload = {
-        "cases": sorted((json.dumps(asdict(c), sort_keys=True) for c in cases)),
-        "summaries": sorted((json.dumps(asdict(s), sort_keys=True) for s in summaries)),
-        "ratings": sorted((json.dumps(asdict(r), sort_keys=True) for r in ratings)),
-    }
+    """sha256 of the sorted records as JSON: byte for byte what ``json.dumps(asdict(x), sort_keys=True)`` gives,
+    so hashes stored by earlier versions still match (re-imports stay idempotent)."""
+    was_enabled = gc.isenabled()
+    gc.disable()  # many short-lived acyclic strings: the cyclic collector's passes only cost time here
+    try:
+        payload = {
+            "cases": sorted(_encode(_plain(c)) for c in cases),
+            "summaries": sorted(_encode(_plain(s)) for s in summaries),
+            "ratings": sorted(_rating_json(r) for r in ratings),
+        }
+    finally:
+        if was_enabled:
+            gc.enable()
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()

@@ -15,14 +15,13 @@ This module never imports streamlit; the page ``pages/review.py`` is a thin laye
 """
 from __future__ import annotations
 
-import csv
-import io
 import sqlite3
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Mapping, Optional, Union
 
-from .models import Dataset, Rating
+from .models import (ADJUDICATED_GROUP, ADJUDICATED_RATER, CLINICIAN_GROUP, RESERVED_RATER_IDS,
+                     REVIEW_RATER_SUFFIX, Dataset, Rating)
 from .rubric import ITEM_KEYS, format_value, get_item, parse_value
 from .store import Store
 
@@ -31,9 +30,7 @@ ADJUDICATION = "adjudication"
 KINDS: tuple[str, ...] = (SPOT_CHECK, ADJUDICATION)
 KIND_LABELS: dict[str, str] = {SPOT_CHECK: "Spot check", ADJUDICATION: "Adjudicated final score"}
 
-CLINICIAN_GROUP = "clinician"
-ADJUDICATED_RATER = "adjudicated"
-ADJUDICATED_GROUP = "adjudicated"
+# CLINICIAN_GROUP, ADJUDICATED_RATER and ADJUDICATED_GROUP come from engine.models (reserved names, defined once).
 
 CSV_COLUMNS: tuple[str, ...] = ("review_id", "dataset", "case_id", "summary_id", "reviewer", "kind", "item",
                                 "item_label", "value", "value_label", "comment", "created_at", "status",
@@ -153,8 +150,10 @@ def save_review(store: Store, dataset: str, summary_id: str, reviewer: str, kind
         did = store._dataset_id(con, dataset)
         _check_summary(con, did, dataset, summary_id)
         if kind == SPOT_CHECK:
-            if reviewer == ADJUDICATED_RATER:
-                raise ValueError(f"the reviewer name {reviewer!r} is reserved for adjudicated final scores")
+            if reviewer.lower() in RESERVED_RATER_IDS:
+                raise ValueError(f"the reviewer name {reviewer!r} is reserved ("
+                                 + ("adjudicated final scores" if reviewer.lower() == ADJUDICATED_RATER
+                                    else "the LLM judge") + "); use your own name")
             if con.execute("SELECT 1 FROM ratings WHERE dataset_id=? AND rater_id=? LIMIT 1",
                            (did, reviewer)).fetchone():
                 raise ValueError(f"reviewer name {reviewer!r} is already a rater id in the imported ratings of "
@@ -257,7 +256,7 @@ def dataset_with_reviews(store: Store, name: str) -> Dataset:
     extra = []
     for r in reviews_as_ratings(store, name):
         if r.rater_id in imported_raters or (r.summary_id, r.rater_id, r.item) in taken:
-            r = replace(r, rater_id=f"{r.rater_id} (review)")
+            r = replace(r, rater_id=f"{r.rater_id}{REVIEW_RATER_SUFFIX}")
         extra.append(r)
     ds.ratings = list(ds.ratings) + extra
     return ds
@@ -278,13 +277,13 @@ def export_reviews_csv(store: Store, dataset: str) -> str:
         rows = con.execute(f"SELECT r.{_COLUMNS.replace(', ', ', r.')}, s.case_id FROM reviews r "
                            "LEFT JOIN summaries s ON s.dataset_id = r.dataset_id AND s.summary_id = r.summary_id "
                            "WHERE r.dataset_id=? ORDER BY r.review_id", (did,)).fetchall()
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+    from .untrusted import csv_text  # every cell neutralised: names and comments are free text (CSV injection)
+
+    out = []
     for row in rows:
         r = _row(row)
-        w.writerow([r.review_id, dataset, row["case_id"] or "", r.summary_id, r.reviewer, r.kind, r.item,
+        out.append([r.review_id, dataset, row["case_id"] or "", r.summary_id, r.reviewer, r.kind, r.item,
                     r.item_label, "NA" if r.value is None else f"{r.value:g}", r.value_label, r.comment,
                     r.created_at, "current" if r.is_current else "superseded",
                     "" if r.superseded_by is None else r.superseded_by])
-    return buf.getvalue()
+    return csv_text(out, header=CSV_COLUMNS)

@@ -17,6 +17,7 @@ means the rater explicitly answered NA.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Optional
@@ -198,15 +199,29 @@ class ValueError_(ValueError):
 def parse_value(item: Item, raw: object) -> Optional[float]:
     """Parse one rating value for ``item``. Returns the stored float, or ``None`` for NA.
 
-    Raises :class:`ValueError_` with a message that says what is allowed.
+    Accepts text, an int or a finite float; ``None`` means NA; a bool only for yes/no items. Raises
+    :class:`ValueError_` with a message that says what is allowed for anything else: a bool for a 1-5 item,
+    lists, objects, ``nan``, ``inf``, ``1e400`` (infinite once read), fractions and values outside the scale.
     """
     if raw is None:
         if item.allows_na:
             return None
         raise ValueError_(f"{item.label}: a value is required (NA is only allowed for Synthesized)")
     if isinstance(raw, bool):
-        raw = int(raw)
-    text = str(raw).strip()
+        if item.scale is Scale.BINARY:  # a Python bool from a form is a yes/no answer (loaders refuse JSON true)
+            return 1.0 if raw else 0.0
+        raise ValueError_(f"{item.label}: {str(raw).lower()} is not a score; expected {describe_scale(item)}")
+    if isinstance(raw, (int, float)):
+        if isinstance(raw, float) and not math.isfinite(raw):
+            raise ValueError_(f"{item.label}: {raw!r} is not a finite number; expected {describe_scale(item)}")
+        if not -10 ** 6 < raw < 10 ** 6:
+            raise ValueError_(f"{item.label}: a number this large is outside the scale; expected {describe_scale(item)}")
+        text = repr(raw) if isinstance(raw, float) else str(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+    else:
+        raise ValueError_(f"{item.label}: a {type(raw).__name__} is not a score; expected {describe_scale(item)}")
+    shown = text if len(text) <= 40 else text[:37] + "..."
     low = text.lower()
     if low in _NA:
         if item.allows_na:
@@ -217,13 +232,17 @@ def parse_value(item: Item, raw: object) -> Optional[float]:
             return 1.0
         if low in _NO or low == "0.0":
             return 0.0
-        raise ValueError_(f"{item.label}: {text!r} is not a yes/no value; expected {describe_scale(item)}")
+        raise ValueError_(f"{item.label}: {shown!r} is not a yes/no value; expected {describe_scale(item)}")
     try:
+        if len(text) > 40:
+            raise ValueError(text)
         num = float(text)
     except ValueError:
-        raise ValueError_(f"{item.label}: {text!r} is not a number; expected {describe_scale(item)}") from None
+        raise ValueError_(f"{item.label}: {shown!r} is not a number; expected {describe_scale(item)}") from None
+    if not math.isfinite(num):
+        raise ValueError_(f"{item.label}: {shown!r} is not a finite number; expected {describe_scale(item)}")
     if num != int(num) or not 1 <= num <= 5:
-        raise ValueError_(f"{item.label}: {text} is outside the scale; expected {describe_scale(item)}")
+        raise ValueError_(f"{item.label}: {shown} is outside the scale; expected {describe_scale(item)}")
     return float(num)
 
 

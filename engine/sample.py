@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from .loading import load_paths
@@ -31,9 +32,14 @@ def ensure_sample(store: Store) -> ImportResult | None:
     ds.source = "bundled synthetic sample (sample_data/pdsqi_sample)"
     res = store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
     if SAMPLE_JUDGE.is_file():
-        from .judge import import_results
+        from .judge import import_results_file
+        from .validation import DatasetInvalid
 
-        import_results(store, SAMPLE_NAME, SAMPLE_JUDGE.read_text(encoding="utf-8").splitlines())
+        try:
+            import_results_file(store, SAMPLE_NAME, SAMPLE_JUDGE)
+        except DatasetInvalid as exc:  # recorded with another prompt version: the sample still opens, without them
+            warnings.warn(f"the recorded judge results {SAMPLE_JUDGE} were not imported (regenerate them): {exc}",
+                          stacklevel=2)
     return res
 
 

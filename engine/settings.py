@@ -16,6 +16,8 @@ from platformdirs import user_config_dir, user_data_dir
 APP_NAME = "sumcheck"
 ENV_WORKSPACE = "SUMCHECK_WORKSPACE"
 ENV_CONFIG = "SUMCHECK_CONFIG"
+ENV_MAX_FILE_MB = "SUMCHECK_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 200.0
 
 
 class SettingsError(ValueError):
@@ -29,6 +31,7 @@ class AppSettings:
     n_threads: int = 0  # 0 = all physical cores
     n_gpu_layers: int = 0  # 0 = CPU only; -1 = offload every layer
     workspace_path: str = ""  # empty = default location
+    max_file_mb: float = DEFAULT_MAX_FILE_MB  # largest input file an import reads (SUMCHECK_MAX_FILE_MB overrides)
 
     def validate(self) -> None:
         if not 512 <= int(self.n_ctx) <= 1_048_576:
@@ -37,6 +40,13 @@ class AppSettings:
             raise SettingsError("threads must be 0 (automatic) or a positive number")
         if int(self.n_gpu_layers) < -1:
             raise SettingsError("GPU layers must be -1 (all), 0 (CPU only) or a positive number")
+        try:
+            mb = float(self.max_file_mb)
+        except (TypeError, ValueError):
+            raise SettingsError(f"the file size limit {self.max_file_mb!r} is not a number of megabytes") from None
+        if not 0 < mb <= 1_000_000:
+            raise SettingsError(f"the file size limit {self.max_file_mb} MB is out of range; use more than 0 and at "
+                                "most 1000000 MB")
         if self.model_path:
             p = Path(self.model_path).expanduser()
             if not p.is_file():
@@ -59,6 +69,8 @@ def load_settings() -> AppSettings:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise SettingsError(f"settings file {path} is unreadable ({exc}); fix or delete it") from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f"settings file {path} does not hold a JSON object; fix or delete it")
     known = {f.name for f in fields(AppSettings)}
     return AppSettings(**{k: v for k, v in data.items() if k in known})
 
@@ -83,3 +95,31 @@ def workspace_path(settings: AppSettings | None = None) -> Path:
     if settings.workspace_path:
         return Path(settings.workspace_path).expanduser()
     return default_workspace_path()
+
+
+def max_file_mb(settings: AppSettings | None = None) -> float:
+    """The per-file size limit for imports, in MB (10^6 bytes): ``SUMCHECK_MAX_FILE_MB``, else the saved setting,
+    else 200. Raises :class:`SettingsError` when the variable or setting is not a positive number."""
+    env = os.environ.get(ENV_MAX_FILE_MB)
+    if env is not None and env.strip():
+        try:
+            mb = float(env)
+        except ValueError:
+            mb = float("nan")
+        if not (0 < mb <= 1_000_000):  # also refuses nan / inf
+            raise SettingsError(f"{ENV_MAX_FILE_MB}={env!r} is not a file size in MB; set it to a positive number "
+                                "such as 500, or unset it for the default of 200")
+        return mb
+    if settings is None:
+        try:
+            settings = load_settings()
+        except SettingsError:
+            return DEFAULT_MAX_FILE_MB  # an unreadable settings file is reported where settings are edited
+    try:
+        mb = float(settings.max_file_mb)
+    except (TypeError, ValueError):
+        mb = float("nan")
+    if not (0 < mb <= 1_000_000):
+        raise SettingsError(f"the saved file size limit max_file_mb={settings.max_file_mb!r} in {config_path()} is "
+                            "not a positive number of MB; fix it on the Settings page or in that file")
+    return mb

@@ -5,12 +5,20 @@
   in place and one written by a newer version is refused with a clear message.
 * Imports are all-or-nothing (one transaction) and idempotent: importing content whose hash was
   already imported into that dataset changes nothing.
+* Another process writing to the same file: SQLite waits up to the busy timeout (constructor argument, else
+  ``SUMCHECK_BUSY_TIMEOUT`` seconds, else 30 s), then :class:`StoreBusy` says the workspace is busy. Two
+  programs opening a fresh workspace at once are safe: each migration re-reads the schema version inside its
+  write transaction and skips what the other one applied.
 """
 from __future__ import annotations
 
+import gc
 import json
+import math
+import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +30,38 @@ from .models import Case, Dataset, Note, Rating, Summary
 
 class StoreError(Exception):
     """A workspace operation that cannot be done; the message says why and what to do."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the workspace's write lock for longer than the busy timeout. Retrying later works."""
+
+
+ENV_BUSY_TIMEOUT = "SUMCHECK_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def _is_busy(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (5, 6):  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
+        return True
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text or "locked" in text and "table" in text
+
+
+def busy_timeout_from_env() -> float:
+    """``SUMCHECK_BUSY_TIMEOUT`` in seconds (default 30); StoreError when it is not a non-negative number."""
+    env = os.environ.get(ENV_BUSY_TIMEOUT)
+    if env is None or not env.strip():
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        value = float(env)
+    except ValueError:
+        value = float("nan")
+    if not (0 <= value <= 86_400):
+        raise StoreError(f"{ENV_BUSY_TIMEOUT}={env!r} is not a number of seconds; set it to e.g. 30, or unset it")
+    return value
 
 
 @dataclass(frozen=True)
@@ -180,8 +220,15 @@ def _now() -> str:
 class Store:
     """A workspace file. Safe to share between threads (each operation uses its own connection)."""
 
-    def __init__(self, path: str | Path, migrate_to: Optional[int] = None):
+    def __init__(self, path: str | Path, migrate_to: Optional[int] = None, busy_timeout: Optional[float] = None):
+        """``busy_timeout``: seconds to wait for another process's write lock before :class:`StoreBusy`
+        (default: ``SUMCHECK_BUSY_TIMEOUT``, else 30)."""
         self.path = Path(path).expanduser()
+        if busy_timeout is None:
+            busy_timeout = busy_timeout_from_env()
+        if not (isinstance(busy_timeout, (int, float)) and math.isfinite(busy_timeout) and busy_timeout >= 0):
+            raise StoreError(f"busy timeout {busy_timeout!r} is not a non-negative number of seconds")
+        self.busy_timeout = float(busy_timeout)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -190,17 +237,30 @@ class Store:
         self._lock = threading.Lock()
         self.migrate(migrate_to)
 
+    def _busy(self, exc: BaseException) -> StoreBusy:
+        return StoreBusy(f"the workspace {self.path} is busy: another SumCheck process or program is writing to it. "
+                         f"Wait a moment and retry. (Waited {self.busy_timeout:g} s; {ENV_BUSY_TIMEOUT} sets how "
+                         f"long to wait.)")
+
     # -- connections -------------------------------------------------------------------------------
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection; any "database is locked"/"busy" error inside the block becomes :class:`StoreBusy`."""
         try:
-            con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         except sqlite3.Error as exc:
+            if _is_busy(exc):
+                raise self._busy(exc) from exc
             raise StoreError(f"cannot open workspace {self.path}: {exc}. Check the path in Settings.") from exc
         try:
-            con.execute("PRAGMA foreign_keys = ON")
-            con.row_factory = sqlite3.Row
-            yield con
+            try:
+                con.execute("PRAGMA foreign_keys = ON")
+                con.row_factory = sqlite3.Row
+                yield con
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise self._busy(exc) from exc
+                raise
         finally:
             con.close()
 
@@ -211,7 +271,10 @@ class Store:
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
+                try:
+                    con.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the transaction was already rolled back (e.g. by SQLite itself); closing discards it
                 raise
             else:
                 con.execute("COMMIT")
@@ -222,32 +285,69 @@ class Store:
             return con.execute("PRAGMA user_version").fetchone()[0]
 
     def migrate(self, target: Optional[int] = None) -> list[int]:
-        """Apply pending migrations up to ``target`` (default: latest). Returns the versions applied."""
+        """Apply pending migrations up to ``target`` (default: latest). Returns the versions applied.
+
+        Safe when several processes open a fresh workspace at once: the schema version is re-read inside each
+        migration's write transaction and a migration another process applied meanwhile is skipped."""
         target = SCHEMA_VERSION if target is None else target
         applied = []
         with self._lock, self.connect() as con:
             try:
-                con.execute("PRAGMA journal_mode = WAL")
+                self._wal(con)
                 current = con.execute("PRAGMA user_version").fetchone()[0]
             except sqlite3.DatabaseError as exc:
+                if _is_busy(exc):
+                    raise self._busy(exc) from exc
                 raise StoreError(f"{self.path} is not a workspace database ({exc}). "
                                  "Point the workspace setting to a new file or a valid workspace.") from exc
-            if current > SCHEMA_VERSION:
-                raise StoreError(f"workspace {self.path} has schema version {current}, newer than this program "
-                                 f"understands ({SCHEMA_VERSION}). Update the program or use another workspace.")
+            self._check_not_newer(current)
             for m in MIGRATIONS:
-                if current < m.version <= target:
-                    con.execute("BEGIN IMMEDIATE")
+                if not current < m.version <= target:
+                    continue
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    current = con.execute("PRAGMA user_version").fetchone()[0]
+                    if current >= m.version:  # another process applied it while we waited for the lock
+                        con.execute("COMMIT")
+                        continue
+                    for stmt in _statements(m.sql):
+                        con.execute(stmt)
+                    con.execute(f"PRAGMA user_version = {m.version}")
+                except sqlite3.Error as exc:
                     try:
-                        for stmt in _statements(m.sql):
-                            con.execute(stmt)
-                        con.execute(f"PRAGMA user_version = {m.version}")
-                    except sqlite3.Error as exc:
                         con.execute("ROLLBACK")
-                        raise StoreError(f"migration {m.version} ({m.description}) failed: {exc}") from exc
-                    con.execute("COMMIT")
-                    applied.append(m.version)
+                    except sqlite3.Error:
+                        pass
+                    if _is_busy(exc):
+                        raise self._busy(exc) from exc
+                    raise StoreError(f"migration {m.version} ({m.description}) failed: {exc}") from exc
+                con.execute("COMMIT")
+                current = m.version
+                applied.append(m.version)
+            self._check_not_newer(current)
         return applied
+
+    def _check_not_newer(self, current: int) -> None:
+        if current > SCHEMA_VERSION:
+            raise StoreError(f"workspace {self.path} has schema version {current}, newer than this program "
+                             f"understands ({SCHEMA_VERSION}). Update the program or use another workspace.")
+
+    def _wal(self, con: sqlite3.Connection) -> None:
+        """Switch to WAL. Under contention (another process switching it at the same moment) SQLite may answer
+        "locked" at once without waiting, so retry until the busy timeout; a file already in WAL is left alone."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                if con.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                    return
+                con.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def journal_mode(self) -> str:
         with self.connect() as con:
@@ -318,6 +418,16 @@ class Store:
 
     @staticmethod
     def _insert(con: sqlite3.Connection, did: int, ds: Dataset) -> None:
+        was_enabled = gc.isenabled()
+        gc.disable()  # the row lists below are large and acyclic: the cyclic collector's passes only cost time
+        try:
+            Store._insert_rows(con, did, ds)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    @staticmethod
+    def _insert_rows(con: sqlite3.Connection, did: int, ds: Dataset) -> None:
         con.executemany("INSERT INTO cases VALUES (?,?,?)", [(did, c.case_id, c.target_specialty) for c in ds.cases])
         con.executemany("INSERT INTO notes VALUES (?,?,?,?,?,?,?,?)",
                         [(did, c.case_id, n.note_id, i, n.date, n.note_type, n.author_specialty, n.text)
@@ -363,12 +473,17 @@ class Store:
 
     def put_judge_result(self, dataset: str, result) -> None:
         """Store a :class:`engine.judge.JudgeResult` (replacing one with the same cache key)."""
+        self.put_judge_results(dataset, [result])
+
+    def put_judge_results(self, dataset: str, results) -> int:
+        """Store several judge results in one transaction (all or nothing); returns how many."""
+        rows = [(r.cache_key, r.summary_id, r.status, r.provenance.prompt_version, r.provenance.model_file,
+                 r.created_at, r.to_json()) for r in results]
         with self.transaction() as con:
             did = self._dataset_id(con, dataset)
-            con.execute("INSERT OR REPLACE INTO judge_results VALUES (?,?,?,?,?,?,?,?)",
-                        (did, result.cache_key, result.summary_id, result.status,
-                         result.provenance.prompt_version, result.provenance.model_file, result.created_at,
-                         result.to_json()))
+            con.executemany("INSERT OR REPLACE INTO judge_results VALUES (?,?,?,?,?,?,?,?)",
+                            [(did, *row) for row in rows])
+        return len(rows)
 
     def judge_results(self, dataset: str, latest_only: bool = True) -> list[str]:
         """Stored results (JSON), newest first; with ``latest_only`` one per summary."""

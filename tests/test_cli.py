@@ -78,3 +78,72 @@ def test_judge_export_import_round_trip(tmp_path, capsys):
     bad.write_text(json.dumps(old) + "\n")
     assert main(["judge-import", "copy", str(bad)]) == 1
     assert "re-run the judge" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------- hostile input, busy workspace
+
+
+def test_mapping_file_of_the_wrong_shape_is_reported_without_traceback(tmp_path, capsys):
+    bad = tmp_path / "mapping.json"
+    bad.write_text('{"items": ["accurate"], "ignore": "x"}')
+    assert main(["validate", str(FORMATS / "redcap_ratings.csv"), "--mapping", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: mapping file {bad}: key 'items' must be an object" in err and "Traceback" not in err
+    bad.write_text('[1, 2]')
+    r = subprocess.run([sys.executable, "-m", "engine", "validate", str(FORMATS / "redcap_ratings.csv"),
+                        "--mapping", str(bad)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1 and "must hold one JSON object" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_validate_a_fifo_does_not_hang(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "cases.csv"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "engine", "validate", str(fifo)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and "named pipe (FIFO), not a regular file" in r.stdout
+
+
+def test_busy_workspace_exits_2_with_a_message(tmp_path, monkeypatch, capsys):
+    import sqlite3
+
+    Store(workspace_path())  # create it
+    monkeypatch.setenv("SUMCHECK_BUSY_TIMEOUT", "0.3")
+    other = sqlite3.connect(workspace_path(), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        assert main(["import", str(FORMATS / "dialogue.csv"), "--name", "d"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: the workspace {workspace_path()} is busy: another SumCheck process or program is writing " \
+               "to it. Wait a moment and retry." in err
+        r = subprocess.run([sys.executable, "-m", "engine", "import", str(FORMATS / "dialogue.csv"), "--name", "d"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "is busy" in r.stderr and "Traceback" not in r.stderr
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert main(["import", str(FORMATS / "dialogue.csv"), "--name", "d"]) == 0
+
+
+def test_judge_import_reports_every_bad_line_and_writes_nothing(tmp_path, capsys):
+    import json
+
+    from test_hostile_input import judge_lines
+
+    assert main(["import", str(BUNDLE), "--name", "s"]) == 0
+    store = Store(workspace_path())
+    sids = [s.summary_id for s in store.load_dataset("s").summaries[:2]]
+    lines = judge_lines(store, "s", sids)
+    bad = json.loads(lines[1])
+    bad["items"]["accurate"]["median"] = 99
+    f = tmp_path / "r.jsonl"
+    f.write_text(lines[0] + "\n" + json.dumps(bad) + "\n")
+    capsys.readouterr()
+    assert main(["judge-import", "s", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"{f}, row 2, field 'items.accurate.median'" in err and "nothing was imported" in err
+    assert store.judge_results("s") == []
+    f.write_text("\n".join(lines) + "\n")
+    assert main(["judge-import", "s", str(f)]) == 0
+    assert "2 judge results imported" in capsys.readouterr().out

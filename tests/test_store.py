@@ -119,3 +119,171 @@ def test_not_a_database(tmp_path):
     path.write_text("this is not sqlite" * 100)
     with pytest.raises(StoreError, match="not a workspace database"):
         Store(path)
+
+
+# ------------------------------------------------------------------------------------- busy and racing workspaces
+
+
+def _hold_write_lock(path):
+    """Another program holding the workspace's write lock (an open write transaction)."""
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("BEGIN IMMEDIATE")
+    return con
+
+
+def test_busy_workspace_raises_store_busy_after_the_timeout(tmp_path):
+    from engine.store import StoreBusy
+
+    path = tmp_path / "ws.sqlite"
+    store = Store(path, busy_timeout=0.5)
+    ds, _ = load_paths([FORMATS / "dialogue.csv"], name="d")
+    other = _hold_write_lock(path)
+    try:
+        import time
+
+        t0 = time.perf_counter()
+        with pytest.raises(StoreBusy) as ei:
+            store.import_dataset(ds)
+        assert 0.4 < time.perf_counter() - t0 < 10
+        msg = str(ei.value)
+        assert f"the workspace {path} is busy" in msg and "another SumCheck process or program" in msg
+        assert "Wait a moment and retry" in msg
+        assert isinstance(ei.value, StoreError)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert store.import_dataset(ds).created  # and once the other program is done, it works
+
+
+def test_busy_timeout_from_the_environment(tmp_path, monkeypatch):
+    from engine.store import StoreBusy
+
+    monkeypatch.setenv("SUMCHECK_BUSY_TIMEOUT", "0.3")
+    path = tmp_path / "ws.sqlite"
+    store = Store(path)
+    assert store.busy_timeout == 0.3
+    other = _hold_write_lock(path)
+    try:
+        with pytest.raises(StoreBusy):
+            store.delete_dataset("nope")
+        with pytest.raises(StoreBusy):  # a fresh Store migrating an existing, locked file: nothing to migrate
+            Store(path).put_llm_step("k", "s", "m", "v")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    monkeypatch.setenv("SUMCHECK_BUSY_TIMEOUT", "soon")
+    with pytest.raises(StoreError, match="SUMCHECK_BUSY_TIMEOUT"):
+        Store(path)
+
+
+def test_busy_during_a_migration_is_store_busy(tmp_path):
+    from engine.store import StoreBusy
+
+    path = tmp_path / "old.sqlite"
+    Store(path, migrate_to=1)
+    other = _hold_write_lock(path)
+    try:
+        with pytest.raises(StoreBusy):
+            Store(path, busy_timeout=0.3)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert Store(path).schema_version() == SCHEMA_VERSION
+
+
+def _open_many(folder, n, barrier, errors):
+    from pathlib import Path
+
+    from engine.store import Store as S
+
+    for i in range(n):
+        barrier.wait()
+        try:
+            S(Path(folder) / f"ws{i}.sqlite")
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def test_first_opens_racing_on_a_fresh_workspace(tmp_path):
+    """Several processes create the same fresh workspace at the same instant, 25 times over: no "table datasets
+    already exists", no "database is locked" from the WAL switch; every file ends fully migrated, in WAL."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    n, procs = 25, 3
+    barrier = ctx.Barrier(procs)
+    with ctx.Manager() as manager:
+        errors = manager.list()
+        ps = [ctx.Process(target=_open_many, args=(str(tmp_path), n, barrier, errors)) for _ in range(procs)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join(120)
+        assert all(p.exitcode == 0 for p in ps)
+        assert list(errors) == []
+    for i in range(n):
+        s = Store(tmp_path / f"ws{i}.sqlite")
+        assert s.schema_version() == SCHEMA_VERSION and s.journal_mode() == "wal"
+        with s.connect() as con:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_first_opens_racing_in_threads(tmp_path):
+    import threading
+
+    n, workers = 15, 4
+    barrier = threading.Barrier(workers)
+    errors: list = []
+    ts = [threading.Thread(target=_open_many, args=(str(tmp_path), n, barrier, errors)) for _ in range(workers)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert errors == []
+    assert all(Store(tmp_path / f"ws{i}.sqlite").schema_version() == SCHEMA_VERSION for i in range(n))
+
+
+def test_judge_results_are_written_all_or_nothing(store):
+    """put_judge_results writes several results in one transaction."""
+    ds, _ = load_paths([FORMATS / "dialogue.csv"], name="d")
+    store.import_dataset(ds)
+
+    class Bad:
+        cache_key, summary_id, status, created_at = "k", "s", "scored", "now"
+
+        class provenance:
+            prompt_version, model_file = "v", "m"
+
+        def to_json(self):
+            return "{}"
+
+    class Worse(Bad):
+        cache_key = None  # NOT NULL violation on the second row
+
+    with pytest.raises(sqlite3.IntegrityError):
+        store.put_judge_results("d", [Bad(), Worse()])
+    assert store.judge_results("d") == []
+
+
+def test_content_hash_is_the_documented_formula():
+    """The faster content hash gives exactly the bytes of the original asdict/json.dumps formula, so hashes stored
+    by earlier versions still make re-imports no-ops."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from engine.models import Case, Note, Summary, content_hash
+
+    def original(cases, summaries, ratings):
+        payload = {"cases": sorted(json.dumps(asdict(c), sort_keys=True) for c in cases),
+                   "summaries": sorted(json.dumps(asdict(s), sort_keys=True) for s in summaries),
+                   "ratings": sorted(json.dumps(asdict(r), sort_keys=True) for r in ratings)}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+    ds, _ = load_paths([BUNDLE])
+    assert content_hash(ds.cases, ds.summaries, ds.ratings) == original(ds.cases, ds.summaries, ds.ratings)
+    odd = ("é\u2028\"\\\x00😀", "", "a" * 300)
+    cases = [Case(o or "c", o, (Note("1", o, None, o, None), Note("2", "t", "2024", None, o))) for o in odd]
+    summaries = [Summary("s" + o, "c", o, None, o, None) for o in odd]
+    ratings = [Rating("s", o, "cited", v, o) for o in odd for v in (None, 1.0, 4, 0.5, float("nan"), float("inf"), True)]
+    assert content_hash(cases, summaries, ratings) == original(cases, summaries, ratings)
