@@ -1,7 +1,6 @@
 """Case rendering: notes with their ids, the summary with visible citations, the rater score table."""
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import pandas as pd
@@ -9,24 +8,31 @@ import streamlit as st
 
 from engine import untrusted
 
-_TAG = re.compile(r"&lt;\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*&gt;", re.IGNORECASE)
-
-
-def summary_html(text: str, known_note_ids: Sequence[str]) -> str:
-    """Escape the summary and turn every <NoteID:n> tag into a visible badge (red if the note does not exist)."""
+def _text_html(text: str) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    body = "\n".join(untrusted.html(line) for line in lines)
+    return "<br>".join(untrusted.html(line) for line in lines)
 
-    def badge(m: re.Match) -> str:
-        nid = m.group(1)
-        ok = nid in known_note_ids
-        colour = "#1f6feb" if ok else "#cf222e"
-        title = untrusted.html(f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case")
-        return (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
-                f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
 
-    body = _TAG.sub(badge, body).replace("\n", "<br>")
-    return f'<div style="line-height:1.7">{body}</div>'
+def _badge(nid: str, known_note_ids: Sequence[str]) -> str:
+    ok = nid in known_note_ids
+    colour = "#1f6feb" if ok else "#cf222e"
+    title = untrusted.html(f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case")
+    return (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
+            f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
+
+
+def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str]) -> str:
+    """The summary, escaped, with every citation (start, end, cited note ids — from ``engine.citations``, in
+    whatever form the dataset writes them) shown as one badge per note (red if the note does not exist)."""
+    out, pos = [], 0
+    for start, end, ids in sorted(citations):
+        if start < pos:
+            continue
+        out.append(_text_html(text[pos:start]))
+        out.append(" ".join(_badge(nid, known_note_ids) for nid in ids))
+        pos = end
+    out.append(_text_html(text[pos:]))
+    return f'<div style="line-height:1.7">{"".join(out)}</div>'
 
 
 def render_notes(notes: Sequence[dict]) -> None:
@@ -41,11 +47,12 @@ def render_notes(notes: Sequence[dict]) -> None:
             st.text(n["text"])
 
 
-def render_summary(text: str, note_ids: Sequence[str], meta: dict) -> None:
+def render_summary(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], note_ids: Sequence[str],
+                   meta: dict) -> None:
     facts = " · ".join(f"{k}: {untrusted.md_inline(v)}" for k, v in meta.items() if v)
     if facts:
         st.caption(facts)
-    st.markdown(summary_html(text, note_ids), unsafe_allow_html=True)
+    st.markdown(summary_html(text, citations, note_ids), unsafe_allow_html=True)
 
 
 def render_score_table(rows: list[dict]) -> None:

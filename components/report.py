@@ -7,19 +7,23 @@ import streamlit as st
 from engine import untrusted
 
 
-def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict]) -> None:
-    """files: {file, format}; issues: {severity, file, row, field, message, fix}."""
+def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict], n_errors: int | None = None,
+                  more: str = "") -> None:
+    """files: {file, format}; issues: {severity, file, row, field, message, fix} (at most a few hundred shown);
+    ``n_errors``: the report's full error count; ``more``: the line saying how many issues are not shown."""
     if files:
         st.dataframe(pd.DataFrame(files), hide_index=True, width="stretch")
     if counts:
         st.caption("Found: " + ", ".join(untrusted.md_inline(f"{v} {k}") for k, v in counts.items()))
-    n_err = sum(1 for i in issues if i["severity"] == "error")
+    n_err = n_errors if n_errors is not None else sum(1 for i in issues if i["severity"] == "error")
     if ok:
         st.success("Valid." + (f" {len(issues)} warning(s)." if issues else ""))
     else:
         st.error(f"{n_err} error(s): nothing was imported. Each row below names the file, row and field.")
     if issues:
         st.dataframe(pd.DataFrame(issues), hide_index=True, width="stretch")
+    if more:
+        st.caption(untrusted.md(more))
 
 
 def render_datasets(rows: list[dict]) -> None:

@@ -85,6 +85,11 @@ def find(text: str, style: CitationStyle = DEFAULT_STYLE) -> list[Citation]:
     return out
 
 
+def spans(text: str, style: CitationStyle = DEFAULT_STYLE) -> list[tuple[int, int, tuple[str, ...]]]:
+    """(start, end, cited note ids) per citation: plain data for the page that draws the badges."""
+    return [(c.start, c.end, c.note_ids) for c in find(text, style)]
+
+
 def cited_ids(text: str, style: CitationStyle = DEFAULT_STYLE) -> list[str]:
     """The note ids cited in ``text``, in order of first citation, each once."""
     seen: dict[str, None] = {}

@@ -62,3 +62,16 @@ def describe(signals: list[InjectionSignal]) -> str:
     kinds = sorted({s.rule for s in signals})
     return (f"possible prompt injection ({', '.join(kinds)}): text addressed to an AI grader rather than a "
             "clinician; an LLM grade of this summary may be steered — check it by hand")
+
+
+def scan_case(case, summary=None) -> list[tuple[str, list[InjectionSignal]]]:
+    """(where, signals) for the target specialty, each note (text and metadata) and the summary, where found."""
+    out: list[tuple[str, list[InjectionSignal]]] = []
+    for where, text in ([("target specialty", case.target_specialty)]
+                        + [(f"note {n.note_id}", "\n".join(x for x in (n.text, n.date, n.note_type, n.author_specialty)
+                                                           if x)) for n in case.notes]
+                        + ([("summary", summary.text)] if summary is not None else [])):
+        found = scan(text or "")
+        if found:
+            out.append((where, found))
+    return out

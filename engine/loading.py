@@ -78,10 +78,13 @@ _GROUP_ALIASES = ("rater_group", "group", "seniority")
 
 @dataclass
 class RatingsMapping:
-    """How the columns of a wide ratings CSV map to the data model. Editable by the user.
+    """The column mapping, one for every loader. Editable by the user (Data page, or ``--mapping file.json``).
 
-    ``items`` maps a PDSQI-9 item key to a column name; columns in ``ignore`` are skipped; any other
-    column that is not survey metadata is reported as unknown.
+    For every file (bundle tables, dialogue CSV, wide ratings CSV, JSONL, and the top-level keys of case JSON):
+    ``rename`` maps a column (key) of the file to the name SumCheck expects (``{"transcript": "dialogue"}``) and
+    columns in ``ignore`` are dropped before the file is read. For a wide ratings CSV, ``items`` maps a PDSQI-9
+    item key to a column name and ``summary_col`` / ``rater_col`` / ``rater_group_col`` name the id columns; any
+    other column that is not survey metadata is reported as unknown.
     """
 
     summary_col: str = ""
@@ -90,6 +93,25 @@ class RatingsMapping:
     items: dict[str, str] = field(default_factory=dict)
     ignore: list[str] = field(default_factory=list)
     default_rater_group: str = "unknown"
+    rename: dict[str, str] = field(default_factory=dict)
+
+    def apply(self, header: Sequence[str], rows: list["_Row"]) -> tuple[list[str], list["_Row"]]:
+        """``header`` and ``rows`` with ignored columns dropped and renamed columns renamed."""
+        if not self.ignore and not self.rename:
+            return list(header), rows
+        drop = set(self.ignore)
+        new_header = [self.rename.get(h, h) for h in header if h not in drop]
+        if not drop and not self.rename:
+            return new_header, rows
+        for row in rows:
+            row.values = {self.rename.get(k, k): v for k, v in row.values.items() if k not in drop}
+        return new_header, rows
+
+    def apply_keys(self, obj: object) -> object:
+        """The same for the top-level keys of a case JSON object."""
+        if not isinstance(obj, dict) or (not self.ignore and not self.rename):
+            return obj
+        return {self.rename.get(k, k): v for k, v in obj.items() if k not in set(self.ignore)}
 
     @classmethod
     def guess(cls, header: Sequence[str]) -> "RatingsMapping":
@@ -130,7 +152,7 @@ class RatingsMapping:
         if not isinstance(data, dict):
             raise ValueError(f"mapping file {source} must hold one JSON object such as {example}, "
                              f"not {_json_type(data)}")
-        known = ("summary_col", "rater_col", "rater_group_col", "items", "ignore", "default_rater_group")
+        known = ("summary_col", "rater_col", "rater_group_col", "items", "ignore", "default_rater_group", "rename")
         unknown = [k for k in data if k not in known]
         if unknown:
             raise ValueError(f"mapping file {source}: unknown key(s) {', '.join(repr(k) for k in unknown)}; "
@@ -170,6 +192,17 @@ class RatingsMapping:
                 raise ValueError(f"mapping file {source}: key 'ignore[{i}]' must be a column name (text), "
                                  f"not {_json_type(v)}")
         out["ignore"] = [v.strip() for v in ignore]
+        rename = data.get("rename", {})
+        if rename is None:
+            rename = {}
+        if not isinstance(rename, dict):
+            raise ValueError(f"mapping file {source}: key 'rename' must be an object {{file column: expected name}} "
+                             f'such as {{"transcript": "dialogue"}}, not {_json_type(rename)}')
+        for k, v in rename.items():
+            if not isinstance(v, str) or not v.strip():
+                raise ValueError(f"mapping file {source}: key 'rename.{k}' must be a column name (text), "
+                                 f"not {_json_type(v)}")
+        out["rename"] = {k.strip(): v.strip() for k, v in rename.items()}
         group = out.get("default_rater_group")
         if group is not None:
             if not group:
@@ -191,6 +224,7 @@ class RatingsMapping:
             {**guess.items, **self.items},
             list(self.ignore),
             self.default_rater_group if self.default_rater_group != "unknown" else guess.default_rater_group,
+            dict(self.rename),
         )
 
 
@@ -606,7 +640,9 @@ def _check_columns(report: ValidationReport, fname: str, header: Sequence[str], 
     if unknown:
         report.add(Issue(fname, f"unknown column(s) {', '.join(unknown)} in the {table} table", line=1,
                          field=unknown[0],
-                         hint=f"allowed columns: {', '.join(required + optional)}; rename or remove the others"))
+                         hint=f"allowed columns: {', '.join(required + optional)}; ignore the others in the column "
+                              f'mapping (Data page, or --mapping with {{"ignore": {json.dumps(unknown[:3])}}}) or '
+                              'rename them ({"rename": {"old name": "expected name"}})'))
         ok = False
     return ok
 
@@ -835,7 +871,10 @@ def _read_dialogue(c: _Collector, report: ValidationReport, path: Path, header, 
     unknown = [h for h in header if h not in DIALOGUE_COLUMNS]
     if unknown:
         report.add(Issue(fname, f"unknown column(s) {', '.join(unknown)} in a dialogue CSV", line=1, field=unknown[0],
-                         hint="a dialogue CSV has exactly the columns encounter_id, dialogue, note"))
+                         hint="a dialogue CSV has the columns encounter_id, dialogue, note; ignore the others in "
+                              f"the column mapping (Data page 'Columns to ignore', or --mapping with "
+                              f'{{"ignore": {json.dumps(unknown[:3])}}}) or rename them ({{"rename": '
+                              '{"transcript": "dialogue"}})'))
         c.broken.update(("cases", "notes", "summaries"))
         return
     for row in rows:
@@ -938,7 +977,8 @@ def _case_json_ids(obj: object, stem: str) -> tuple[str, list[str]]:
     return cid, sids
 
 
-def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: str) -> None:
+def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: str,
+                    mapping: Optional[RatingsMapping] = None) -> None:
     before = report.error_count
     obj: object = None
     try:
@@ -946,6 +986,8 @@ def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: s
     except JsonProblem as exc:
         report.add(Issue(str(path), str(exc), line=exc.line, hint=exc.hint))
     else:
+        if mapping is not None:
+            obj = mapping.apply_keys(obj)
         _read_case_obj(c, report, path, obj)
     if report.error_count > before:
         cid, sids = _case_json_ids(obj, path.stem)
@@ -968,7 +1010,9 @@ def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: obj
     unknown = [k for k in obj if k not in CASE_JSON_KEYS_REQUIRED + CASE_JSON_KEYS_OPTIONAL]
     if unknown:
         report.add(Issue(fname, f"unknown key(s) {_short(', '.join(unknown), 300)}", field=_short(unknown[0]),
-                         hint=f"allowed keys: {', '.join(CASE_JSON_KEYS_REQUIRED + CASE_JSON_KEYS_OPTIONAL)}"))
+                         hint=f"allowed keys: {', '.join(CASE_JSON_KEYS_REQUIRED + CASE_JSON_KEYS_OPTIONAL)}; "
+                              "ignore or rename the others with the column mapping (--mapping with "
+                              '{"ignore": [...]} or {"rename": {...}})'))
     if missing or unknown:
         return
     cid = _scalar(report, fname, None, "case_id", obj.get("case_id"))
@@ -1187,13 +1231,15 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             sniffed = " (format detected from the content)"
         if fmt == "json":
             report.formats[fname] = "case JSON" + sniffed
-            _read_case_json(c, report, path, text)
+            _read_case_json(c, report, path, text, opts.mapping)
             continue
         parsed = _read_jsonl(path, text, report) if fmt == "jsonl" else _read_csv(path, text, report)
         if parsed is None:
             c.broken.update(supplies)
             continue
         header, rows = parsed
+        if opts.mapping is not None:
+            header, rows = opts.mapping.apply(header, rows)
         table = _detect_table(path, header)
         if table == "dialogue":
             report.formats[fname] = "dialogue CSV" + sniffed
@@ -1208,12 +1254,66 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
                              hint="name it cases/notes/summaries/ratings.jsonl"))
             c.broken.update(supplies)
+    _injection_warnings(c, report)
     ds = _assemble(c, report, context, name or _default_name(paths))
     report.counts = {"cases": len(ds.cases), "notes": sum(len(k.notes) for k in ds.cases),
                      "summaries": len(ds.summaries), "ratings": len(ds.ratings)}
     if not report.ok:
         raise DatasetInvalid(report)
     return ds, report
+
+
+def _injection_warnings(c: "_Collector", report: ValidationReport) -> None:
+    """A warning (not an error: the data may be genuine) for every text that addresses an AI grader rather than a
+    clinician — chat control strings, our prompt's tag names, an answer object, instructions to the grader."""
+    from .injection import scan
+
+    def warn(fname, row, fld, what, text):
+        found = scan(text)
+        if found:
+            kinds = ", ".join(sorted({x.rule for x in found}))
+            excerpt = " ".join(found[0].excerpt.split())[:120]
+            report.add(Issue(fname, f"{what} holds text addressed to an AI grader ({kinds}): \u201c{excerpt}\u201d",
+                             row=row.number if row else None, line=row.line if row else None, field=fld,
+                             severity="warning",
+                             hint="possible prompt injection; the prompt's structure is safe, but an LLM grade of "
+                                  "this summary may be steered: check it by hand"))
+
+    for cid, (spec, fname, row) in c.cases.items():
+        warn(fname, row, "target_specialty", f"the target specialty of case {cid!r}", spec)
+    for (cid, nid), (note, fname, row) in c.notes.items():
+        warn(fname, row, "text", f"note {nid!r} of case {cid!r}", note.text)
+        for fld in ("date", "note_type", "author_specialty"):
+            warn(fname, row, fld, f"the {fld} of note {nid!r} of case {cid!r}", getattr(note, fld) or "")
+    for sid, (summ, fname, row) in c.summaries.items():
+        warn(fname, row, "text", f"summary {sid!r}", summ.text)
+
+
+def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:
+    """The column names of a CSV (its header) or JSONL file (the first object's keys), from its first megabyte;
+    None for anything else or an unreadable file. For offering columns to ignore or rename."""
+    p = Path(path)
+    if p.suffix.lower() not in (".csv", ".jsonl"):
+        return None
+    opened = _open_regular(p, ValidationReport())
+    if opened is None:
+        return None
+    fd, _ = opened
+    try:
+        head = _read_fd(fd, (1 << 20) - 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = head.decode("utf-8-sig", errors="ignore")
+    try:
+        if p.suffix.lower() == ".csv":
+            return [h.strip() for h in next(csv.reader(io.StringIO(text, newline="")), [])] or None
+        first = next((ln for ln in text.split("\n") if ln.strip()), "")
+        obj = json.loads(first)
+        return [str(k) for k in obj] if isinstance(obj, dict) else None
+    except (csv.Error, ValueError, RecursionError):
+        return None
 
 
 def sniff_wide_ratings(path: str | os.PathLike) -> Optional[tuple[list[str], RatingsMapping]]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
+
+from . import citations
 
 RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "unknown")
 
@@ -36,7 +37,6 @@ def reserved_rater_problem(rater_id: str, rater_group: str) -> Optional[tuple[st
                                   else "the LLM judge"))
     return None
 
-_CITATION = re.compile(r"<\s*NoteID\s*:\s*([A-Za-z0-9_.\-]+)\s*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,11 @@ class Summary:
 
     @property
     def citations(self) -> tuple[Citation, ...]:
-        return tuple(Citation(m.group(1), m.start(), m.end()) for m in _CITATION.finditer(self.text))
+        """One entry per cited note id, with the span of the citation that names it (default citation forms)."""
+        return self.citations_in(citations.DEFAULT_STYLE)
+
+    def citations_in(self, style: "citations.CitationStyle") -> tuple[Citation, ...]:
+        return tuple(Citation(nid, c.start, c.end) for c in citations.find(self.text, style) for nid in c.note_ids)
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,11 @@ class Dataset:
             if s.summary_id == summary_id:
                 return s
         raise KeyError(f"dataset {self.name!r} has no summary {summary_id!r}")
+
+    def citation_style(self) -> "citations.CitationStyle":
+        """How this dataset's summaries cite notes (see :func:`engine.citations.detect_style`)."""
+        return citations.detect_style([s.text for s in self.summaries],
+                                      [n.note_id for c in self.cases for n in c.notes])
 
     def summaries_for(self, case_id: str) -> list[Summary]:
         return [s for s in self.summaries if s.case_id == case_id]

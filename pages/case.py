@@ -4,7 +4,7 @@ import re
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, state
-from engine import untrusted
+from engine import citations, injection, untrusted
 from engine.alignment import alignment_cached
 from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
 from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
@@ -36,9 +36,16 @@ with right:
     sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed", format_func=untrusted.md_inline,
                    index=sids.index(pick) if pick in sids else 0)
     s = ds.summary(sid)
-    case_view.render_summary(s.text, [n.note_id for n in case.notes],
+    case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
+                             [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,
                               "prompt": s.prompt_variant})
+    flagged = injection.scan_case(case, s)
+    if flagged:
+        st.warning("**Possible prompt injection.** "
+                   + "; ".join(f"{untrusted.md(where)}: {untrusted.md_inline(sig[0].excerpt, 80)}" for where, sig in flagged)
+                   + ". This text addresses an AI grader rather than a clinician. It cannot change the judge prompt's "
+                     "structure, but it may steer an LLM's grade: check this summary by hand.")
 
 st.markdown("#### Rater scores (PDSQI-9)")
 score_rows = display_table(ds.ratings_for(sid))

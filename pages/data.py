@@ -9,7 +9,7 @@ import streamlit as st
 
 from components import report as report_view, state, uploads
 from engine import untrusted
-from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_wide_ratings
+from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_header, sniff_wide_ratings
 from engine.rubric import ITEMS
 from engine.store import StoreError
 from engine.validation import DatasetInvalid, ValidationReport
@@ -18,11 +18,20 @@ st.title("Data")
 store = state.guarded(state.store, stop=True)
 
 
+SHOWN_ISSUES = 200
+
+
 def _report_rows(rep: ValidationReport, shown) -> tuple[list[dict], list[dict]]:
-    files = [{"file": shown(f), "format": rep.formats.get(f, "?")} for f in rep.files]
+    files = [{"file": shown(f), "format": rep.formats.get(f, "?")} for f in rep.files[:SHOWN_ISSUES]]
     issues = [{"severity": i.severity, "file": shown(i.file), "row": i.row, "line": i.line, "field": i.field or "",
-               "message": i.message, "fix": i.hint} for i in rep.issues]
+               "message": i.message, "fix": i.hint} for i in rep.shown_issues(SHOWN_ISSUES)]
     return files, issues
+
+
+def _show_report(ok: bool, rep: ValidationReport, shown) -> None:
+    files, issues = _report_rows(rep, shown)
+    report_view.render_report(ok, files, rep.counts, issues, n_errors=rep.error_count,
+                              more=rep.more_text(SHOWN_ISSUES))
 
 
 st.markdown("#### Import")
@@ -70,6 +79,26 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
         mapping = RatingsMapping(col["summary id"], col["rater id"], col["rater group"],
                                  {it.key: col[it.key] for it in ITEMS if col.get(it.key)}, ignore)
 
+    wide_paths = {p for p, _ in wide}
+    others = sorted({h for p in paths if p not in wide_paths for h in (sniff_header(p) or [])})
+    if others:
+        with st.expander("Columns of the other tables: ignore or rename (e.g. an extra 'dataset' column in a "
+                         "dialogue CSV)"):
+            ignore_other = st.multiselect("Columns to ignore", others, key="ignore_other")
+            renames = st.data_editor(pd.DataFrame({"column in the file": pd.Series(dtype=str),
+                                                   "expected name": pd.Series(dtype=str)}),
+                                     num_rows="dynamic", hide_index=True, key="rename_other",
+                                     column_config={"column in the file": st.column_config.SelectboxColumn(
+                                         options=others)})
+            rename = {str(r["column in the file"]).strip(): str(r["expected name"]).strip()
+                      for r in renames.to_dict("records")
+                      if isinstance(r.get("column in the file"), str) and isinstance(r.get("expected name"), str)
+                      and r["column in the file"].strip() and r["expected name"].strip()}
+            if ignore_other or rename:
+                base = mapping or RatingsMapping()
+                mapping = RatingsMapping(base.summary_col, base.rater_col, base.rater_group_col, base.items,
+                                         list(base.ignore) + list(ignore_other), base.default_rater_group, rename)
+
     b1, b2 = st.columns([1, 5])
     do_validate = b1.button("Validate", disabled=not paths)
     do_import = b2.button("Import", type="primary", disabled=not paths)
@@ -80,15 +109,13 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
             context = store.load_dataset(target) if target else None
             ds, rep = load_paths(paths, options, context=context, name=name or None)
         except DatasetInvalid as exc:
-            files, issues = _report_rows(exc.report, shown)
-            report_view.render_report(False, files, exc.report.counts, issues)
+            _show_report(False, exc.report, shown)
         except StoreError as exc:
             state.show_store_error(exc)
         except (ValueError, OSError) as exc:
             st.error(untrusted.md(exc))
         else:
-            files, issues = _report_rows(rep, shown)
-            report_view.render_report(True, files, rep.counts, issues)
+            _show_report(True, rep, shown)
             if do_import:
                 try:
                     res = store.import_dataset(ds, name=name or None, into=target, replace=replace,

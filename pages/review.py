@@ -5,7 +5,7 @@ import streamlit as st
 
 from components import case_view, state
 from components.review_form import render_review_form
-from engine import untrusted
+from engine import citations, untrusted
 from engine.judge import JudgeResult
 from engine.ratings import display_table
 from engine.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
@@ -50,7 +50,8 @@ with left:
     case_view.render_notes([n.__dict__ for n in case.notes])
 with right:
     st.markdown("#### Summary")
-    case_view.render_summary(summary.text, [n.note_id for n in case.notes],
+    case_view.render_summary(summary.text, citations.spans(summary.text, ds.citation_style()),
+                             [n.note_id for n in case.notes],
                              {"generator": summary.generator_model, "quality group": summary.quality_group,
                               "prompt": summary.prompt_variant})
 

@@ -57,3 +57,27 @@ def test_leading_run():
     assert leading_run("<Note ID:2>, <Note ID:3>. Next sentence") == len("<Note ID:2>, <Note ID:3>. ")
     assert leading_run("Next sentence <NoteID:2>") == 0
     assert DEFAULT_STYLE.forms == ("angle", "bracket_note")
+
+
+def test_case_page_badges_for_the_reference_implementation_form():
+    from components.case_view import summary_html
+    from engine.citations import spans
+
+    text = "AF on apixaban <Note ID:1>, <Note ID:3>. Echo [Note 2]. Unknown <Note ID: 9>."
+    html = summary_html(text, spans(text), ["1", "2", "3"])
+    assert html.count("Note 1</span>") == 1 and html.count("Note 3</span>") == 1 and "Note 2</span>" in html
+    assert "&lt;Note ID" not in html  # every tag became a badge
+    assert "which is not in this case" in html and html.count("#cf222e") == 1  # note 9 in red
+
+
+def test_citation_check_on_reference_form_cases():
+    """Sentences citing <Note ID:n> lists are not 'missing' (17 of 17 were, before one citations module)."""
+    from engine.models import Case, Note, Summary
+
+    case = Case("c", "Cardiology", (Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily."),
+                                   Note("2", "Echo: LVEF 35%."), Note("3", "Nephrology referral for CKD 3.")))
+    summ = Summary("s", "c", "Atrial fibrillation on apixaban. <Note ID:1>, <Note ID:3> LVEF 35%. <Note ID:2>")
+    assert [c.note_id for c in summ.citations] == ["1", "3", "2"]
+    from engine.sentences import split_sentences
+
+    assert [s.citations for s in split_sentences(summ.text)] == [("1", "3"), ("2",)]

@@ -137,7 +137,10 @@ def test_highlighted_note_with_blank_lines_stays_one_html_block():
     out = MARKDOWN.render(block)
     assert not BAD_TAG.search(out) and "<p>" not in out and out.count("<div") == 1, out
     assert html_lib.unescape(re.sub(r"<[^>]*>", "", out)).strip() == text
-    summary = summary_html("One " + payload.IMG + " <NoteID:1>\n\nTwo " + payload.SCRIPT + " <NoteID:9>", ["1"])
+    from engine.citations import spans
+
+    stext = "One " + payload.IMG + " <NoteID:1>\n\nTwo " + payload.SCRIPT + " <NoteID:9>"
+    summary = summary_html(stext, spans(stext), ["1"])
     out = MARKDOWN.render(summary)
     assert not BAD_TAG.search(out) and "<p>" not in out, out
     assert "Note 1</span>" in out and "Note 9</span>" in out

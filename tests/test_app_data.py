@@ -1,0 +1,48 @@
+"""Data page: the shared column mapping (ignore/rename) for every table, and bounded validation reports."""
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+
+TIMEOUT = 60
+
+
+def _issues(at):
+    return next(d.value for d in at.dataframe if "message" in d.value.columns)
+
+
+def _data_page():
+    at = AppTest.from_file(str(ROOT / "pages/data.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.radio[0].set_value("Paths on this machine").run()
+    return at
+
+
+def test_dialogue_csv_with_extra_column_imports_once_it_is_ignored(tmp_path):
+    f = tmp_path / "conversations.csv"
+    f.write_text("encounter_id,dataset,dialogue,note\n"
+                 'E1,set-a,"Doctor: what brings you in? Patient: chest pain since yesterday.","Chest pain for 1 day."\n'
+                 'E2,set-b,"Doctor: any cough? Patient: yes, for a week.","Cough for one week."\n')
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    at.button[1].click().run()  # Import
+    assert not at.exception
+    assert any("nothing was imported" in e.value for e in at.error)
+    issues = _issues(at)
+    assert "dataset" in " ".join(issues["message"]) and "ignore" in " ".join(issues["fix"])
+    at.multiselect(key="ignore_other").select("dataset").run()
+    at.button[1].click().run()
+    assert not at.exception
+    assert any("Imported into 'conversations'" in s.value and "2 summaries" in s.value for s in at.success)
+
+
+def test_thousands_of_errors_show_two_hundred_and_a_count(tmp_path):
+    f = tmp_path / "ratings.csv"
+    lines = ["summary_id,rater_id,item,value"] + [f"s{i},r1,accurate,9" for i in range(3000)]
+    f.write_text("\n".join(lines) + "\n")
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    at.button[0].click().run()  # Validate
+    assert not at.exception
+    assert len(_issues(at)) == 200
+    assert any("2\\,800 more issue\\(s\\)" in c.value for c in at.caption)  # shown through untrusted.md
+    assert any(e.value.startswith("3000 error(s): nothing was imported") for e in at.error)
