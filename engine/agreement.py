@@ -149,17 +149,43 @@ class ItemAgreement:
     gwet_ac2_quadratic: Optional[rel.Estimate] = None
     llm_vs_human: Optional[rel.TestResult] = None
     llm_effect: Optional[LlmEffect] = None
+    # the LLM's agreement with the humans: Likert ICC(2,1) (absolute agreement) of the LLM median with the human
+    # median; yes/no Gwet AC1 of the LLM with the human majority
+    llm_agreement: Optional[rel.Estimate] = None
+    human_median: Optional[float] = None  # median over summaries of the human median
+    llm_median: Optional[float] = None
+    human_yes: Optional[tuple[int, int]] = None  # yes/no items: (yes answers, answers) over all human ratings
+    llm_yes: Optional[tuple[int, int]] = None
     notes: list[str] = field(default_factory=list)
 
 
+def plain_reason(exc: BaseException) -> str:
+    """Why a statistic could not be computed, in words a committee reads (the library's message kept after it)."""
+    msg = str(exc) or exc.__class__.__name__
+    low = msg.lower()
+    if any(k in low for k in ("zero variance", "no variance", "constant", "divide", "division", "nan", "singular",
+                              "all the same", "identical")):
+        why = "no variance: every score is the same, so agreement is undefined"
+    elif any(k in low for k in ("at least", "too few", "not enough", "fewer than", "empty", "need", "minimum")):
+        why = "too few summaries or raters"
+    else:
+        why = "could not be computed"
+    return f"{why} ({msg[:200]})"
+
+
 def _safe(fn, notes: list[str], label: str):
+    """Run one statistic; when it cannot be computed, say why in ``notes`` (never swallowed)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return fn()
+            value = fn()
     except Exception as exc:  # noqa: BLE001 - a statistic that cannot be computed is reported, not fatal
-        notes.append(f"{label}: {exc}")
+        notes.append(f"{label}: {plain_reason(exc)}")
         return None
+    if isinstance(value, rel.Estimate) and (value.value is None or not math.isfinite(value.value)):
+        notes.append(f"{label}: no variance: every score is the same, so agreement is undefined")
+        return None
+    return value
 
 
 def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boot: int, seed: int
@@ -186,9 +212,28 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
         out.kripp_nominal = _safe(lambda: rel.krippendorff_alpha_bootstrap(data, "nominal", n_boot, seed),
                                   out.notes, "Krippendorff nominal")
         out.gwet_ac1 = _safe(lambda: rel.gwet_ac(data, "unweighted", categories=[0.0, 1.0]), out.notes, "Gwet AC1")
+    hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in x]) if len(x) else np.array([])
+    if (~np.isnan(hm)).any():
+        out.human_median = float(np.nanmedian(hm))
+    if not likert:
+        rated_values = x[~np.isnan(x)]
+        out.human_yes = (int((rated_values >= 0.5).sum()), int(rated_values.size))
+        if llm is not None:
+            lv = llm[~np.isnan(llm)]
+            out.llm_yes = (int((lv >= 0.5).sum()), int(lv.size))
+    if llm is not None and (~np.isnan(llm)).any():
+        out.llm_median = float(np.nanmedian(llm))
+    if llm is not None and (~np.isnan(llm)).sum() < 3:
+        out.notes.append("LLM vs human: fewer than 3 summaries have an LLM score")
     if llm is not None and (~np.isnan(llm)).sum() >= 3:
-        hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in x])
         ok = ~np.isnan(hm) & ~np.isnan(llm)
+        if likert and ok.sum() >= 3:
+            out.llm_agreement = _safe(lambda: rel.icc_all(np.column_stack([hm[ok], llm[ok]]))["ICC2"], out.notes,
+                                      "ICC(2,1) LLM vs human median")
+        elif ok.sum() >= 3:
+            pairs = [[float(h >= 0.5), float(v >= 0.5)] for h, v in zip(hm[ok], llm[ok])]
+            out.llm_agreement = _safe(lambda: rel.gwet_ac(pairs, "unweighted", categories=[0.0, 1.0]), out.notes,
+                                      "AC1 LLM vs human majority")
         if ok.sum() >= 3 and np.any(hm[ok] != llm[ok]):
             out.llm_vs_human = _safe(lambda: rel.wilcoxon_signed_rank(llm[ok], hm[ok]), out.notes, "Wilcoxon")
         if likert:
@@ -234,6 +279,8 @@ class AgreementReport:
     item_correlation: dict
     per_summary: list[dict]  # plain rows for charts and the disagreement explorer
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # statistics that could not be computed, with the reason
+    judge_config: Optional[str] = None  # the judge configuration the LLM figures come from (never pooled)
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))
@@ -286,37 +333,43 @@ def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_
     return rows
 
 
-def _correlations(rows: list[dict], has_llm: bool) -> list[Correlation]:
+def _correlations(rows: list[dict], has_llm: bool, notes: Optional[list[str]] = None) -> list[Correlation]:
+    notes = [] if notes is None else notes
     out = []
     ys = ["human_mean", "human_sd"] + (["llm", "abs_diff"] if has_llm else [])
     for item in LIKERT:
         for y in ys:
             pairs = [(r["note_tokens"], r[f"{item}:{y}"]) for r in rows if r[f"{item}:{y}"] is not None]
             if len(pairs) < 4 or len({b for _, b in pairs}) < 2:
+                if y == "human_mean":
+                    notes.append(f"note length vs {item}: " + ("too few summaries (fewer than 4)" if len(pairs) < 4
+                                                                else "no variance in the scores"))
                 continue
             a, b = zip(*pairs)
-            notes: list[str] = []
             out.append(Correlation(item, "note_tokens", y, len(pairs),
-                                   _safe(lambda: rel.spearman_rho(a, b), notes, "spearman"),
-                                   _safe(lambda: rel.pearson_r(a, b), notes, "pearson")))
+                                   _safe(lambda: rel.spearman_rho(a, b), notes, f"Spearman note length vs {item} {y}"),
+                                   _safe(lambda: rel.pearson_r(a, b), notes, f"Pearson note length vs {item} {y}")))
     return out
 
 
-def _group_tests(rows: list[dict]) -> tuple[list[GroupTest], list[GroupTest]]:
+def _group_tests(rows: list[dict], notes: Optional[list[str]] = None) -> tuple[list[GroupTest], list[GroupTest]]:
+    notes = [] if notes is None else notes
     quality, seniority = [], []
     for item in LIKERT:
         hi = [r[f"{item}:human_mean"] for r in rows if r["quality_group"] == "high" and r[f"{item}:human_mean"] is not None]
         lo = [r[f"{item}:human_mean"] for r in rows if r["quality_group"] == "low" and r[f"{item}:human_mean"] is not None]
         if len(hi) >= 2 and len(lo) >= 2:
             quality.append(GroupTest(item, "high vs low quality (Mann-Whitney U)",
-                                     _safe(lambda: rel.mann_whitney_u(hi, lo), [], "mwu"), len(hi), len(lo),
+                                     _safe(lambda: rel.mann_whitney_u(hi, lo), notes, f"Mann-Whitney {item}"),
+                                     len(hi), len(lo),
                                      float(np.median(hi)), float(np.median(lo))))
         pairs = [(r[f"{item}:junior_mean"], r[f"{item}:senior_mean"]) for r in rows
                  if r[f"{item}:junior_mean"] is not None and r[f"{item}:senior_mean"] is not None]
         if len(pairs) >= 3 and any(a != b for a, b in pairs):
             a, b = zip(*pairs)
             seniority.append(GroupTest(item, "junior vs senior (Wilcoxon signed-rank)",
-                                       _safe(lambda: rel.wilcoxon_signed_rank(a, b), [], "wilcoxon"), len(a), len(b),
+                                       _safe(lambda: rel.wilcoxon_signed_rank(a, b), notes, f"junior vs senior {item}"),
+                                       len(a), len(b),
                                        float(np.median(a)), float(np.median(b))))
     return quality, seniority
 
@@ -349,10 +402,36 @@ def _mixed_model(rows: list[dict]) -> dict:
             fit = smf.mixedlm(formula, df, groups=df["case"]).fit(reml=True)
     except Exception as exc:  # noqa: BLE001 - singular designs happen on small data
         return {"error": f"the mixed model could not be fitted: {exc}", "formula": formula}
+    ci = fit.conf_int()
+    levels = {c: sorted(df[c].unique())[0] for c in ("specialty", "generator")}
+    table = []
+    for k, v in fit.params.items():
+        if k == "Group Var":
+            continue
+        lo, hi = (float(ci.loc[k][0]), float(ci.loc[k][1])) if k in ci.index else (None, None)
+        table.append({"term": mixed_term_label(k, levels), "estimate": float(v), "ci_low": lo, "ci_high": hi,
+                      "p": float(fit.pvalues.get(k, float("nan")))})
     return {"formula": formula + " + (1 | case)", "n": int(len(df)), "groups": int(df["case"].nunique()),
             "coef": {k: float(v) for k, v in fit.params.items()},
             "p": {k: float(v) for k, v in fit.pvalues.items()},
+            "table": table, "reference_levels": levels,
             "converged": bool(getattr(fit, "converged", True))}
+
+
+def mixed_term_label(term: str, reference: dict) -> str:
+    """A patsy term name in plain words (``C(specialty)[T.Cardiology]`` -> "specialty: Cardiology (vs X)")."""
+    import re
+
+    if term == "Intercept":
+        return "mean LLM − human difference at the reference levels and average lengths"
+    if term == "note_tokens":
+        return "note length (per SD of tokens)"
+    if term == "summary_tokens":
+        return "summary length (per SD of tokens)"
+    m = re.match(r"C\((\w+)\)\[T\.(.*)\]$", term)
+    if m:
+        return f"{m.group(1)}: {m.group(2)} (vs {reference.get(m.group(1), 'reference')})"
+    return term
 
 
 def _factor_analysis(rows: list[dict]) -> dict:
@@ -444,13 +523,23 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
     rows = _per_summary(ds, llm, count_tokens)
     cron_cols = [k for k in LIKERT]
     cron_data = [[r[f"{k}:human_mean"] for k in cron_cols] for r in rows]
-    cronbach = _safe(lambda: rel.cronbach_alpha(cron_data, nan_policy="pairwise"), [], "cronbach")
-    quality, seniority = _group_tests(rows)
+    notes: list[str] = []
+    cronbach = (_safe(lambda: rel.cronbach_alpha(cron_data, nan_policy="pairwise"), notes, "Cronbach α")
+                if len(rows) >= 3 else None)
+    if len(rows) < 3:
+        notes.append("Cronbach α: too few summaries (fewer than 3)")
+    quality, seniority = _group_tests(rows, notes)
+    correlations = _correlations(rows, has_llm, notes)
+    mixed = _mixed_model(rows) if has_llm else {"error": "no LLM judge results"}
+    factor = _factor_analysis(rows)
+    for label, d in (("mixed model", mixed), ("factor analysis", factor)):
+        if d.get("error") and (has_llm or label != "mixed model"):
+            notes.append(f"{label}: {d['error']}")
+    for a in [*items, overall]:
+        notes.extend(f"{a.item}: {n}" for n in a.notes)
     return AgreementReport(ds.name, len(ds.summaries), raters, has_llm, items, overall, cronbach, quality,
-                           seniority, _correlations(rows, has_llm),
-                           _mixed_model(rows) if has_llm else {"error": "no LLM judge results"},
-                           _factor_analysis(rows), _item_correlation(rows), rows,
-                           round(time.perf_counter() - t0, 3))
+                           seniority, correlations, mixed, factor, _item_correlation(rows), rows,
+                           round(time.perf_counter() - t0, 3), notes)
 
 
 def reliability_rows(report: AgreementReport) -> list[dict]:
@@ -495,4 +584,114 @@ def disagreements(report: AgreementReport, item: Optional[str] = None) -> list[d
                     "|LLM − human|": round(statistics.mean(diffs), 3) if diffs else None,
                     "human SD": round(statistics.mean(sds), 3) if sds else None})
     out.sort(key=lambda d: (-(d["|LLM − human|"] or -1), -(d["human SD"] or 0)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- headline
+
+# Koo & Li (2016), J Chiropr Med 15:155: ICC < 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, > 0.9 excellent.
+KOO_LI_BANDS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
+SMALL_N = 10  # fewer summaries than this: the interval is wide, read with care
+_ADVERB = {"poor": "poorly", "moderate": "moderately", "good": "well", "excellent": "excellently"}
+
+
+def koo_li_band(value: Optional[float]) -> str:
+    if value is None or not math.isfinite(value):
+        return ""
+    return next(name for limit, name in KOO_LI_BANDS if value < limit)
+
+
+def format_p(p: Optional[float]) -> str:
+    """p-values as a committee reads them: never 'p = 0'."""
+    if p is None or not math.isfinite(p):
+        return "—"
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def format_estimate(e: Optional[rel.Estimate], digits: int = 2) -> str:
+    if e is None or e.value is None or not math.isfinite(e.value):
+        return "—"
+    if e.ci_low is not None and e.ci_high is not None:
+        return f"{e.value:.{digits}f} (95% CI {e.ci_low:.{digits}f} to {e.ci_high:.{digits}f})"
+    return f"{e.value:.{digits}f}"
+
+
+@dataclass
+class HeadlineRow:
+    """One item of the committee headline: how well the raters agree, and how the LLM judge compares."""
+
+    item: str
+    label: str  # as in the instrument
+    kind: str  # "likert" | "yes/no"
+    n: int  # summaries the statistic used
+    statistic: str  # "ICC(3,k)" | "Gwet AC1"
+    humans: Optional[rel.Estimate]
+    humans_band: str
+    llm_statistic: str  # "ICC(2,1) LLM vs human median" | "Gwet AC1 LLM vs human majority"
+    llm: Optional[rel.Estimate]
+    llm_band: str
+    human_center: str  # Likert: median of the human medians; yes/no: "12 of 40 yes (30%)"
+    llm_center: str
+    llm_vs_human_p: str  # Wilcoxon, formatted
+    verdict: str
+    warning: str = ""
+    why_missing: str = ""
+
+
+def _share(yes: Optional[tuple[int, int]]) -> str:
+    if not yes or not yes[1]:
+        return "—"
+    return f"{yes[0]} of {yes[1]} yes ({yes[0] / yes[1]:.0%})"
+
+
+def headline(report: AgreementReport) -> list[HeadlineRow]:
+    """Per item: the raters' agreement (ICC(3,k) for Likert items, Gwet AC1 for yes/no) with its CI and Koo & Li
+    band, the LLM judge's agreement with the raters, centres, and a one-line verdict in words."""
+    from .rubric import get_item
+
+    out = []
+    for a in report.items:
+        item = get_item(a.item)
+        likert = item.is_likert
+        raw = a.icc.get("ICC3k") if likert else a.gwet_ac1
+        humans = raw if raw is not None and raw.value is not None and math.isfinite(raw.value) else None
+        if raw is not None and humans is None:
+            a.notes.append(f"{'ICC' if likert else 'AC1'}: no variance: every score is the same, so agreement is "
+                           "undefined")
+        n = a.n_complete if likert else a.n_summaries
+        band = koo_li_band(humans.value if humans else None)
+        llm = a.llm_agreement if a.llm_agreement is not None and math.isfinite(a.llm_agreement.value) else None
+        llm_band = koo_li_band(llm.value if llm else None)
+        if likert:
+            hc = "—" if a.human_median is None else f"median {a.human_median:g}"
+            lc = "—" if a.llm_median is None else f"median {a.llm_median:g}"
+        else:
+            hc, lc = _share(a.human_yes), _share(a.llm_yes)
+        own = [x for x in a.notes if not x.startswith(("ICC(2,1)", "AC1 LLM", "LLM vs human"))]
+        why = "" if humans else ("; ".join(own) or "not enough ratings for this item")
+        if humans:
+            verdict = f"Raters agree {_ADVERB[band]} ({'ICC' if likert else 'AC1'} {format_estimate(humans)})."
+        else:
+            verdict = f"Rater agreement not computed: {why}."
+        if report.has_llm:
+            if llm:
+                verdict += f" The LLM judge agrees {_ADVERB[llm_band]} with them ({format_estimate(llm)})."
+            else:
+                reason = next((x for x in a.notes if x.startswith(("ICC(2,1)", "AC1 LLM", "LLM vs human"))),
+                              "too few summaries with both scores")
+                verdict += f" LLM agreement not computed: {reason}."
+        warning = ""
+        if humans and n < SMALL_N:
+            warning = f"only {n} summaries: the interval is wide, read with care"
+        if humans and humans.ci_low is not None and humans.ci_high is not None and \
+                koo_li_band(humans.ci_low) != koo_li_band(humans.ci_high):
+            warning = (warning + "; " if warning else "") + (f"the interval spans {koo_li_band(humans.ci_low)} to "
+                                                           f"{koo_li_band(humans.ci_high)}")
+        out.append(HeadlineRow(a.item, item.label, "likert" if likert else "yes/no", n,
+                               "ICC(3,k)" if likert else "Gwet AC1", humans, band,
+                               "ICC(2,1) LLM vs human median" if likert else "Gwet AC1 LLM vs human majority",
+                               llm, llm_band, hc, lc,
+                               format_p(a.llm_vs_human.p_value) if a.llm_vs_human else "—", verdict, warning, why))
     return out

@@ -1,0 +1,93 @@
+"""What a committee reads: Koo & Li bands, p-values, verdicts in words, reasons instead of silent gaps, yes/no
+items as counts, one judge configuration at a time."""
+import math
+
+import pytest
+
+from engine.agreement import analyse, format_p, headline, koo_li_band
+from engine.judge_configs import config_key_of, configurations, results_for
+from engine.models import Case, Dataset, Note, Rating, Summary
+from engine.rubric import ITEMS
+
+
+@pytest.mark.parametrize("v,band", [(0.49, "poor"), (0.5, "moderate"), (0.74, "moderate"), (0.75, "good"),
+                                    (0.9, "excellent"), (0.95, "excellent"), (None, ""), (math.nan, "")])
+def test_koo_li_bands(v, band):
+    assert koo_li_band(v) == band
+
+
+@pytest.mark.parametrize("p,text", [(0.0, "< 0.001"), (0.0004, "< 0.001"), (0.0042, "0.004"), (0.031, "0.03"),
+                                    (0.5, "0.50"), (None, "—")])
+def test_p_values_never_read_zero(p, text):
+    assert format_p(p) == text
+
+
+def dataset(n_summaries, scores, raters=("r1", "r2", "r3")):
+    """scores(summary index, rater index, item key) -> value or None (not rated)."""
+    cases = [Case(f"c{i}", "Cardiology", (Note("1", f"note {i} " * 20),)) for i in range(n_summaries)]
+    summaries = [Summary(f"s{i}", f"c{i}", f"summary {i}") for i in range(n_summaries)]
+    ratings = []
+    for i in range(n_summaries):
+        for j, r in enumerate(raters):
+            for it in ITEMS:
+                v = scores(i, j, it.key)
+                if v is not None or (it.allows_na and v is None and False):
+                    ratings.append(Rating(f"s{i}", r, it.key, v, "junior"))
+    return Dataset("d", cases, summaries, ratings)
+
+
+def test_two_summaries_say_why_instead_of_a_wild_interval():
+    ds = dataset(2, lambda i, j, k: float((i + j) % 2) if k.startswith("stig") or k == "abstraction" else 3.0 + i)
+    rep = analyse(ds, n_boot=50)
+    rows = {h.item: h for h in headline(rep)}
+    assert rows["accurate"].humans is None and "fewer than 3" in rows["accurate"].why_missing
+    assert "not computed" in rows["accurate"].verdict
+    assert any("Cronbach" in n and "too few" in n for n in rep.notes)  # carried on the report, not swallowed
+
+
+def test_no_variance_is_named():
+    ds = dataset(12, lambda i, j, k: 1.0 if k in ("abstraction", "stigmatizing_notes", "stigmatizing_summary") else 5.0)
+    rep = analyse(ds, n_boot=50)
+    rows = {h.item: h for h in headline(rep)}
+    assert rows["accurate"].humans is None
+    assert "no variance" in rows["accurate"].why_missing or "no variance" in " ".join(rep.notes)
+
+
+def test_yes_no_items_are_counts_and_shares():
+    ds = dataset(12, lambda i, j, k: float(i % 3 == 0) if k in ("abstraction", "stigmatizing_notes",
+                                                                 "stigmatizing_summary") else float(1 + (i + j) % 5))
+    rows = {h.item: h for h in headline(analyse(ds, n_boot=50))}
+    h = rows["stigmatizing_notes"]
+    assert h.kind == "yes/no" and h.human_center == "12 of 36 yes (33%)" and h.statistic == "Gwet AC1"
+    assert h.label == "Stigmatizing (notes)"  # the instrument's wording, not the snake_case key
+
+
+def test_small_sample_warning():
+    ds = dataset(6, lambda i, j, k: float(i % 2) if k in ("abstraction", "stigmatizing_notes", "stigmatizing_summary")
+                 else float(1 + i % 5) + (0.0 if j == 0 else 0.0))
+    rows = {h.item: h for h in headline(analyse(ds, n_boot=50))}
+    assert "only 6 summaries" in rows["accurate"].warning
+
+
+class _P:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def fake_result(sid, sha, prompt, n_samples, created, early_stop=True):
+    prov = _P(model_sha256=sha, backend="llama.cpp", backend_params={}, model_file=f"{sha}.gguf",
+              prompt_version=prompt, params={"n_samples": n_samples, "temperature": 0.7, "early_stop": early_stop})
+    return _P(summary_id=sid, provenance=prov, created_at=created, status="scored")
+
+
+def test_configurations_are_never_pooled():
+    rs = [fake_result("s1", "aaa", "v2", 7, "1"), fake_result("s2", "aaa", "v2", 7, "1"),
+          fake_result("s1", "aaa", "v2", 1, "2"),  # a 1-sample rerun of s1: another configuration
+          fake_result("s3", "aaa", "v2", 7, "3", early_stop=False)]  # early stopping cannot change a median
+    configs = configurations(rs)
+    assert [c.n_results for c in configs] == [3, 1]
+    main = results_for(rs, None)
+    assert sorted(r.summary_id for r in main) == ["s1", "s2", "s3"]
+    assert all(r.provenance.params["n_samples"] == 7 for r in main)
+    rerun = results_for(rs, configs[1].key)
+    assert [r.summary_id for r in rerun] == ["s1"] and config_key_of(rerun[0]) == configs[1].key
