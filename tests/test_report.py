@@ -1,0 +1,122 @@
+"""The committee report: self-contained HTML that fetches nothing, a PDF whose text holds the same figures as
+`stats`, the smoke-test mark on every page, hostile data shown as text."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import payload
+from conftest import ROOT
+from engine import report
+from engine.agreement import format_estimate
+from engine.judge import JudgeResult
+from engine.sample import SAMPLE_JUDGE, ensure_sample
+from engine.store import Store
+
+CHROMIUM = report.chromium_path()
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    st = Store(d / "ws.sqlite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ensure_sample(st)
+    if not st.judge_results("sample"):  # recorded results of another prompt version are refused on import
+        for line in SAMPLE_JUDGE.read_text().splitlines():
+            if line.strip():
+                st.put_judge_result("sample", JudgeResult.from_json(line))
+    return st, d
+
+
+@pytest.fixture(scope="module")
+def sample_report(sample_store):
+    st, d = sample_store
+    data = report.write(st, "sample", d / "r.html", d / "r.pdf" if CHROMIUM else None, n_boot=200)
+    return data, d
+
+
+def test_html_holds_every_section_and_item(sample_report):
+    data, d = sample_report
+    html = (d / "r.html").read_text()
+    for heading in ("1. Dataset", "2. Methods in plain words", "3. Headline", "4. LLM judge vs raters",
+                    "5. Score distributions", "6. Note length effects", "7. Omission and sentence-support",
+                    "8. Largest disagreements", "9. Statistics that could not be computed", "10. Provenance"):
+        assert heading in html
+    for h in data.headline:
+        assert h.label.replace("(", "") in html.replace("(", "")
+    bare = html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a namespace name, not a request
+    assert "<script" not in bare.lower() and "http://" not in bare and "https://" not in bare
+    assert data.config is not None and data.config.smoke_test
+    assert "smoke-test model" in html and "@top-center" in html  # marked on every printed page
+    assert data.provenance["prompt version"] == data.config.prompt_version and data.provenance["model sha256"]
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="needs chromium (make test installs it)")
+def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp_path):
+    from pypdf import PdfReader
+
+    data, d = sample_report
+    text = " ".join(p.extract_text() for p in PdfReader(d / "r.pdf").pages)
+    flat = " ".join(text.split())
+    st, _ = sample_store
+    out = tmp_path / "stats.json"
+    env = {**os.environ, "SUMCHECK_WORKSPACE": str(st.path)}
+    run = subprocess.run([sys.executable, "-m", "engine", "stats", "sample", "--out", str(out), "--boot", "200",
+                          "--judge-config", data.config.key], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    stats = json.loads(out.read_text())
+    by_item = {a["item"]: a for a in stats["items"]}
+    checked = 0
+    for h in data.headline:
+        icc = by_item[h.item]["icc"].get("ICC3k") if h.kind == "likert" else by_item[h.item]["gwet_ac1"]
+        if icc and icc["value"] is not None:
+            figure = f"{icc['value']:.2f} (95% CI {icc['ci_low']:.2f} to {icc['ci_high']:.2f})"
+            assert figure in flat, (h.item, figure)
+            checked += 1
+    assert checked >= 9
+    # every page carries the smoke-test mark
+    from pypdf import PdfReader as R
+
+    pages = R(d / "r.pdf").pages
+    assert len(pages) >= 3 and all("smoke-test model" in p.extract_text() for p in pages)
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="needs chromium (make test installs it)")
+def test_html_opens_offline_with_no_outbound_request(sample_report):
+    from playwright.sync_api import sync_playwright
+
+    _, d = sample_report
+    seen = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("request", lambda r: seen.append(r.url))
+        page.goto((d / "r.html").resolve().as_uri())
+        page.wait_for_load_state("networkidle")
+        assert page.locator("svg").count() >= 2
+        browser.close()
+    assert [u for u in seen if not u.startswith("file://")] == []
+
+
+def test_payload_dataset_is_shown_as_text(tmp_path):
+    st = Store(tmp_path / "ws.sqlite")
+    name = payload.seed(st)
+    data = report.write(st, name, tmp_path / "p.html", n_boot=50)
+    html = (tmp_path / "p.html").read_text()
+    assert "<script>alert" not in html and "<img src=http" not in html and 'href="http' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown, escaped
+    assert data.n_summaries >= 1
+
+
+def test_unknown_configuration_is_refused(sample_store):
+    st, d = sample_store
+    with pytest.raises(report.ReportError, match="no judge configuration"):
+        report.build(st, "sample", judge_config="nope", n_boot=50)
