@@ -54,3 +54,37 @@ def render_dataset_results(rows: list[dict]) -> None:
         st.info("No judge results for this dataset yet.")
         return
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def partial_rows(partial) -> list[dict]:
+    """Table rows for a partial result handed over while sampling runs (``engine.judge.PartialResult``): per item the
+    median over the samples so far, the greedy sample's expected score, and whether the median is already that of
+    the full run. Empty when it holds no scores."""
+    from engine.rubric import ITEMS
+
+    items = getattr(partial, "items", None)
+    if not isinstance(items, dict) or not items:
+        return []
+    decided = getattr(partial, "decided", None) or {}
+    rows = []
+    for item in ITEMS:
+        sc = items.get(item.key)
+        if sc is None:
+            continue
+        median = getattr(sc, "median", None)
+        expected = getattr(sc, "expected", None)
+        rows.append({"item": item.label,
+                     "median so far": "NA" if getattr(sc, "is_na", False) else ("" if median is None
+                                                                                else f"{median:g}"),
+                     "expected": "" if expected is None else f"{expected:.2f}",
+                     "decided": "yes" if decided.get(item.key) else ""})
+    return rows
+
+
+def render_partial(partial, rows: list[dict]) -> None:
+    taken, n = getattr(partial, "taken", None), getattr(partial, "n_samples", None)
+    sid = getattr(partial, "summary_id", "")
+    count = f" after {taken} of {n} samples" if taken and n else ""
+    st.caption(f"{untrusted.md_inline(sid)}: scores so far{count} (the first are the greedy sample's); "
+               "decided = no further sample can change that median.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -1,6 +1,7 @@
 """Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import streamlit as st
@@ -122,15 +123,22 @@ def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: in
 
 
 def judge_backend():
-    """(backend, model sha256) for the configured model, loaded once per model and settings; on failure the
-    page shows why and gets None."""
+    """(backend, model sha256) for the configured judge model source: llama.cpp for the embedded model, a GGUF file
+    or a model found on this machine (loaded once per model and settings); an OpenAI-compatible server (asked what
+    it serves on every run; sha256 None). On failure the page shows why and gets None."""
     from engine.backends import BackendError
+    from engine.judge_source import open_judge_backend
+    from engine.settings import SOURCE_SERVER
 
     cfg = settings()
     try:
-        return _judge_backend(cfg.model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers))
+        if cfg.source == SOURCE_SERVER:
+            with st.spinner("Asking the model server what it serves…"):
+                return open_judge_backend(cfg)
+        return _judge_backend(cfg.llama_model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers))
     except BackendError as exc:
-        st.error(f"The model could not be loaded: {untrusted.md(exc)}")
+        what = "The model server could not be used" if cfg.source == SOURCE_SERVER else "The model could not be loaded"
+        st.error(f"{what}: {untrusted.md(exc)}")
         return None
 
 
@@ -176,7 +184,7 @@ def _token_counter(model_path: str):
 
 def token_counter():
     """Counts tokens with the configured judge model's tokenizer (loaded once, vocabulary only)."""
-    return _token_counter(settings().model_path)
+    return _token_counter(settings().llama_model_path)
 
 
 def agreement(name: str, n_boot: int = 1000):
@@ -196,3 +204,20 @@ def case_picker(ds):
     case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
     st.session_state["case_id"] = case_id
     return ds.case(case_id)
+
+
+@st.cache_data(ttl=60, show_spinner="Looking for Ollama and LM Studio models…")
+def _local_models(ollama: tuple[str, ...], lmstudio: tuple[str, ...]):
+    from engine.local_models import discover
+
+    return discover(ollama=[Path(d) for d in ollama], lmstudio=[Path(d) for d in lmstudio])
+
+
+def local_models(refresh: bool = False):
+    """The GGUF models Ollama and LM Studio keep on this machine (engine.local_models.discover), remembered for a
+    minute per set of folders."""
+    from engine.local_models import lmstudio_dirs, ollama_dirs
+
+    if refresh:
+        _local_models.clear()
+    return _local_models(tuple(str(d) for d in ollama_dirs()), tuple(str(d) for d in lmstudio_dirs()))

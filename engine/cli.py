@@ -107,12 +107,80 @@ def cmd_model(args) -> int:
     from .modelfiles import ModelError, describe_model, resolve_model_path
 
     try:
-        path = resolve_model_path(args.path or load_settings().model_path)
+        path = resolve_model_path(args.path or load_settings().llama_model_path)
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     info = describe_model(path, with_hash=args.hash)
     print(json.dumps(info.__dict__, indent=2))
+    return 0
+
+
+def cmd_models(args) -> int:
+    """The GGUF models Ollama and LM Studio keep on this machine (usable with --model PATH or on the Settings
+    page). Reads files only."""
+    from dataclasses import asdict
+
+    from .local_models import discover, lmstudio_dirs, ollama_dirs
+
+    found = discover()
+    if args.json:
+        print(json.dumps([{**asdict(m), "label": m.label} for m in found], indent=2))
+        return 0
+    if not found:
+        print("no Ollama or LM Studio model found; looked in: "
+              + ", ".join(str(d) for d in [*ollama_dirs(), *lmstudio_dirs()]))
+        return 0
+    for m in found:
+        print(f"{m.name}\t{m.source}\t{m.size_bytes / 1e9:.1f} GB\t{m.quantization}\t{m.path}")
+    return 0
+
+
+def cmd_get_model(args) -> int:
+    """Download a catalog model (the one network action; explicit) and print its path and sha256."""
+    import time
+
+    from .model_download import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
+    from .settings import hub_endpoint
+
+    if args.list or not args.key:
+        for e in CATALOG:
+            print(f"{e.key}\t{e.label}\t~{e.approx_gb:g} GB download\t~{e.ram_gb:g} GB RAM\t{e.licence}"
+                  + (f"\t{e.note}" if e.note else ""))
+        if not args.list:
+            print("error: name a model to download, e.g. 'python -m engine get-model " + CATALOG[0].key + "'",
+                  file=sys.stderr)
+            return 2
+        return 0
+    entry = CATALOG_BY_KEY.get(args.key)
+    if entry is None:
+        print(f"error: no catalog model {args.key!r}; choose one of: {', '.join(CATALOG_BY_KEY)}", file=sys.stderr)
+        return 1
+    dest = Path(args.dir).expanduser() if args.dir else default_models_dir()
+    endpoint = args.endpoint or hub_endpoint()
+    print(f"downloading {entry.label} (~{entry.approx_gb:g} GB) from {endpoint or 'the Hugging Face hub'} "
+          f"into {dest}", file=sys.stderr)
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if args.quiet or not (now - last[0] >= 0.5 or (total and done >= total)):
+            return
+        last[0] = now
+        pct = f" ({done / total:.0%})" if total else ""
+        print(f"\r{entry.key}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{pct}", end="", file=sys.stderr, flush=True)
+
+    try:
+        got = download(entry, dest, endpoint=endpoint, progress=progress)
+    except DownloadError as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if last[0]:
+            print(file=sys.stderr)
+    print(got.path)
+    print(f"sha256 {got.sha256}")
+    print(f"use it with --model {got.path}, or choose it on the Settings page", file=sys.stderr)
     return 0
 
 
@@ -148,8 +216,9 @@ def _dataset_and_ids(args):
 def cmd_judge(args) -> int:
     import time
 
-    from .backends import BackendError, OpenAIHTTPBackend
-    from .judge import Judge, JudgeParams, open_llama_backend, run_batch
+    from .backends import BackendError
+    from .judge import Judge, JudgeParams, run_batch
+    from .judge_source import batch_kwargs, make_params
     from .ratings import medians
 
     try:
@@ -157,19 +226,11 @@ def cmd_judge(args) -> int:
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    settings = load_settings()
-    params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
-                         temperature=args.temperature, trim=args.trim)
+    params = make_params(JudgeParams, n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
+                         temperature=args.temperature, trim=args.trim, early_stop=not args.no_early_stop)
     params.validate()
-    n_ctx = args.ctx or settings.n_ctx
     try:
-        if args.endpoint:
-            backend, sha = OpenAIHTTPBackend(args.endpoint, model=args.endpoint_model or "", n_ctx=n_ctx), None
-        else:
-            backend, sha = open_llama_backend(args.model or settings.model_path, n_ctx=n_ctx,
-                                              n_threads=args.threads or settings.n_threads,
-                                              n_gpu_layers=settings.n_gpu_layers if args.gpu_layers is None
-                                              else args.gpu_layers, store=store)
+        backend, sha = _open_backend(args, store)
     except BackendError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -191,7 +252,8 @@ def cmd_judge(args) -> int:
             print(f"[{p.done}/{p.total}] {p.summary_id}: {p.message} {p.sample}/{p.n_samples}", file=sys.stderr)
 
     try:
-        for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress):
+        for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
+                           **batch_kwargs(run_batch, _concurrency(args, backend))):
             counts[r.status] += 1
             counts["cached"] += int(r.from_cache)
             if not r.from_cache:
@@ -220,17 +282,52 @@ def cmd_judge(args) -> int:
     return 0
 
 
-def _open_backend(args, store):
-    from .backends import OpenAIHTTPBackend
-    from .judge import open_llama_backend
+def _judge_settings(args):
+    """The saved settings with this command's overrides: ``--endpoint`` (+ ``--endpoint-model``, ``--api-key``)
+    makes the judge a server, ``--model`` a GGUF file; ``--ctx``, ``--threads`` and ``--gpu-layers`` replace those
+    settings. Without ``--endpoint`` or ``--model`` the configured source is used (as on the Judge page)."""
+    import os
+    from dataclasses import replace
 
-    settings = load_settings()
-    n_ctx = getattr(args, "ctx", 0) or settings.n_ctx
+    from .settings import ENV_API_KEY, SOURCE_GGUF, SOURCE_SERVER
+
+    cfg = load_settings()
+    over = {}
+    if getattr(args, "ctx", 0):
+        over["n_ctx"] = args.ctx
+    if getattr(args, "threads", 0):
+        over["n_threads"] = args.threads
+    if getattr(args, "gpu_layers", None) is not None:
+        over["n_gpu_layers"] = args.gpu_layers
+    key = getattr(args, "api_key", None) or os.environ.get(ENV_API_KEY) or ""
     if getattr(args, "endpoint", None):
-        return OpenAIHTTPBackend(args.endpoint, model=args.endpoint_model or "", n_ctx=n_ctx), None
-    return open_llama_backend(getattr(args, "model", None) or settings.model_path, n_ctx=n_ctx,
-                              n_threads=getattr(args, "threads", 0) or settings.n_threads,
-                              n_gpu_layers=settings.n_gpu_layers, store=store)
+        same = args.endpoint.rstrip("/") == (cfg.server_url or "").rstrip("/")
+        over.update(judge_source=SOURCE_SERVER, server_url=args.endpoint,
+                    server_model=args.endpoint_model or (cfg.server_model if same else ""),
+                    server_api_key=key or (cfg.server_api_key if same else ""))
+    elif getattr(args, "model", None):
+        over.update(judge_source=SOURCE_GGUF, model_path=args.model)
+    elif key:
+        over["server_api_key"] = key
+    return replace(cfg, **over)
+
+
+def _open_backend(args, store):
+    from .judge_source import open_judge_backend
+
+    return open_judge_backend(_judge_settings(args), store=store)
+
+
+def _concurrency(args, backend) -> int:
+    """Requests in flight: ``--concurrency``, else the setting for a server; always 1 in process (one llama.cpp
+    context)."""
+    from .backends import OpenAIHTTPBackend
+    from .settings import MAX_CONCURRENCY
+
+    if not isinstance(backend, OpenAIHTTPBackend):
+        return 1
+    n = getattr(args, "concurrency", None) or load_settings().concurrency
+    return max(1, min(int(n), MAX_CONCURRENCY))
 
 
 def cmd_omissions(args) -> int:
@@ -260,7 +357,10 @@ def cmd_omissions(args) -> int:
         mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: print(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
-        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
+        from .judge_source import accepts
+
+        extra = {"concurrency": _concurrency(args, backend)} if accepts(run_medomit, "concurrency") else {}
+        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog, **extra):
             case = ds.case(r.case_id)
             emit({"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
                   "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
@@ -377,7 +477,7 @@ def _judge_token_counter():
     """Note length in tokens of the judge model's tokenizer (words when it cannot be opened, with a warning)."""
     from .modelfiles import judge_token_counter
 
-    count, what = judge_token_counter(load_settings().model_path)
+    count, what = judge_token_counter(load_settings().llama_model_path)
     if what != "judge-model tokens":
         print(f"warning: note length counted in {what}", file=sys.stderr)
     return count
@@ -417,6 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
         sp.add_argument("--rater-group", default="unknown", help="rater group for ratings without one")
 
+    def add_server_opts(sp):
+        sp.add_argument("--api-key", help="bearer token for the endpoint (default: SUMCHECK_API_KEY, or the saved "
+                                          "key when the endpoint is the configured server)")
+        sp.add_argument("--concurrency", type=_concurrency_arg, default=None,
+                        help="requests in flight to a server (1-32; default: the setting); in process always 1")
+
     def add_import_opts(sp):  # for commands that take a dataset name or a path to import first
         sp.add_argument("--mapping", help=argparse.SUPPRESS)
         sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
@@ -452,12 +558,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", help="GGUF file (default: the configured model, else the embedded one)")
     sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
     sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
     sp.add_argument("--samples", type=int, default=7, help="self-consistency samples (median), default 7")
     sp.add_argument("--shots", type=int, default=0, choices=(0, 1, 3, 5), help="few-shot examples")
     sp.add_argument("--explain", action="store_true", help="ask for a one-sentence reason per item")
     sp.add_argument("--temperature", type=float, default=0.7)
     sp.add_argument("--seed", type=int, default=1234)
     sp.add_argument("--trim", action="store_true", help="drop the oldest notes when the prompt is too long")
+    sp.add_argument("--no-early-stop", action="store_true",
+                    help="take every sample even when the medians are already decided (same medians, slower)")
     sp.add_argument("--ctx", type=int, default=0, help="context size (default: the setting)")
     sp.add_argument("--threads", type=int, default=0)
     sp.add_argument("--gpu-layers", type=int, default=None)
@@ -488,6 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", help="GGUF file for MED-OMIT (default: the configured model)")
     sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
     sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
     sp.add_argument("--ctx", type=int, default=0)
     sp.add_argument("--threads", type=int, default=0)
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
@@ -516,7 +626,32 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")
     sp.add_argument("--hash", action="store_true", help="also compute the file's sha256")
     sp.set_defaults(func=cmd_model)
+
+    sp = sub.add_parser("models", help="list the GGUF models Ollama and LM Studio keep on this machine")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_models)
+
+    sp = sub.add_parser("get-model", help="download a judge model from the catalog (the only network action)")
+    sp.add_argument("key", nargs="?", help="catalog key (see --list)")
+    sp.add_argument("--list", action="store_true", help="print the catalog")
+    sp.add_argument("--dir", help="target folder (default: SUMCHECK_MODELS_DIR or the user data folder)")
+    sp.add_argument("--endpoint", help="model hub or mirror address (default: SUMCHECK_HUB_ENDPOINT, else the "
+                                       "Hugging Face hub)")
+    sp.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    sp.set_defaults(func=cmd_get_model)
     return p
+
+
+def _concurrency_arg(text: str) -> int:
+    from .settings import MAX_CONCURRENCY
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}")
+    return n
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

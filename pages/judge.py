@@ -7,20 +7,28 @@ from components import judge_view, state
 from engine import untrusted
 from engine.backends import BackendError
 from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
+from engine.judge_source import batch_kwargs, describe_source, has_param, make_params
 from engine.modelfiles import EMBEDDED_MODEL_LABEL
 from engine.ratings import medians
 from engine.rubric import ITEMS, format_value
+from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 from engine.store import StoreError
 
 st.title("Judge")
 name, ds = state.require_dataset()
 cfg = state.settings()
-if not cfg.model_path:
+source = describe_source(cfg)
+if cfg.source == SOURCE_EMBEDDED:
     st.warning(f"Model: **{EMBEDDED_MODEL_LABEL}** — a smoke-test-sized model. It proves the pipeline runs; its "
-               "grades are not clinically meaningful. Point to a real GGUF (e.g. Llama 3.1 8B Instruct Q4_K_M) "
-               "on the Settings page.")
+               "grades are not clinically meaningful. Choose a real model on the Settings page: a GGUF file, one "
+               "that Ollama or LM Studio already has, a model server, or a download.")
+elif cfg.source == SOURCE_SERVER:
+    st.caption(f"Model server: {untrusted.md(source['endpoint'])} · model {untrusted.md(source['model'])} · "
+               f"{untrusted.md(source['concurrency'])} requests in flight for a whole dataset")
 else:
-    st.caption(f"Model: {untrusted.md(cfg.model_path)} · context {untrusted.md(cfg.n_ctx)} · GPU layers "
+    name_part = (f"{untrusted.md(source['model'])} (found on this machine) · file "
+                 if cfg.source == SOURCE_LOCAL and source.get("model") else "")
+    st.caption(f"Model: {name_part}{untrusted.md(cfg.model_path)} · context {untrusted.md(cfg.n_ctx)} · GPU layers "
                f"{untrusted.md(cfg.n_gpu_layers)}")
 
 case = state.case_picker(ds)
@@ -39,20 +47,27 @@ with st.form("judge_params"):
     scope = c4.radio("Run on", ["This summary", "Whole dataset"])
     explain = st.checkbox("One-sentence explanation per item (slower)")
     trim = st.checkbox("If the notes do not fit the context, drop the oldest notes (else the case is refused)")
+    early_stop = (st.checkbox("Stop early when the medians are decided (same result, fewer samples)", value=True)
+                  if has_param(JudgeParams, "early_stop") else False)
     run = st.form_submit_button("Run judge", type="primary")
 
-params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature),
-                     explain=explain, trim=trim)
+params = make_params(JudgeParams, n_samples=int(n_samples), shots=int(shots), temperature=float(temperature),
+                     explain=explain, trim=trim, early_stop=bool(early_stop))
 store = state.store()
 
 if run:
     loaded = state.judge_backend()
     if loaded is None:
         st.stop()
-    judge = Judge(*loaded, params)
+    try:
+        judge = Judge(*loaded, params)
+    except (BackendError, ValueError) as exc:
+        st.error(untrusted.md(exc))
+        st.stop()
     ids = [sid] if scope == "This summary" else [s.summary_id for s in ds.summaries]
     st.button("Cancel", help="Stops after the current sample; finished summaries are kept and a new run resumes.")
     bar = st.progress(0.0, text="Loading…")
+    early = st.empty()  # the greedy sample's scores, as soon as the engine hands them over
 
     def progress(p):
         frac = (p.done + p.sample / max(p.n_samples, 1)) / max(p.total, 1)
@@ -60,15 +75,26 @@ if run:
             f"{p.summary_id}: {p.message} · sample {p.sample}/{p.n_samples} · "
             f"summary {min(p.done + 1, p.total)}/{p.total}"))
 
+    def on_partial(partial):
+        rows = judge_view.partial_rows(partial)
+        if rows:
+            with early.container():
+                judge_view.render_partial(partial, rows)
+
+    concurrency = int(cfg.concurrency) if cfg.source == SOURCE_SERVER else 1  # one llama.cpp context in process
     try:
-        results = list(run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress))
+        results = list(run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
+                                 **batch_kwargs(run_batch, concurrency, on_partial)))
     except StoreError as exc:
         state.show_store_error(exc)
     except (BackendError, ValueError) as exc:
         st.error(untrusted.md(exc))
     else:
+        early.empty()
+        stopped = sum(bool(getattr(r, "stopped_early", False)) for r in results if not r.from_cache)
         bar.progress(1.0, text=f"Done: {len(results)} summaries "
-                               f"({sum(r.from_cache for r in results)} from the cache).")
+                               f"({sum(r.from_cache for r in results)} from the cache"
+                               + (f"; {stopped} stopped early with their medians decided" if stopped else "") + ").")
         state.bump_data_version()
 
 # ---- the selected summary's latest result

@@ -184,3 +184,51 @@ def test_agreement_page_renders_every_tab():
     next(b for b in at.button if b.label == "Open in the Case page").click().run()
     assert not at.exception
     assert at.title[0].value == "Case" and md_inline(target.split("-s")[0]) in at.subheader[0].value
+
+
+def test_judge_page_on_a_server_streams_partial_scores_and_stops_early(monkeypatch):
+    """A saved server setting: the Judge page passes the requests-in-flight setting and a partial-results callback to
+    run_batch; the medians decided after 2 of 3 samples stop the run early; when the run then fails, the scores
+    shown so far stay on screen with the error (no traceback)."""
+    import dataclasses
+
+    import engine.judge as judge_mod
+    from engine.backends import BackendError
+    from engine.settings import SOURCE_SERVER, AppSettings, config_path
+    from test_http_dialects import DIALECTS, make_server
+
+    calls, partials = [], []
+    real = judge_mod.run_batch
+
+    def run_batch(*a, on_partial=None, concurrency=1, **kw):
+        calls.append(concurrency)
+
+        def spy(p):
+            partials.append((p.taken, p.final))
+            on_partial(p)
+
+        list(real(*a, on_partial=spy, concurrency=concurrency, **kw))
+        yield from ()  # a generator, like the real one, that fails after the work
+        raise BackendError("the server went away")
+
+    monkeypatch.setattr(judge_mod, "run_batch", run_batch)
+    srv, seen = make_server(DIALECTS["ollama"])
+    try:
+        config_path().parent.mkdir(parents=True, exist_ok=True)
+        config_path().write_text(json.dumps(dataclasses.asdict(AppSettings(
+            judge_source=SOURCE_SERVER, server_url=f"http://127.0.0.1:{srv.server_port}/v1",
+            server_model="llama3.1:8b", concurrency=5))))
+        at = _run("pages/judge.py")
+        early = next(c for c in at.checkbox if c.label.startswith("Stop early when the medians are decided"))
+        assert early.value is True
+        at.number_input[0].set_value(3)
+        at.button[0].click().run()
+    finally:
+        srv.shutdown()
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == [5] and partials == [(1, False), (2, True)]  # decided after 2 of 3 samples
+    assert sum(p == "/v1/chat/completions" for _, p, _ in seen) == 2
+    assert any("the server went away" in e.value for e in at.error)
+    assert any("scores so far after 2 of 3 samples" in c.value for c in at.caption)
+    table = next(d.value for d in at.dataframe if "median so far" in d.value.columns)
+    assert list(table["median so far"])[:2] == ["4", "5"] and set(table["decided"]) == {"yes"}

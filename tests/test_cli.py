@@ -147,3 +147,121 @@ def test_judge_import_reports_every_bad_line_and_writes_nothing(tmp_path, capsys
     f.write_text("\n".join(lines) + "\n")
     assert main(["judge-import", "s", str(f)]) == 0
     assert "2 judge results imported" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------- models already here, downloads
+
+
+def test_models_lists_ollama_and_lmstudio_ggufs(tmp_path, monkeypatch, capsys):
+    import json
+
+    from test_local_models import tiny_gguf
+
+    ollama = tmp_path / "ollama"
+    tiny_gguf(ollama / "blobs" / "sha256-feed01", arch="llama", file_type=15)
+    man = ollama / "manifests" / "registry.ollama.ai" / "library" / "llama3.1" / "8b"
+    man.parent.mkdir(parents=True)
+    man.write_text(json.dumps({"layers": [{"mediaType": "application/vnd.ollama.image.model",
+                                           "digest": "sha256:feed01"}]}))
+    lms = tmp_path / "lms"
+    tiny_gguf(lms / "lmstudio-community" / "Qwen2.5-7B-GGUF" / "Qwen2.5-7B-Instruct-Q8_0.gguf", arch="qwen2",
+              file_type=7)
+    monkeypatch.setenv("OLLAMA_MODELS", str(ollama))
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(lms))
+    assert main(["models", "--json"]) == 0
+    found = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
+    assert found["llama3.1:8b"]["source"] == "Ollama" and found["llama3.1:8b"]["quantization"] == "Q4_K_M"
+    assert found["llama3.1:8b"]["path"] == str(ollama / "blobs" / "sha256-feed01")
+    q = found["lmstudio-community/Qwen2.5-7B-GGUF/Qwen2.5-7B-Instruct-Q8_0.gguf"]
+    assert q["source"] == "LM Studio" and q["quantization"] == "Q8_0" and q["size_bytes"] > 0 and "label" in q
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("llama3.1:8b\tOllama\t") and line.endswith("sha256-feed01") for line in lines)
+
+
+def test_get_model_lists_downloads_and_verifies(tmp_path, monkeypatch, capsys):
+    from engine.model_download import CATALOG
+    from test_model_download import BODY, SHA, hub
+
+    assert main(["get-model", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(e.key in out and e.licence in out for e in CATALOG)
+    assert main(["get-model", "no-such-model", "--dir", str(tmp_path)]) == 1
+    assert "choose one of" in capsys.readouterr().err
+    srv, state = hub()
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}"
+        assert main(["get-model", CATALOG[0].key, "--dir", str(tmp_path / "a"), "--endpoint", url]) == 0
+        out, err = capsys.readouterr()
+        path = tmp_path / "a" / CATALOG[0].filename
+        assert out.splitlines() == [str(path), f"sha256 {SHA}"] and path.read_bytes() == BODY
+        assert " MB" in err and "Traceback" not in err  # the progress line
+        # the mirror and the folder from the environment (as the Settings page uses them)
+        monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", url)
+        monkeypatch.setenv("SUMCHECK_MODELS_DIR", str(tmp_path / "b"))
+        assert main(["get-model", CATALOG[1].key, "--quiet"]) == 0
+        assert capsys.readouterr().out.splitlines()[0] == str(tmp_path / "b" / CATALOG[1].filename)
+    finally:
+        srv.shutdown()
+    assert state["gets"] == 2
+    monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", "http://127.0.0.1:9")
+    assert main(["get-model", CATALOG[2].key, "--quiet"]) == 1
+    assert "cannot reach the model hub" in capsys.readouterr().err
+
+
+def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys):
+    """--endpoint/--api-key/--concurrency reach the HTTP backend and run_batch (when it takes concurrency)."""
+    import json
+
+    import engine.judge as judge_mod
+    from engine.backends import OpenAIHTTPBackend
+    from test_http_dialects import DIALECTS, make_server
+
+    keys, batch = [], []
+    real_init, real_batch = OpenAIHTTPBackend.__init__, judge_mod.run_batch
+
+    def init(self, *a, **kw):
+        keys.append(kw.get("api_key"))
+        real_init(self, *a, **kw)
+
+    def run_batch(judge, ds, ids, store=None, dataset_name=None, progress=lambda p: None,
+                  should_stop=lambda: False, concurrency=1):
+        batch.append(concurrency)
+        return real_batch(judge, ds, ids, store=store, dataset_name=dataset_name, progress=progress)
+
+    monkeypatch.setattr(OpenAIHTTPBackend, "__init__", init)
+    monkeypatch.setattr(judge_mod, "run_batch", run_batch)
+    srv, seen = make_server(DIALECTS["ollama"])
+    try:
+        url = f"http://127.0.0.1:{srv.server_port}/v1"
+        assert main(["sample"]) == 0
+        sid = Store(workspace_path()).load_dataset("sample").summaries[0].summary_id
+        capsys.readouterr()
+        assert main(["judge", "sample", "--endpoint", url, "--endpoint-model", "llama3.1:8b", "--api-key", "k-123",
+                     "--concurrency", "3", "--samples", "1", "--summary", sid, "--quiet"]) == 0
+    finally:
+        srv.shutdown()
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines[0]["summary_id"] == sid and lines[0]["status"] == "scored" and lines[-1]["n"] == 1
+    assert keys == ["k-123"] and batch == [3]
+    assert [b["model"] for m, p, b in seen if p == "/v1/chat/completions"] == ["llama3.1:8b"]
+
+
+def test_concurrency_out_of_range_is_a_usage_error(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exc:
+        main(["judge", "sample", "--endpoint", "http://127.0.0.1:9/v1", "--concurrency", "0"])
+    assert exc.value.code == 2 and "from 1 to 32" in capsys.readouterr().err
+
+
+def test_judge_uses_the_configured_server_without_flags(capsys):
+    """The CLI judges with the source chosen on the Settings page (here a server that is down: a clear error)."""
+    from engine.settings import SOURCE_SERVER, AppSettings, save_settings
+
+    save_settings(AppSettings(judge_source=SOURCE_SERVER, server_url="http://127.0.0.1:9/v1", server_model="m"))
+    assert main(["sample"]) == 0
+    capsys.readouterr()
+    assert main(["judge", "sample", "--samples", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach http://127.0.0.1:9" in err and "Traceback" not in err
