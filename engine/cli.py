@@ -460,9 +460,21 @@ def cmd_stats(args) -> int:
         ds = dataset_with_reviews(store, name)
     except ImportError:
         pass
-    llm = llm_medians_from_results(JudgeResult.from_json(x) for x in store.judge_results(name))
+    from .judge_configs import configurations, find, results_for
+
+    results = [JudgeResult.from_json(x) for x in store.judge_results(name)]
+    configs = configurations(results)
+    config = find(configs, args.judge_config)
+    if args.judge_config and config is None:
+        print(f"no judge configuration {args.judge_config!r} in {name!r}; present: "
+              + (", ".join(c.key for c in configs) or "none"), file=sys.stderr)
+        return 1
+    for c in configs:
+        print(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
+    llm = llm_medians_from_results(results_for(results, config.key)) if config else {}
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
     rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed)
+    rep.judge_config = config.key if config else None
     text = json.dumps(rep.to_dict(), indent=1)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
@@ -470,6 +482,26 @@ def cmd_stats(args) -> int:
               f"{rep.seconds:.1f} s)")
     else:
         print(text)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import ReportError, write
+
+    store = _store(args)
+    if args.target not in store.dataset_names():
+        print(f"no dataset named {args.target!r} in the workspace; known: {', '.join(store.dataset_names())}",
+              file=sys.stderr)
+        return 1
+    count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
+    try:
+        data = write(store, args.target, Path(args.out), Path(args.pdf) if args.pdf else None, args.judge_config,
+                     args.boot, count)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    cfg = data.config.label if data.config else "no LLM judge results"
+    print(f"report written to {args.out}" + (f" and {args.pdf}" if args.pdf else "") + f" (judge: {cfg})")
     return 0
 
 
@@ -619,8 +651,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.add_argument("--judge-config", help="the judge configuration (key) the LLM figures come from; default: the "
+                                           "one covering the most summaries (results are never pooled)")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("report", help="the committee report: a self-contained offline HTML file (and a PDF)")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--out", required=True, help="the HTML file to write")
+    sp.add_argument("--pdf", help="also print a PDF here (headless Chromium)")
+    sp.add_argument("--judge-config", help="the judge configuration (key); default: the one covering most summaries")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")

@@ -120,3 +120,18 @@ def test_unknown_configuration_is_refused(sample_store):
     st, d = sample_store
     with pytest.raises(report.ReportError, match="no judge configuration"):
         report.build(st, "sample", judge_config="nope", n_boot=50)
+
+
+def test_cli_report(sample_store, tmp_path):
+    st, _ = sample_store
+    env = {**os.environ, "SUMCHECK_WORKSPACE": str(st.path)}
+    args = [sys.executable, "-m", "engine", "report", "sample", "--out", str(tmp_path / "c.html"), "--boot", "50",
+            "--words"] + (["--pdf", str(tmp_path / "c.pdf")] if CHROMIUM else [])
+    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "report written" in run.stdout and (tmp_path / "c.html").stat().st_size > 10_000
+    if CHROMIUM:
+        assert (tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF"
+    bad = subprocess.run([sys.executable, "-m", "engine", "report", "nope", "--out", str(tmp_path / "x.html")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "no dataset named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
