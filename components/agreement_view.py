@@ -43,13 +43,15 @@ def distributions(rows: list[dict], items: list[str]) -> tuple[go.Figure, pd.Dat
 def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: float | None
                    ) -> tuple[go.Figure, pd.DataFrame]:
     df = pd.DataFrame([{"summary": r["summary_id"], "note tokens": r["note_tokens"], y: r[f"{item}:{y}"]}
-                       for r in rows if r.get(f"{item}:{y}") is not None])
+                       for r in rows if r.get(f"{item}:{y}") is not None], columns=["summary", "note tokens", y])
     fig = px.scatter(_for_plot(df), x="note tokens", y=y, hover_name="summary", height=360)
     if len(df) >= 2 and df["note tokens"].nunique() > 1:
         b, a = np.polyfit(df["note tokens"], df[y], 1)
         xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
         fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
-    stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p = {p:.3g}"
+    from engine.agreement import format_p
+
+    stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p {format_p(p) if format_p(p).startswith('<') else '= ' + format_p(p)}"
     fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
     return fig, df
 
@@ -57,7 +59,8 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
 def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
     df = pd.DataFrame([{"summary": r["summary_id"], "mean": (r[f"{item}:llm"] + r[f"{item}:human_median"]) / 2,
                         "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
-                       for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None])
+                       for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None],
+                      columns=["summary", "mean", "LLM − human"])
     fig = px.scatter(_for_plot(df), x="mean", y="LLM − human", hover_name="summary", height=360)
     if len(df) >= 2:
         m, sd = df["LLM − human"].mean(), df["LLM − human"].std()
@@ -97,11 +100,16 @@ def scree(eigenvalues: list[float]) -> tuple[go.Figure, pd.DataFrame]:
     return fig, df
 
 
-def table(rows: list[dict]) -> None:
+def table(rows: list[dict], key: str, empty: str = "Nothing to show for this dataset.") -> None:
+    """A table with its CSV download (``key`` names both and must be unique on the page); an empty state that
+    says why when there are no rows."""
+    if not rows:
+        st.info(empty)
+        return
     df = pd.DataFrame(rows)
     st.dataframe(df, hide_index=True, width="stretch")
-    st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), "table.csv", "text/csv",
-                       key=f"dl_table_{len(rows)}_{','.join(map(str, df.columns[:2]))}")
+    st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), untrusted.filename(key, ".csv"),
+                       "text/csv", key=f"dl_table_{key}")
 
 
 def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
@@ -112,3 +120,47 @@ def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
         if not pd.api.types.is_numeric_dtype(out[col].dtype):
             out[col] = out[col].map(untrusted.plot)
     return out
+
+
+def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None:
+    """The committee headline: forest plots (inline SVG from ``engine.report``, data already escaped there) and one
+    verdict per item in words."""
+    c1, c2 = st.columns(2)
+    with c1:
+        st.html(humans_svg)
+    if llm_svg:
+        with c2:
+            st.html(llm_svg)
+    st.caption("Bands after Koo & Li (2016): below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent.")
+    for v in verdicts:
+        st.markdown(f"**{untrusted.md(v['label'])}.** {untrusted.md(v['verdict'])}"
+                    + (f" *({untrusted.md(v['warning'])})*" if v["warning"] else ""))
+
+
+def report_button(dataset: str, config_key: str | None) -> None:
+    """Make the committee report (self-contained HTML, and a PDF when Chromium is installed) and offer both."""
+    import tempfile
+    from pathlib import Path
+
+    from engine import report
+
+    if not st.button("Make the committee report (HTML + PDF)", key="make_report"):
+        return
+    from components import state
+
+    with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
+        html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
+        try:
+            report.write(state.store(), dataset, html, pdf if report.chromium_path() else None, config_key,
+                         count_tokens=state.token_counter())
+        except report.ReportError as exc:
+            st.error(untrusted.md(exc))
+            return
+        st.download_button("Download the report (HTML)", html.read_bytes(),
+                           untrusted.filename(dataset, "-pdsqi9-report.html"), "text/html", key="dl_report_html")
+        if pdf.exists():
+            st.download_button("Download the report (PDF)", pdf.read_bytes(),
+                               untrusted.filename(dataset, "-pdsqi9-report.pdf"), "application/pdf",
+                               key="dl_report_pdf")
+        else:
+            st.caption("No Chromium found to print a PDF: open the HTML file and print it from a browser.")

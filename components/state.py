@@ -164,15 +164,27 @@ def require_dataset():
 
 
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
-def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int):
+def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None):
     from engine.agreement import analyse, llm_medians_from_results
     from engine.judge import JudgeResult
+    from engine.judge_configs import results_for
     from engine.reviews import dataset_with_reviews
 
     s = _store_for(path)
     ds = dataset_with_reviews(s, name)
-    llm = llm_medians_from_results(JudgeResult.from_json(x) for x in s.judge_results(name))
-    return analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
+    results = [JudgeResult.from_json(x) for x in s.judge_results(name)]
+    llm = llm_medians_from_results(results_for(results, config_key)) if config_key else {}
+    rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
+    rep.judge_config = config_key
+    return rep
+
+
+def judge_configurations(name: str):
+    """The judge configurations present in a dataset's stored results (most summaries first)."""
+    from engine.judge import JudgeResult
+    from engine.judge_configs import configurations
+
+    return configurations([JudgeResult.from_json(x) for x in store().judge_results(name)])
 
 
 @st.cache_resource(show_spinner=False)
@@ -187,11 +199,12 @@ def token_counter():
     return _token_counter(settings().llama_model_path)
 
 
-def agreement(name: str, n_boot: int = 1000):
-    """The dataset's agreement report (humans, reviews and the stored LLM judge results); cached until data change."""
+def agreement(name: str, n_boot: int = 1000, config_key: str | None = None):
+    """The dataset's agreement report (humans, reviews, and the LLM judge results of ONE judge configuration —
+    never pooled); cached until the data change."""
     s = store()
     judge_key = str(len(s.judge_results(name)))
-    return _agreement(str(s.path), name, data_version(), judge_key, n_boot)
+    return _agreement(str(s.path), name, data_version(), judge_key, n_boot, config_key)
 
 
 def case_picker(ds):

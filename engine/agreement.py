@@ -558,7 +558,7 @@ def reliability_rows(report: AgreementReport) -> list[dict]:
             "ICC(3,k)": fmt(a.icc.get("ICC3k")), "ICC(2,k)": fmt(a.icc.get("ICC2k")), "ICC(1,1)": fmt(a.icc.get("ICC1")),
             "α ordinal": fmt(a.kripp_ordinal), "α interval": fmt(a.kripp_interval), "α nominal": fmt(a.kripp_nominal),
             "AC1": fmt(a.gwet_ac1), "AC2 linear": fmt(a.gwet_ac2_linear), "AC2 quadratic": fmt(a.gwet_ac2_quadratic),
-            "LLM vs human p (Wilcoxon)": "" if a.llm_vs_human is None else f"{a.llm_vs_human.p_value:.3g}",
+            "LLM vs human p (Wilcoxon)": "" if a.llm_vs_human is None else format_p(a.llm_vs_human.p_value),
             "ΔICC LLM as extra rater": "" if eff is None else
             f"{eff.delta_extra:+.3f} [{eff.delta_extra_ci[0]:+.3f}, {eff.delta_extra_ci[1]:+.3f}] p={_p(eff.p_extra, eff.n_boot)}",
             "ΔICC LLM substitutes a human": "" if eff is None else
@@ -569,7 +569,7 @@ def reliability_rows(report: AgreementReport) -> list[dict]:
 
 
 def _p(p: float, n_boot: int) -> str:
-    return f"<{1 / n_boot:.3g}" if p == 0 else f"{p:.3g}"
+    return f"< {1 / n_boot:.3g}" if p == 0 else format_p(p)
 
 
 def disagreements(report: AgreementReport, item: Optional[str] = None) -> list[dict]:
@@ -695,3 +695,29 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
                                llm, llm_band, hc, lc,
                                format_p(a.llm_vs_human.p_value) if a.llm_vs_human else "—", verdict, warning, why))
     return out
+
+
+def llm_vs_human_rows(report: AgreementReport, rows: Optional[list[HeadlineRow]] = None) -> list[dict]:
+    """Per item, side by side: the raters' and the LLM's centre, Wilcoxon p, and the change in the raters' ICC(3,k)
+    when the LLM joins them or replaces one of them (bootstrap CI and p)."""
+    rows = rows if rows is not None else headline(report)
+    out = []
+    for r, a in zip(rows, report.items):
+        eff = a.llm_effect
+        out.append({"item": r.label, "raters": r.human_center, "LLM": r.llm_center, "Wilcoxon p": r.llm_vs_human_p,
+                    "LLM agreement": format_estimate(r.llm),
+                    "ΔICC LLM joins": "" if eff is None else
+                    f"{eff.delta_extra:+.3f} [{eff.delta_extra_ci[0]:+.3f}, {eff.delta_extra_ci[1]:+.3f}] "
+                    f"p {format_p(eff.p_extra) if eff.p_extra > 0 else _p(eff.p_extra, eff.n_boot)}",
+                    "ΔICC LLM replaces a rater": "" if eff is None else
+                    f"{eff.delta_substitute_mean:+.3f} [{eff.delta_substitute_ci[0]:+.3f}, "
+                    f"{eff.delta_substitute_ci[1]:+.3f}] "
+                    f"p {format_p(eff.p_substitute) if eff.p_substitute > 0 else _p(eff.p_substitute, eff.n_boot)}"})
+    return out
+
+
+def mixed_model_rows(mm: dict) -> list[dict]:
+    """The mixed-effects model as a readable coefficient table (plain term names, estimate, 95% CI, p)."""
+    return [{"term": t["term"], "estimate": round(t["estimate"], 3),
+             "95% CI": f"{t['ci_low']:.2f} to {t['ci_high']:.2f}" if t["ci_low"] is not None else "",
+             "p": format_p(t["p"])} for t in mm.get("table", [])]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import untrusted
-from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_estimate,
-                        format_p, headline, llm_medians_from_results)
+from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_p, headline,
+                        llm_medians_from_results, llm_vs_human_rows, mixed_model_rows)
 from .judge_configs import JudgeConfig, configurations, find, results_for
 from .rubric import ITEMS, get_item
 
@@ -322,24 +322,12 @@ def render_html(d: ReportData) -> str:
                          for r in d.headline))
     # LLM vs humans
     if rep.has_llm:
-        rows = []
-        for r, a in zip(d.headline, rep.items):
-            eff = a.llm_effect
-            rows.append({"item": r.label, "raters": r.human_center, "LLM": r.llm_center,
-                         "Wilcoxon p": r.llm_vs_human_p,
-                         "ΔICC LLM joins": "" if eff is None else f"{eff.delta_extra:+.3f} [{eff.delta_extra_ci[0]:+.3f}, "
-                                                                  f"{eff.delta_extra_ci[1]:+.3f}] p {format_p(eff.p_extra)}",
-                         "ΔICC LLM replaces a rater": "" if eff is None else
-                         f"{eff.delta_substitute_mean:+.3f} [{eff.delta_substitute_ci[0]:+.3f}, "
-                         f"{eff.delta_substitute_ci[1]:+.3f}] p {format_p(eff.p_substitute)}"})
+        rows = llm_vs_human_rows(rep, d.headline)
         parts.append("<h2>4. LLM judge vs raters</h2>" + _table(rows))
         mm = rep.mixed_model
         if mm.get("table"):
             parts.append("<p>Mixed-effects model of (LLM − human median) over the 1–5 items, random intercept per "
-                         f"case ({mm['n']} scores, {mm['groups']} cases):</p>"
-                         + _table([{"term": t["term"], "estimate": t["estimate"],
-                                    "95% CI": f"{t['ci_low']:.2f} to {t['ci_high']:.2f}" if t["ci_low"] is not None else "",
-                                    "p": format_p(t["p"])} for t in mm["table"]]))
+                         f"case ({mm['n']} scores, {mm['groups']} cases):</p>" + _table(mixed_model_rows(mm)))
         elif mm.get("error"):
             parts.append(f'<p class="muted">Mixed model not fitted: {h(mm["error"])}</p>')
     else:

@@ -1,14 +1,37 @@
-"""Agreement page: humans vs the LLM judge — distributions, reliability with CIs, length effects, disagreements."""
+"""Agreement page: how well the raters agree and how the LLM judge compares — a headline a committee reads in ten
+seconds, the full tables a click away, one judge configuration at a time, and the committee report."""
 import streamlit as st
 
 from components import agreement_view as av, state
 from engine import untrusted
-from engine.agreement import LIKERT, disagreements, reliability_rows
+from engine.agreement import (LIKERT, disagreements, format_p, headline, llm_vs_human_rows, mixed_model_rows,
+                              reliability_rows)
+from engine.report import forest_svg
+from engine.rubric import get_item
 
 st.title("Agreement")
 name, ds = state.require_dataset()
+if not ds.summaries:
+    st.info("This dataset has no summaries yet: import summaries and ratings on the Data page.")
+    st.stop()
+if not ds.ratings:
+    st.info("This dataset has no human ratings: agreement needs PDSQI-9 ratings from at least two raters. Import a "
+            "ratings file on the Data page (tidy ratings table or a REDCap-style export), or rate summaries on the "
+            "Spot-check page.")
+    st.stop()
+
+configs = state.guarded(state.judge_configurations, name, default=[])
+config = None
+if configs:
+    labels = {c.key: c.label for c in configs}
+    key = st.selectbox("LLM judge configuration (results of different models, prompts or parameters are never "
+                       "pooled)", list(labels), format_func=lambda k: labels[k], key="agreement_config")
+    config = next(c for c in configs if c.key == key)
+    if config.smoke_test:
+        st.warning(f"**Smoke-test model.** These LLM figures come from {untrusted.md(config.model)}, the embedded "
+                   "270M model: they prove the pipeline runs and are not clinically meaningful.")
 try:
-    rep = state.agreement(name)
+    rep = state.agreement(name, config_key=config.key if config else None)
 except Exception as exc:  # the engine raises; the page reports and keeps running
     st.error(f"The statistics could not be computed: {untrusted.md(exc)}")
     st.stop()
@@ -16,26 +39,39 @@ if not rep.has_llm:
     st.info("No LLM judge results for this dataset yet: the figures below are for the human raters only. Run the "
             "judge on the Judge page to compare.")
 st.caption(f"{rep.n_summaries} summaries · raters: {untrusted.md(', '.join(rep.raters))} · "
-           f"computed in {rep.seconds:.1f} s "
-           "(cached until the data change)")
+           f"computed in {rep.seconds:.1f} s (cached until the data change)")
 
-t_rel, t_dist, t_len, t_llm, t_dis, t_fa = st.tabs(["Reliability", "Distributions", "Note length", "LLM vs humans",
-                                                     "Disagreements", "Structure"])
+rows = headline(rep)
+t_head, t_rel, t_dist, t_len, t_llm, t_dis, t_fa = st.tabs(
+    ["Headline", "Full table", "Distributions", "Note length", "LLM vs humans", "Disagreements", "Structure"])
+with t_head:
+    av.headline(forest_svg(rows, "humans", "Raters' agreement (ICC(3,k); yes/no items: AC1), 95% CI"),
+                forest_svg(rows, "llm", "LLM judge vs raters (ICC(2,1); yes/no items: AC1), 95% CI")
+                if rep.has_llm else None,
+                [{"label": r.label, "verdict": r.verdict, "warning": r.warning} for r in rows])
+    if rep.notes:
+        with st.expander(f"{len(rep.notes)} statistic(s) could not be computed — why"):
+            st.markdown("\n".join(f"- {untrusted.md(n)}" for n in rep.notes))
+    av.report_button(name, config.key if config else None)
 with t_rel:
-    st.markdown("Headline: **ICC(3,k)** (two-way mixed, consistency, mean of k raters) with its F-based 95 % CI, on "
-                "the summaries every rater scored. ΔICC: the LLM as an extra rater, and replacing each human in turn "
-                "(mean), with 1000-resample bootstrap CI and two-tailed p.")
-    av.table(reliability_rows(rep))
+    st.markdown("**ICC(3,k)** (two-way mixed, consistency, mean of k raters) with its F-based 95 % CI, on "
+                "the summaries every rater scored; Krippendorff α and Gwet AC with CIs. ΔICC: the LLM as an extra "
+                "rater, and replacing each human in turn (mean), with a 1000-resample bootstrap CI and two-tailed p.")
+    av.table(reliability_rows(rep), "reliability")
     if rep.cronbach:
         st.caption(f"Cronbach α (items, mean human score per summary): {rep.cronbach.value:.3f} "
                    f"[{rep.cronbach.ci_low:.3f}, {rep.cronbach.ci_high:.3f}] (Feldt)")
-    av.table([{"item": g.item, "test": g.label, "median A": g.median_a, "median B": g.median_b,
-               "p": None if g.test is None else round(g.test.p_value, 4)} for g in rep.quality_groups + rep.junior_vs_senior])
+    av.table([{"item": get_item(g.item).label, "test": g.label, "median A": g.median_a, "median B": g.median_b,
+               "p": None if g.test is None else format_p(g.test.p_value)}
+              for g in rep.quality_groups + rep.junior_vs_senior], "group_tests",
+             "No group comparison: needs high- and low-quality summaries, or junior and senior raters scoring the "
+             "same summaries.")
 with t_dist:
     fig, data = av.distributions(rep.per_summary, LIKERT)
     av.show(fig, data, "distributions")
 with t_len:
-    item = st.selectbox("Item", LIKERT, index=LIKERT.index("thorough"), key="len_item")
+    item = st.selectbox("Item", LIKERT, index=LIKERT.index("thorough"), key="len_item",
+                        format_func=lambda k: get_item(k).label)
     c1, c2 = st.columns(2)
     for col, y in ((c1, "human_mean"), (c2, "human_sd")):
         corr = next((c for c in rep.length if c.item == item and c.y == y), None)
@@ -44,16 +80,17 @@ with t_len:
         with col:
             fig, data = av.length_scatter(rep.per_summary, item, y, rho, p)
             av.show(fig, data, f"length_{item}_{y}")
-    av.table([{"item": c.item, "y": c.y, "n": c.n,
+    av.table([{"item": get_item(c.item).label, "score": c.y.replace("_", " "), "summaries": c.n,
                "Spearman ρ": None if c.spearman is None else round(c.spearman.value, 3),
-               "p (ρ)": None if c.spearman is None else round(c.spearman.p_value, 4),
+               "p (ρ)": "—" if c.spearman is None else format_p(c.spearman.p_value),
                "Pearson r": None if c.pearson is None else round(c.pearson.value, 3),
-               "p (r)": None if c.pearson is None else round(c.pearson.p_value, 4)} for c in rep.length])
+               "p (r)": "—" if c.pearson is None else format_p(c.pearson.p_value)} for c in rep.length], "length",
+             "No length correlation: needs at least 4 summaries whose scores vary.")
 with t_llm:
     if not rep.has_llm:
         st.info("Needs LLM judge results.")
     else:
-        item = st.selectbox("Item", LIKERT, key="llm_item")
+        item = st.selectbox("Item", LIKERT, key="llm_item", format_func=lambda k: get_item(k).label)
         c1, c2 = st.columns(2)
         with c1:
             fig, data = av.bland_altman(rep.per_summary, item)
@@ -61,18 +98,24 @@ with t_llm:
         with c2:
             fig, data = av.confusion(rep.per_summary, item)
             av.show(fig, data, f"confusion_{item}")
-        st.markdown("**Mixed-effects model** of (LLM − human median)")
-        st.json(rep.mixed_model)
+        st.markdown("**LLM vs the raters, per item**")
+        av.table(llm_vs_human_rows(rep, rows), "llm_vs_humans")
+        st.markdown("**Mixed-effects model** of (LLM − human median) over the 1–5 items, random intercept per case")
+        if rep.mixed_model.get("table"):
+            av.table(mixed_model_rows(rep.mixed_model), "mixed_model")
+        else:
+            st.info(f"Not fitted: {untrusted.md(rep.mixed_model.get('error', 'unknown reason'))}")
 with t_dis:
     c1, c2, c3, c4 = st.columns(4)
-    item = c1.selectbox("Item", ["all"] + LIKERT, key="dis_item")
+    item = c1.selectbox("Item", ["all"] + LIKERT, key="dis_item",
+                        format_func=lambda k: "all" if k == "all" else get_item(k).label)
     rows = disagreements(rep, None if item == "all" else item)
     for col, key in ((c2, "specialty"), (c3, "generator"), (c4, "quality_group")):
         opts = sorted({r[key] for r in rows})
         pick = col.multiselect(key.replace("_", " "), opts, key=f"dis_{key}")
         if pick:
             rows = [r for r in rows if r[key] in pick]
-    av.table(rows)
+    av.table(rows, "disagreements", "No summary matches these filters.")
     if rows:
         target = st.selectbox("Open a summary", [r["summary_id"] for r in rows], key="dis_open")
         if st.button("Open in the Case page"):
@@ -88,6 +131,9 @@ with t_fa:
     if fa.get("eigenvalues"):
         fig, data = av.scree(fa["eigenvalues"])
         av.show(fig, data, "scree")
-    st.caption(f"KMO {fa.get('kmo', float('nan')):.3f} · {untrusted.md(fa.get('method', fa.get('error', '')))}")
+    if fa.get("error"):
+        st.info(f"Factor analysis not run: {untrusted.md(fa['error'])}")
+    else:
+        st.caption(f"KMO {fa.get('kmo', float('nan')):.3f} · method: {untrusted.md(fa.get('method', '').split(';')[0])}")
     fig, data = av.heatmap(rep.item_correlation["items"], rep.item_correlation["matrix"])
     av.show(fig, data, "item_correlations")
