@@ -135,3 +135,20 @@ def test_cli_report(sample_store, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "engine", "report", "nope", "--out", str(tmp_path / "x.html")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "no dataset named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_report_button_on_the_agreement_page(sample_store, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    st, _ = sample_store
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(st.path))
+    at = AppTest.from_file(str(ROOT / "pages/agreement.py"), default_timeout=180)
+    at.run()
+    assert not at.exception
+    assert any("Smoke-test model" in w.value for w in at.warning)  # the judge configuration is named and marked
+    next(b for b in at.button if b.label.startswith("Make the committee report")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert "Download the report (HTML)" in labels
+    if CHROMIUM:
+        assert "Download the report (PDF)" in labels
