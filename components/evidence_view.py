@@ -58,10 +58,105 @@ def render_fact_detail(fact: dict, note_text: str | None) -> None:
         st.info("This fact could not be linked to a place in the notes (the model paraphrased it beyond matching).")
 
 
-def render_table(rows: list[dict], caption: str = "") -> None:
+# plain explanations of the Evidence tables' columns (column help on hover, and the page's captions)
+COLUMN_HELP = {
+    "summary": "The summary's id.",
+    "case": "The case (patient) the summary belongs to.",
+    "generator": "The model that wrote the summary.",
+    "quality group": "The dataset's quality label for the summary (e.g. high / low).",
+    "status": "MED-OMIT run: complete, incomplete (a step failed; see the Case page) or not run.",
+    "MED-OMIT weight": "How much pertinent information the summary left out: the sum of the omitted facts' "
+                       "scores (critical 1, important 0.5, other 0.1; up to 1 for a fact that is the only evidence "
+                       "for a diagnosis). 0 = nothing pertinent missing. Blank = not run or incomplete.",
+    "omitted facts": "How many facts from the notes the summary left out. Facts not found in the notes are never "
+                     "counted.",
+    "not found in the notes": "Facts the model stated that could not be located in the notes (e.g. invented or "
+                              "paraphrased beyond matching): listed apart on the Case page, never counted or "
+                              "weighted.",
+    "smoke-test model": "yes = computed with the embedded 270M smoke-test model: it proves the pipeline runs; "
+                        "its figures are not clinically meaningful.",
+    "summaries": "Summaries in the group with a MED-OMIT weight.",
+    "mean weight": "Mean MED-OMIT weight of the group (higher = more pertinent facts left out).",
+    "mean omitted facts": "Mean number of omitted facts in the group.",
+    "omission score": "How much of the notes the summary leaves uncovered (topic coverage, 0 to 1): higher = more "
+                      "likely that something was left out.",
+    "flagged": "yes = the omission score is above the flag threshold: a likely omission worth reading.",
+    "mean support": "How well the notes back the summary's sentences: mean over its sentences of the best "
+                    "source-sentence similarity (0 to 1). Low = content the notes may not support.",
+    "weak sentences": "Summary sentences whose support is below the weak-support threshold.",
+    "coverage": "Extractive coverage: the share of the summary's words that sit in fragments copied from the notes "
+                "(0 to 1).",
+    "density": "Extractive density: mean squared length of the copied fragments; high = the summary copies long "
+               "stretches of the notes.",
+    "combined g": "½ (z(mean support) + z(coverage)), z over the summaries computed so far: above 0 = better "
+                  "grounded than the average summary here.",
+    "citation issues": "Citations that name a note that does not exist or that does not support the sentence.",
+}
+
+
+def smoke_badge(model: str, what: str = "scores") -> None:
+    """The smoke-test mark: names the model and says its figures are not clinically meaningful."""
+    st.warning(f"**Smoke-test model:** {untrusted.md_inline(model)} — the embedded 270M model. These {what} prove "
+               "the pipeline runs; they are **not clinically meaningful**.", icon="⚠️")
+
+
+def _display(df: pd.DataFrame):
+    """Empty cells shown blank (never 'None'), booleans as yes / blank, numbers to 3 significant decimals; the
+    underlying values (and so the sorting) stay as they are."""
+    formats = {}
+    for col in df.columns:
+        if df[col].map(lambda v: isinstance(v, bool)).any():
+            df[col] = df[col].map(lambda v: "yes" if v is True else "no" if v is False else "")
+        elif pd.api.types.is_numeric_dtype(df[col].dtype):
+            vals = df[col].dropna()
+            formats[col] = "{:.0f}" if len(vals) and (vals == vals.round()).all() else "{:.3f}"
+    return df.style.format(formats, na_rep="")
+
+
+def render_table(rows: list[dict], caption: str = "", key: str = "", empty: str = "Nothing to show yet.") -> None:
+    """A sortable table whose columns carry their plain explanation (hover a header), empty cells blank, and —
+    with ``key`` — a CSV download of the same table."""
     if not rows:
-        st.info("Nothing to show yet.")
+        st.info(empty)
         return
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    df = pd.DataFrame(rows)
+    config = {c: st.column_config.Column(help=COLUMN_HELP[c]) for c in df.columns if c in COLUMN_HELP}
+    st.dataframe(_display(df.copy()), hide_index=True, width="stretch", column_config=config)
     if caption:
         st.caption(caption)
+    if key:
+        st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), untrusted.filename(key, ".csv"),
+                           "text/csv", key=f"dl_{key}")
+
+
+def explain_columns(columns: Sequence[str]) -> str:
+    """One Markdown bullet list explaining ``columns`` (for a caption / expander)."""
+    return "\n".join(f"- **{c}**: {COLUMN_HELP[c]}" for c in columns if c in COLUMN_HELP)
+
+
+def group_chart(rows: list[dict], by: str, metrics: Sequence[str]):
+    """Bars of the mean of each metric per group (one panel per metric: the scales differ); None when no metric
+    has a value. Group names reach the figure only through ``untrusted.plot``."""
+    import plotly.express as px
+
+    recs = []
+    for r in rows:
+        for m in metrics:
+            v = r.get(m)
+            if v is not None and not (isinstance(v, float) and v != v):
+                recs.append({by: r.get(by) or "(none)", "metric": m, "value": float(v)})
+    if not recs:
+        return None, pd.DataFrame(columns=[by, "metric", "mean", "summaries"])
+    df = pd.DataFrame(recs)
+    data = (df.groupby([by, "metric"], as_index=False).agg(mean=("value", "mean"), summaries=("value", "size")))
+    data["mean"] = data["mean"].round(4)
+    shown = data.copy()
+    shown[by] = shown[by].map(untrusted.plot)
+    fig = px.bar(shown, x=by, y="mean", facet_col="metric", color="metric", text="summaries",
+                 category_orders={"metric": [m for m in metrics if m in set(data["metric"])]},
+                 labels={by: untrusted.plot(by), "mean": "mean"}, height=380,
+                 title=untrusted.plot(f"Mean per {by} (bar label: summaries with a value)"))
+    fig.update_yaxes(matches=None, showticklabels=True)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    fig.update_layout(showlegend=False)
+    return fig, data

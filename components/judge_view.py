@@ -7,14 +7,43 @@ import streamlit as st
 from engine import untrusted
 
 
-def render_status(status: str, reason: str, from_cache: bool) -> None:
-    note = " (from the workspace cache)" if from_cache else ""
+def when_text(judged_now: bool, created_at: str = "") -> str:
+    """How fresh a result is: 'judged now', or 'from the workspace cache (judged on <date>)'."""
+    if judged_now:
+        return "judged now"
+    day = (created_at or "")[:16].replace("T", " ")
+    return f"from the workspace cache (judged on {day} UTC)" if day else "from the workspace cache"
+
+
+def batch_text(n_cached: int, n_new: int, stopped: int = 0) -> str:
+    """The status line of a finished (or resumed) batch: how many results came from the cache, how many are new."""
+    total = n_cached + n_new
+    text = f"Done: {total} {'summary' if total == 1 else 'summaries'} — {n_new} judged now, {n_cached} from the " \
+           "workspace cache"
+    if n_cached and n_new:
+        text += " (a resumed run: the finished ones were kept)"
+    if stopped:
+        text += f"; {stopped} stopped early with their medians decided"
+    return text + "."
+
+
+def render_status(status: str, reason: str, when: str = "", smoke_model: str = "") -> None:
+    """The result's status with its freshness (``when_text``); ``smoke_model``: the smoke-test badge naming it."""
+    note = f" — {untrusted.md_inline(when)}" if when else ""
     if status == "scored":
         st.success(f"Scored{note}." + (f" {untrusted.md(reason)}" if reason else ""))
     elif status == "refused":
-        st.error(f"Refused: {untrusted.md(reason)}")
+        st.error(f"Refused{note}: {untrusted.md(reason)}")
     else:
-        st.warning(f"Unscored: {untrusted.md(reason)}. The raw replies are below; no score was guessed.")
+        st.warning(f"Unscored{note}: {untrusted.md(reason)}. The raw replies are below; no score was guessed.")
+    if smoke_model:
+        smoke_badge(smoke_model)
+
+
+def smoke_badge(model: str, what: str = "LLM judge scores") -> None:
+    from components.evidence_view import smoke_badge as badge
+
+    badge(model, what)
 
 
 def render_item_table(rows: list[dict]) -> None:
@@ -53,7 +82,13 @@ def render_dataset_results(rows: list[dict]) -> None:
     if not rows:
         st.info("No judge results for this dataset yet.")
         return
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    df = pd.DataFrame(rows)
+    st.dataframe(df, hide_index=True, width="stretch")
+    if "smoke-test model" in df.columns and (df["smoke-test model"] == "yes").any():
+        st.caption("smoke-test model = yes: graded by the embedded 270M model; those scores are not clinically "
+                   "meaningful.")
+    st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), "judge_results.csv", "text/csv",
+                       key="dl_judge_results")
 
 
 def partial_rows(partial) -> list[dict]:

@@ -54,11 +54,20 @@ def config_key_of(result) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
+def is_smoke_test_model(*model_ids_or_files: Optional[str]) -> bool:
+    """Whether any of these model ids (sha256) or file names is the embedded smoke-test model: the one place
+    every page, export and pipeline (judge, MED-OMIT) asks."""
+    emb = embedded_sha256()
+    for m in model_ids_or_files:
+        text = str(m or "").lower()
+        if text and ((emb and text == emb.lower()) or any(s in text for s in SMOKE_TEST_FILES)):
+            return True
+    return False
+
+
 def is_smoke_test(result) -> bool:
     prov = result.provenance
-    emb = embedded_sha256()
-    return bool((emb and prov.model_sha256 == emb)
-                or any(s in (prov.model_file or "").lower() for s in SMOKE_TEST_FILES))
+    return is_smoke_test_model(prov.model_sha256, prov.model_file)
 
 
 def _latest_per_summary(results: Iterable) -> dict[str, object]:

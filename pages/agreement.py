@@ -109,13 +109,31 @@ with t_dis:
     c1, c2, c3, c4 = st.columns(4)
     item = c1.selectbox("Item", ["all"] + LIKERT, key="dis_item",
                         format_func=lambda k: "all" if k == "all" else get_item(k).label)
-    rows = disagreements(rep, None if item == "all" else item)
+    smoke = bool(config and config.smoke_test)
+    exclude_smoke = st.checkbox("Exclude smoke-test results", value=False, key="dis_exclude_smoke",
+                                help="Leave out the summaries whose LLM scores come from the embedded 270M "
+                                     "smoke-test model: their disagreements say nothing about a real judge.")
+    # one judge configuration at a time: either all of its LLM scores come from the smoke-test model, or none
+    excluded = [r["summary_id"] for r in rep.per_summary] if (exclude_smoke and smoke) else []
+    rows = disagreements(rep, None if item == "all" else item, exclude=excluded)
+    if smoke and exclude_smoke:
+        st.info(f"Every LLM score in this configuration comes from the smoke-test model "
+                f"{untrusted.md_inline(config.model)}, so all {len(excluded)} summaries are excluded. Choose a "
+                "configuration with a real model above, or untick 'Exclude smoke-test results'.")
+    elif smoke:
+        st.warning(f"**Smoke-test model:** these LLM scores come from {untrusted.md_inline(config.model)}; the "
+                   "disagreements are not clinically meaningful. Tick 'Exclude smoke-test results' to leave them "
+                   "out.")
+    if rows:
+        for r in rows:
+            r["smoke-test model"] = "yes" if smoke else ""
     for col, key in ((c2, "specialty"), (c3, "generator"), (c4, "quality_group")):
         opts = sorted({r[key] for r in rows})
         pick = col.multiselect(key.replace("_", " "), opts, key=f"dis_{key}")
         if pick:
             rows = [r for r in rows if r[key] in pick]
-    av.table(rows, "disagreements", "No summary matches these filters.")
+    av.table(rows, "disagreements", "No summary left: all are excluded as smoke-test results."
+             if smoke and exclude_smoke else "No summary matches these filters.")
     if rows:
         target = st.selectbox("Open a summary", [r["summary_id"] for r in rows], key="dis_open")
         if st.button("Open in the Case page"):

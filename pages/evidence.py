@@ -1,17 +1,25 @@
 """Evidence page: omission evidence for every summary of a dataset, sortable, by generator and quality group."""
+import json
+
 import streamlit as st
 
 from components import evidence_view, state
 from engine import untrusted
 from engine.alignment import alignment_cached, combined_scores
+from engine.alignment import result_from_dict as alignment_from
 from engine.coverage import CoverageError, CoverageParams, coverage_cached
+from engine.coverage import result_from_dict as coverage_from
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
 from engine.store import StoreError
 
 st.title("Evidence")
 name, ds = state.require_dataset()
 store = state.store()
+st.caption("Where each summary may leave something out or say something the notes do not back, for every summary "
+           "of the dataset. Hover a column header for what it means; click it to sort. Blank cells: not computed "
+           "yet (or the run was incomplete).")
 
+# ------------------------------------------------------------------------------------------------- MED-OMIT
 st.markdown("#### MED-OMIT omissions per summary")
 if st.button("Run MED-OMIT on every summary", help="Resumable: finished summaries are kept."):
     loaded = state.judge_backend()
@@ -30,15 +38,31 @@ if st.button("Run MED-OMIT on every summary", help="Resumable: finished summarie
 results = {sid: MedOmitResult.from_json(x)
            for sid, x in state.guarded(store.evidence_results, name, "medomit", default={}).items()}
 rows = dataset_rows(ds, results)
-evidence_view.render_table(rows, "Click a column header to sort. Incomplete runs have no weight.")
+for r in rows:
+    r["smoke-test model"] = "yes" if r["smoke-test model"] else ""
+smoke = [r for r in results.values() if r.smoke_test]
+if smoke:
+    model = smoke[0].provenance.get("model_file") or smoke[0].provenance.get("model") or "embedded model"
+    evidence_view.smoke_badge(model, f"MED-OMIT figures ({len(smoke)} of {len(results)} results)")
+if not results:
+    st.info("No MED-OMIT result for this dataset yet. Press 'Run MED-OMIT on every summary' to extract the notes' "
+            "facts and weigh the ones each summary leaves out (needs the judge model; resumable), or run it on one "
+            "summary from the Case page.")
+evidence_view.render_table(rows, "MED-OMIT weight = sum of the omitted facts' scores; omitted facts = how many "
+                           "facts from the notes are missing; facts not found in the notes are never counted. "
+                           "'smoke-test model' = yes: computed with the embedded 270M model, not clinically "
+                           "meaningful. Incomplete runs have no weight.", key="medomit_per_summary")
 c1, c2 = st.columns(2)
 with c1:
     st.markdown("**By generator model**")
-    evidence_view.render_table(group_means(rows, "generator"))
+    evidence_view.render_table(group_means(rows, "generator"), key="medomit_by_generator",
+                               empty="No MED-OMIT weight yet.")
 with c2:
     st.markdown("**By quality group**")
-    evidence_view.render_table(group_means(rows, "quality group"))
+    evidence_view.render_table(group_means(rows, "quality group"), key="medomit_by_quality_group",
+                               empty="No MED-OMIT weight yet.")
 
+# ------------------------------------------------------------------------------------------------- embeddings
 st.markdown("#### Embedding evidence per summary (coverage, support, citations)")
 st.caption("Topic coverage (default omission method), sentence support and citation checks; computed once per "
            "summary and kept in the workspace.")
@@ -55,16 +79,13 @@ if st.button("Compute for every summary"):
             state.show_store_error(exc)
             break
         bar.progress((k + 1) / len(ds.summaries), text=untrusted.md_inline(s.summary_id))
-import json  # noqa: E402
-from engine.alignment import result_from_dict as alignment_from  # noqa: E402
-from engine.coverage import result_from_dict as coverage_from  # noqa: E402
 
 covs = {k: coverage_from(json.loads(v))
         for k, v in state.guarded(store.evidence_results, name, "coverage:topiccov", default={}).items()}
 als = {k: alignment_from(json.loads(v))
        for k, v in state.guarded(store.evidence_results, name, "alignment", default={}).items()}
 combined_scores(list(als.values()))
-evidence_view.render_table([
+emb_rows = [
     {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",
      "omission score": covs[s.summary_id].global_score if s.summary_id in covs else None,
      "flagged": covs[s.summary_id].flagged if s.summary_id in covs else None,
@@ -74,4 +95,33 @@ evidence_view.render_table([
      "density": als[s.summary_id].density if s.summary_id in als else None,
      "combined g": als[s.summary_id].combined if s.summary_id in als else None,
      "citation issues": len(als[s.summary_id].citation_issues) if s.summary_id in als else None}
-    for s in ds.summaries], "combined g = ½(z(mean support) + z(coverage)) over the summaries computed so far.")
+    for s in ds.summaries]
+if not covs and not als:
+    st.info("No embedding evidence for this dataset yet. Press 'Compute for every summary' to compute topic "
+            "coverage (omission score), sentence support and citation checks for every summary; it runs offline "
+            "and is kept in the workspace.")
+else:
+    evidence_view.render_table(emb_rows, "combined g = ½(z(mean support) + z(coverage)) over the summaries "
+                               "computed so far. Blank cells: not computed for that summary yet.",
+                               key="embedding_evidence")
+with st.expander("What the columns mean"):
+    st.markdown(evidence_view.explain_columns(
+        ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
+         "citation issues", "MED-OMIT weight", "omitted facts", "not found in the notes", "smoke-test model"]))
+
+# ------------------------------------------------------------------------------------------------- chart
+st.markdown("#### By generator and quality group")
+weights = {r["summary"]: r["MED-OMIT weight"] for r in rows}
+chart_rows = [{**r, "MED-OMIT weight": weights.get(r["summary"])} for r in emb_rows]
+by = st.radio("Group by", ["generator", "quality group"], horizontal=True, key="evidence_chart_by")
+fig, data = evidence_view.group_chart(chart_rows, by, ["omission score", "mean support", "MED-OMIT weight"])
+if fig is None:
+    st.info("Nothing to chart yet: compute the embedding evidence or run MED-OMIT first.")
+else:
+    st.plotly_chart(fig, width="stretch", key="chart_evidence_groups",
+                    config={"displaylogo": False, "toImageButtonOptions": {"filename": "evidence_groups"}})
+    st.caption("Mean omission score (higher = less of the notes covered), mean support (higher = better backed) "
+               "and mean MED-OMIT weight (higher = more pertinent facts left out) per group."
+               + (" MED-OMIT weights include smoke-test results: not clinically meaningful." if smoke else ""))
+    st.download_button("Download chart data (CSV)", untrusted.dataframe_csv(data),
+                       untrusted.filename(f"evidence_by_{by}", ".csv"), "text/csv", key="dl_evidence_chart")

@@ -7,6 +7,7 @@ from components import judge_view, state
 from engine import untrusted
 from engine.backends import BackendError
 from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
+from engine.judge_configs import is_smoke_test
 from engine.judge_source import batch_kwargs, describe_source, has_param, make_params
 from engine.modelfiles import EMBEDDED_MODEL_LABEL
 from engine.ratings import medians
@@ -92,9 +93,10 @@ if run:
     else:
         early.empty()
         stopped = sum(bool(getattr(r, "stopped_early", False)) for r in results if not r.from_cache)
-        bar.progress(1.0, text=f"Done: {len(results)} summaries "
-                               f"({sum(r.from_cache for r in results)} from the cache"
-                               + (f"; {stopped} stopped early with their medians decided" if stopped else "") + ").")
+        n_cached = sum(r.from_cache for r in results)
+        bar.progress(1.0, text=judge_view.batch_text(n_cached, len(results) - n_cached, stopped))
+        # which summaries this run judged (the page re-reads results from the store, which cannot tell)
+        st.session_state["judged_now"] = {(name, r.summary_id) for r in results if not r.from_cache}
         state.bump_data_version()
 
 # ---- the selected summary's latest result
@@ -105,7 +107,10 @@ res = stored.get(sid)
 if res is None:
     st.info("Not judged yet: press **Run judge**.")
 else:
-    judge_view.render_status(res.status, res.reason, res.from_cache)
+    judge_view.render_status(res.status, res.reason,
+                             judge_view.when_text((name, sid) in st.session_state.get("judged_now", set()),
+                                                  res.created_at),
+                             (res.provenance.model_file or "embedded model") if is_smoke_test(res) else "")
     human = medians(r for r in ds.ratings_for(sid) if r.rater_group != "llm")
     rows = []
     for item in ITEMS:
@@ -132,5 +137,5 @@ st.markdown("#### All judged summaries in this dataset")
 judge_view.render_dataset_results([
     {"summary": r.summary_id, "status": r.status, **{i.label: ("NA" if r.items[i.key].is_na else r.items[i.key].median)
                                                      for i in ITEMS if i.key in r.items},
-     "model": r.provenance.model_file, "judged": r.created_at}
+     "model": r.provenance.model_file, "smoke-test model": "yes" if is_smoke_test(r) else "", "judged": r.created_at}
     for r in stored.values()])

@@ -1,11 +1,12 @@
 """MED-OMIT: the scoring on the paper's worked examples and edge cases; the pipeline with a scripted backend."""
 import json
+import re
 
 import pytest
 
 from engine.backends import Generation
-from engine.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, compare_ddx, fact_score, link_fact,
-                            merge_facts, run_medomit, score_document, uniqueness_values)
+from engine.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
+                            link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
 from engine.models import Case, Dataset, Note, Summary
 
 # ------------------------------------------------------------------------------ the paper's worked examples
@@ -108,11 +109,12 @@ class ScriptedBackend:
     name = "scripted"
     n_ctx = 100_000
 
-    def __init__(self, fail_step=None):
-        self.fail_step, self.calls = fail_step, []
+    def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x"):
+        self.fail_step, self.calls, self.schemas = fail_step, [], []
+        self.extra_facts, self.ddx_reply, self.model_file = list(extra_facts), ddx, model_file
 
     def describe(self):
-        return {"backend": "scripted", "model_file": "x"}
+        return {"backend": "scripted", "model_file": self.model_file}
 
     def render(self, messages):
         return "\n".join(m["content"] for m in messages)
@@ -120,18 +122,31 @@ class ScriptedBackend:
     def count_tokens(self, text):
         return len(text.split())
 
+    @staticmethod
+    def _from_note(prompt, facts):
+        """The scripted facts, or — on another case's note (the sample) — facts quoted from that note's first
+        sentences, so that they link to the source like a faithful model's."""
+        m = re.search(r'<(note-\w+) id="[^"]*">\n(.*?)\n</\1>', prompt, re.S)
+        note = m.group(2) if m else ""
+        if all(f["quote"].lower() in note.lower() for f in facts):
+            return facts
+        sents = [x.strip() for x in re.split(r"(?<=[.!?])\s+|\n+", note) if len(x.strip()) >= 12]
+        return [{"fact": q, "quote": q} for q in sents[:len(facts)]]
+
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         props = schema["properties"]
         if "facts" in props and ' id="1"' in prompt:
-            step, out = "facts", {"facts": [{"fact": "New atrial fibrillation", "quote": "New atrial fibrillation"},
-                                            {"fact": "Apixaban 5 mg twice daily", "quote": "apixaban 5 mg twice daily"}]}
+            step, out = "facts", {"facts": self._from_note(prompt, [
+                {"fact": "New atrial fibrillation", "quote": "New atrial fibrillation"},
+                {"fact": "Apixaban 5 mg twice daily", "quote": "apixaban 5 mg twice daily"}])}
         elif "facts" in props:
-            step, out = "facts", {"facts": [{"fact": "LVEF 35%", "quote": "LVEF 35%"},
-                                            {"fact": "Nephrology referral for CKD 3", "quote": "Nephrology referral"},
-                                            {"fact": "...", "quote": ""}]}
+            step, out = "facts", {"facts": self._from_note(prompt, [
+                {"fact": "LVEF 35%", "quote": "LVEF 35%"},
+                {"fact": "Nephrology referral for CKD 3", "quote": "Nephrology referral"}]) + self.extra_facts}
         elif "diagnoses" in props:
-            step, out = "ddx", {"diagnoses": [{"name": "Atrial fibrillation", "likelihood": "probable", "reason": "r"},
-                                              {"name": "HFrEF", "likelihood": "probable", "reason": "r"}]}
+            step, out = "ddx", {"diagnoses": self.ddx_reply or [
+                {"name": "Atrial fibrillation", "likelihood": "probable", "reason": "r"},
+                {"name": "HFrEF", "likelihood": "probable", "reason": "r"}]}
         elif "clusters" in props:
             step, out = "clusters", {"clusters": [
                 {"diagnosis": "HFrEF", "polarity": "supporting", "mechanism": "systolic dysfunction", "facts": ["F3"]},
@@ -141,9 +156,10 @@ class ScriptedBackend:
             step, out = "importance", {k: {"F1": "critical", "F2": "critical", "F3": "critical"}.get(k, "important")
                                        for k in props}
         else:
-            step, out = "omissions", {k: {"status": "omitted" if k == "F4" else "present", "explanation": "e"}
-                                      for k in props}
+            step, out = "omissions", {k: {"status": "omitted" if k in ("F4", "F5") else "present",
+                                          "explanation": "e"} for k in props}
         self.calls.append(step)
+        self.schemas.append((step, sorted(props)))
         text = json.dumps(out)
         if step == self.fail_step:
             text = text[: len(text) // 2]  # a cut-off reply
@@ -154,7 +170,8 @@ def test_pipeline_end_to_end_with_script():
     r = MedOmit(ScriptedBackend(), "m").run(CASE, SUMMARY)
     assert r.status == "complete", r.reason
     assert [f.text for f in r.facts] == ["New atrial fibrillation", "Apixaban 5 mg twice daily", "LVEF 35%",
-                                         "Nephrology referral for CKD 3"]  # "..." dropped, ids renumbered
+                                         "Nephrology referral for CKD 3"]
+    assert r.not_found == [] and not r.smoke_test
     f4 = r.fact("F4")
     assert f4.note_id == "2" and CASE.note("2").text[f4.start:f4.end] == "Nephrology referral"
     assert r.omission_count == 1 and r.omitted[0].fact_id == "F4"
@@ -192,3 +209,92 @@ def test_long_note_is_split_without_loss():
     parts = MedOmit(be, "m")._note_parts(Case("c", "X", (Note("1", long_text),)))
     assert len(parts) > 1 and all(be.count_tokens(p) <= 500 for _, p in parts)
     assert " ".join(" ".join(p.split()) for _, p in parts) == " ".join(long_text.split())
+
+
+# ------------------------------------------------------------------------------ keeping to the source
+
+
+def test_unlinked_fact_is_never_scored():
+    # F5 is omitted and alone in a cluster: had it counted it would add max(critical 1, 1/1) = 1
+    clusters = [Cluster("Dx", "supporting", "m", ["F1", "F5"])]
+    scores, w, n = score_document(["F1", "F5"], {"F1": True, "F5": True}, {"F1": "other", "F5": "critical"},
+                                  clusters, unlinked=["F5"])
+    assert [s.fact_id for s in scores] == ["F1"] and w == 1.0 and n == 1  # F1's uniqueness is 1/1, not 1/2
+
+
+def test_invented_fact_is_shown_apart_and_not_counted():
+    # the model copies the prompt's worked example: "Blood pressure 152/94" appears in no note
+    be = ScriptedBackend(extra_facts=[{"fact": "Blood pressure 152/94", "quote": "BP 152/94"}])
+    r = MedOmit(be, "m").run(CASE, SUMMARY)
+    assert r.status == "complete", r.reason
+    assert [f.text for f in r.not_found] == ["Blood pressure 152/94"] and r.fact("F5").link == "unlinked"
+    assert r.omission_count == 1 and r.document_weight == 0.5  # only F4; the scripted "omitted" F5 is not counted
+    assert [s.fact_id for s in r.omitted] == ["F4"] and "F5" not in {s.fact_id for s in r.scores}
+    # the invented fact never reaches the importance, cluster or omission steps
+    assert all("F5" not in ids for step, ids in be.schemas if step in ("importance", "omissions"))
+    back = MedOmitResult.from_json(r.to_json())
+    assert [f.fact_id for f in back.not_found] == ["F5"] and back.omission_count == 1
+
+
+def test_ddx_of_echoed_instructions_is_incomplete():
+    echoed = [{"name": "at most 10 conditions", "likelihood": "probable", "reason": "most likely first"},
+              {"name": "probable, possible or unlikely", "likelihood": "possible", "reason": "..."}]
+    r = MedOmit(ScriptedBackend(ddx=echoed), "m").run(CASE, SUMMARY)
+    assert r.status == "incomplete" and r.failed_step == "ddx[source]"
+    assert "echoed instruction" in r.reason and r.document_weight is None and r.omission_count is None
+    assert r.facts and not r.ddx  # the facts found are kept; no DDx is invented
+
+
+@pytest.mark.parametrize("ddx,why", [
+    ([{"name": "condition", "likelihood": "probable", "reason": "r"}], "placeholder"),
+    ([{"name": "N/A", "likelihood": "probable", "reason": "r"}], "placeholder"),
+    ([{"name": "Probable", "likelihood": "probable", "reason": "r"},
+      {"name": "possible", "likelihood": "possible", "reason": "r"}], "likelihood words"),
+    ([{"name": "Atrial fibrillation", "likelihood": "probable", "reason": "r"}] * 3
+     + [{"name": "HFrEF", "likelihood": "possible", "reason": "r"}], "same name"),
+])
+def test_empty_ddx_variants_fail_the_step(ddx, why):
+    r = MedOmit(ScriptedBackend(ddx=ddx), "m").run(CASE, SUMMARY)
+    assert r.status == "incomplete" and r.failed_step == "ddx[source]" and why in r.reason
+
+
+@pytest.mark.parametrize("fact", [{"fact": "...", "quote": ""}, {"fact": "fact", "quote": "x"},
+                                  {"fact": "Anemia", "quote": "exact words from the note"}])
+def test_placeholder_or_echoed_fact_fails_the_facts_step(fact):
+    r = MedOmit(ScriptedBackend(extra_facts=[fact]), "m").run(CASE, SUMMARY)
+    assert r.status == "incomplete" and r.failed_step.startswith("facts[2")
+    assert "empty of content" in r.reason and r.document_weight is None
+
+
+def test_cached_empty_reply_is_checked_too(store):
+    # a DDx cached before the check existed is not trusted: the check runs on the cached value as well
+    from engine.llm_steps import run_step
+    msgs, schema = [{"role": "user", "content": "x"}], {"type": "object", "properties": {"diagnoses": {"type": "array"}}}
+    bad = [{"name": "diagnosis", "likelihood": "probable", "reason": "r"}]
+    assert run_step(ScriptedBackend(ddx=bad), "m", "s", msgs, schema, 50, store).ok  # cached without a check
+    r = MedOmit(ScriptedBackend(), "m", cache=store)._step("s", msgs, schema, 50, check=check_ddx)
+    assert not r.ok and r.cached and "placeholder" in r.error
+
+
+def test_smoke_test_model_is_recognised():
+    from engine.judge_configs import is_smoke_test_model
+    from engine.modelfiles import embedded_sha256
+    r = MedOmit(ScriptedBackend(model_file="gemma-3-270m-it-Q4_K_M.gguf"), "m").run(CASE, SUMMARY)
+    assert r.smoke_test and MedOmitResult.from_json(r.to_json()).smoke_test
+    assert is_smoke_test_model("/models/gemma-3-270m-q4_k_m.gguf") and not is_smoke_test_model("llama3.1:8b", None)
+    if embedded_sha256():
+        assert MedOmit(ScriptedBackend(), embedded_sha256()).run(CASE, SUMMARY).smoke_test
+
+
+def test_result_of_an_older_method_is_rescored_on_load():
+    be = ScriptedBackend(extra_facts=[{"fact": "Blood pressure 152/94", "quote": "BP 152/94"}])
+    r = MedOmit(be, "m").run(CASE, SUMMARY)
+    d = json.loads(r.to_json())
+    # as medomit-v2 stored it: the invented fact F5 scored, omitted and counted
+    d["provenance"]["method"] = "medomit-v2"
+    d["scores"].append({"fact_id": "F5", "omitted": True, "importance": "critical", "importance_weight": 1.0,
+                        "uniqueness": [], "score": 1.0, "clusters": [], "explanation": "e"})
+    d["document_weight"], d["omission_count"] = 1.5, 2
+    back = MedOmitResult.from_json(json.dumps(d))
+    assert back.document_weight == 0.5 and back.omission_count == 1 and [s.fact_id for s in back.omitted] == ["F4"]
+    assert back.provenance["rescored_from"] == "medomit-v2"

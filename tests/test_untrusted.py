@@ -211,7 +211,7 @@ def test_agreement_downloads_are_neutralised(monkeypatch):
     monkeypatch.setattr(av.st, "dataframe", lambda *a, **k: None)
     monkeypatch.setattr(av.st, "plotly_chart", lambda *a, **k: None)
     rows = [{"summary_id": f, "specialty": f, "generator": "<b>" + f} for f in payload.FORMULAS]
-    av.table(rows)
+    av.table(rows, "payload")
     per_summary = [{"summary_id": sid, "note_tokens": 100 + k, "thorough:human_mean": 3.0 + k / 10,
                     "thorough:human_median": 3.0, "thorough:llm": 4.0}
                    for k, sid in enumerate(payload.FORMULAS + ('<a href="http://127.0.0.2:9/">s</a>',))]

@@ -1,0 +1,165 @@
+"""Results of the embedded smoke-test model are marked wherever they appear: Case (LLM judge row, MED-OMIT tab),
+Judge (result status, results table), Evidence (MED-OMIT table column and badge), Agreement's Disagreements tab
+(which can exclude them), and the CSV exports of those tables."""
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from engine.untrusted import md_inline
+
+TIMEOUT = 120
+SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results come from the embedded model
+
+
+def _run(script: str, **session) -> AppTest:
+    at = AppTest.from_file(str(ROOT / script), default_timeout=TIMEOUT)
+    for k, v in session.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _seed_medomit(model_file: str):
+    from engine.medomit import MedOmit, run_medomit
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+    from test_medomit import ScriptedBackend
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    sid = ds.summaries[0].summary_id
+    res = list(run_medomit(MedOmit(ScriptedBackend(model_file=model_file), "scripted"), ds, [sid], store=store,
+                           dataset_name="sample"))
+    assert res[0].status == "complete"
+    return sid
+
+
+def _badges(at, what: str) -> list[str]:
+    return [w.value for w in at.warning if "Smoke-test model" in w.value and what in w.value
+            and "not clinically meaningful" in w.value]
+
+
+def test_detection_is_one_engine_function():
+    from engine.judge_configs import is_smoke_test_model
+    from engine.modelfiles import embedded_sha256
+
+    assert is_smoke_test_model(SMOKE_FILE) and is_smoke_test_model(None, "/x/Gemma-3-270M-it.gguf")
+    assert not is_smoke_test_model("llama-3.1-8b-instruct.Q4_K_M.gguf", "", None)
+    if embedded_sha256():
+        assert is_smoke_test_model(embedded_sha256())
+
+
+def test_case_page_marks_smoke_test_judge_and_medomit():
+    _seed_medomit(SMOKE_FILE)
+    at = _run("pages/case.py")
+    judge = _badges(at, "LLM judge scores")
+    assert judge and md_inline(SMOKE_FILE) in judge[0]
+    assert _badges(at, "MED-OMIT figures")
+
+
+def test_case_page_no_medomit_badge_for_a_real_model():
+    _seed_medomit("llama-3.1-8b-instruct.Q4_K_M.gguf")
+    at = _run("pages/case.py")
+    assert not _badges(at, "MED-OMIT figures")
+
+
+def test_judge_page_status_and_badge():
+    at = _run("pages/judge.py")
+    scored = [s.value for s in at.success if s.value.startswith("Scored")]
+    assert scored and md_inline("from the workspace cache (judged on") in scored[0]
+    assert _badges(at, "LLM judge scores")
+    table = at.dataframe[-1].value
+    assert "smoke-test model" in table.columns and (table["smoke-test model"] == "yes").all()
+    assert any(b.proto.label == "Download table (CSV)" for b in at.get("download_button"))
+
+
+def test_judge_page_says_judged_now_for_this_runs_results():
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    sid = ds.summaries_for(ds.cases[0].case_id)[0].summary_id
+    at = _run("pages/judge.py", judged_now={("sample", sid)})
+    assert any(s.value.startswith("Scored") and "judged now" in s.value for s in at.success)
+
+
+def test_batch_status_counts_cached_and_new():
+    from components.judge_view import batch_text, when_text
+
+    assert batch_text(3, 2) == ("Done: 5 summaries — 2 judged now, 3 from the workspace cache (a resumed run: the "
+                                "finished ones were kept).")
+    assert batch_text(0, 1) == "Done: 1 summary — 1 judged now, 0 from the workspace cache."
+    assert when_text(True, "2026-01-02T03:04:05+00:00") == "judged now"
+    assert when_text(False, "2026-01-02T03:04:05+00:00") == "from the workspace cache (judged on 2026-01-02 03:04 UTC)"
+
+
+def test_evidence_page_marks_smoke_test_medomit():
+    sid = _seed_medomit(SMOKE_FILE)
+    at = _run("pages/evidence.py")
+    assert _badges(at, "MED-OMIT figures")
+    df = at.dataframe[0].value
+    assert "smoke-test model" in df.columns
+    assert df.loc[df["summary"] == sid, "smoke-test model"].item() == "yes"
+    assert (df.loc[df["summary"] != sid, "smoke-test model"] == "").all()
+    assert any("smoke-test model" in c.value and "not clinically meaningful" in c.value for c in at.caption)
+
+
+def test_evidence_csv_export_has_the_column():
+    import io
+
+    import pandas as pd
+
+    from engine.medomit import MedOmitResult, dataset_rows
+    from engine.settings import workspace_path
+    from engine.store import Store
+    from engine.untrusted import dataframe_csv
+
+    sid = _seed_medomit(SMOKE_FILE)
+    store = Store(workspace_path())
+    ds = store.load_dataset("sample")
+    results = {k: MedOmitResult.from_json(v) for k, v in store.evidence_results("sample", "medomit").items()}
+    csv = pd.read_csv(io.BytesIO(dataframe_csv(pd.DataFrame(dataset_rows(ds, results)))))
+    assert bool(csv.loc[csv["summary"] == sid, "smoke-test model"].item()) is True
+
+
+def test_disagreements_exclude_argument():
+    from components.state import _agreement
+    from engine.agreement import disagreements
+    from engine.judge import JudgeResult
+    from engine.judge_configs import configurations
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    key = configurations([JudgeResult.from_json(x) for x in store.judge_results("sample")])[0].key
+    rep = _agreement(str(store.path), "sample", 0, "x", 50, key)
+    rows = disagreements(rep)
+    drop = {rows[0]["summary_id"], rows[1]["summary_id"]}
+    kept = disagreements(rep, exclude=drop)
+    assert len(kept) == len(rows) - 2 and not drop & {r["summary_id"] for r in kept}
+    assert disagreements(rep, exclude=[r["summary_id"] for r in rep.per_summary]) == []
+
+
+def test_disagreements_tab_excludes_smoke_test_results():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.switch_page("pages/agreement.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.checkbox(key="dis_exclude_smoke")
+    assert box.value is False
+    assert any("Smoke-test model" in w.value and "disagreements are not clinically meaningful" in w.value
+               for w in at.warning)
+    n_tables = len(at.dataframe)
+    box.check().run()
+    assert not at.exception
+    assert any("comes from the smoke-test model" in i.value and "excluded" in i.value for i in at.info)
+    assert any("all are excluded as smoke-test results" in i.value for i in at.info)
+    assert len(at.dataframe) == n_tables - 1  # the disagreement table is gone
+    assert not any(s.label == "Open a summary" for s in at.selectbox)
