@@ -60,4 +60,6 @@ def render_score_table(rows: list[dict]) -> None:
         st.info("No human ratings for this summary.")
         return
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed).")
+    st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "
+               "items: yes or no per rater; a median row shows the share of yes (\"2 of 3 yes (67%)\"). The median "
+               "row is the human reference: an adjudicated final score replaces it, marked (adjudicated).")

@@ -1,11 +1,13 @@
-"""The PDSQI-9 review form: every item with its question, guidance and level anchors, a value and a comment."""
+"""The PDSQI-9 review form: every item with its question, guidance and level anchors, a value and a comment,
+and the keyboard shortcuts of the Spot-check page (a tiny inline script, nothing loaded from the network)."""
 from __future__ import annotations
 
+import json
 from typing import Mapping, Optional, Sequence
 
 import streamlit as st
 
-from engine.rubric import Item, Scale, parse_value
+from engine.rubric import Item, Scale, format_value, parse_value
 
 NOT_RATED = "—"
 
@@ -23,9 +25,7 @@ def option_for(item: Item, value: Optional[float], rated: bool) -> str:
         return NOT_RATED
     if value is None:
         return "NA" if item.allows_na else NOT_RATED
-    if item.scale is Scale.BINARY:
-        return "yes" if value >= 0.5 else "no"
-    return f"{value:g}"
+    return format_value(item, value)  # the one display rule: yes/no, or the level
 
 
 def _option_label(item: Item, option: str) -> str:
@@ -66,13 +66,14 @@ def render_review_form(key: str, items: Sequence[Item], defaults: Mapping[str, O
         for item in items:
             st.markdown(f"**{item.label}** — {item.question}")
             render_item_help(item)
-            left, right = st.columns([2, 3])
             opts = value_options(item)
             current = option_for(item, defaults.get(item.key), item.key in defaults)
-            chosen[item.key] = left.selectbox(
+            # radios, not drop-downs: the anchors stay visible and the keyboard shortcuts can pick a level
+            chosen[item.key] = st.radio(
                 f"{item.label} value", opts, index=opts.index(current), key=f"{key}:{item.key}:value",
-                format_func=lambda o, it=item: _option_label(it, o), label_visibility="collapsed")
-            notes[item.key] = right.text_input(
+                format_func=lambda o, it=item: _option_label(it, o), label_visibility="collapsed",
+                horizontal=item.scale is Scale.BINARY)
+            notes[item.key] = st.text_input(
                 f"{item.label} comment", value=comments.get(item.key, ""), key=f"{key}:{item.key}:comment",
                 placeholder="Comment (optional)", label_visibility="collapsed")
         submitted = st.form_submit_button(submit_label, type="primary")
@@ -80,3 +81,104 @@ def render_review_form(key: str, items: Sequence[Item], defaults: Mapping[str, O
         return None
     values = {k: parse_value(next(i for i in items if i.key == k), v) for k, v in chosen.items() if v != NOT_RATED}
     return {"values": values, "comments": {k: notes[k].strip() for k in values}}
+
+
+SAVE_LABEL = "Save review"
+NEXT_LABEL = "Next summary"
+PREV_LABEL = "Previous summary"
+FORM_MARKER = "sumcheck-review-form"  # class of a hidden span next to the form: the script acts only on that page
+
+SHORTCUTS_HELP = ("**Keyboard shortcuts** — **1**–**5** set the level of the highlighted item, **0** = NA "
+                  "(Synthesized) · **y** / **n** answer a yes/no item · **j** / **k** highlight the next / previous "
+                  "item (a key that sets a value moves on by itself) · **]** / **[** next / previous summary · "
+                  "**Ctrl+Enter** (or **Enter** outside a comment) saves. Keys are ignored while you type in a "
+                  "comment, except Ctrl+Enter.")
+
+# Inline only: no src=, no fetch, no URL. It runs in a same-origin srcdoc iframe and listens on the page itself.
+_SCRIPT = """
+(function () {
+  var P = window.parent, D = P.document;
+  var ITEMS = __ITEMS__, SAVE = __SAVE__, NEXT = __NEXT__, PREV = __PREV__, MARK = __MARK__;
+  function active() { return !!D.querySelector('.' + MARK); }
+  function groups() {
+    var form = D.querySelector('[data-testid="stForm"]');
+    return form ? Array.prototype.slice.call(form.querySelectorAll('[data-testid="stRadio"]')) : [];
+  }
+  function typing(el) {
+    if (!el) return false;
+    var t = el.tagName;
+    return t === 'TEXTAREA' || el.isContentEditable || (t === 'INPUT' && el.type !== 'radio' && el.type !== 'checkbox');
+  }
+  function button(text) {
+    var bs = D.querySelectorAll('button');
+    for (var i = 0; i < bs.length; i++) {
+      if (!bs[i].disabled && bs[i].innerText.indexOf(text) >= 0) return bs[i];
+    }
+    return null;
+  }
+  function press(text, e) { var b = button(text); if (b) { e.preventDefault(); b.click(); } }
+  function current(gs) {
+    for (var i = 0; i < gs.length; i++) { if (gs[i].contains(D.activeElement)) return i; }
+    var f = P.__sumcheckFocus;
+    return (typeof f === 'number' && f >= 0 && f < gs.length) ? f : 0;
+  }
+  function highlight(gs, i, focus) {
+    i = Math.max(0, Math.min(i, gs.length - 1));
+    P.__sumcheckFocus = i;
+    gs.forEach(function (g, j) { g.style.outline = j === i ? '2px solid #1f6feb' : ''; g.style.borderRadius = '4px'; });
+    var inp = gs[i].querySelector('input:checked') || gs[i].querySelector('input');
+    if (inp && focus) { inp.focus({preventScroll: true}); }
+    gs[i].scrollIntoView({block: 'nearest'});
+  }
+  function choose(g, test) {
+    var ls = g.querySelectorAll('[role="radiogroup"] label');
+    for (var i = 0; i < ls.length; i++) {
+      if (test(ls[i].innerText.trim())) { var inp = ls[i].querySelector('input'); (inp || ls[i]).click(); return true; }
+    }
+    return false;
+  }
+  function onKey(e) {
+    if (!active()) return;
+    var k = e.key;
+    if (k === 'Enter' && (e.ctrlKey || e.metaKey)) { press(SAVE, e); return; }
+    if (e.altKey || e.ctrlKey || e.metaKey || typing(D.activeElement)) return;
+    if (k === ']') { press(NEXT, e); return; }
+    if (k === '[') { press(PREV, e); return; }
+    if (k === 'Enter') { if (!D.activeElement || D.activeElement.tagName !== 'BUTTON') press(SAVE, e); return; }
+    var gs = groups();
+    if (!gs.length || gs.length !== ITEMS.length) return;
+    var i = current(gs), it = ITEMS[i], ok = false;
+    if (k === 'j') { e.preventDefault(); highlight(gs, i + 1, true); return; }
+    if (k === 'k') { e.preventDefault(); highlight(gs, i - 1, true); return; }
+    if (/^[1-5]$/.test(k) && !it.binary) ok = choose(gs[i], function (t) { return t.indexOf(k + ' ') === 0; });
+    else if (k === '0' && it.na) ok = choose(gs[i], function (t) { return t.indexOf('NA') === 0; });
+    else if ((k === 'y' || k === 'n') && it.binary) ok = choose(gs[i], function (t) { return t === (k === 'y' ? 'yes' : 'no'); });
+    if (ok) { e.preventDefault(); highlight(gs, i + 1, true); }
+  }
+  if (P.__sumcheckKeyHandler) D.removeEventListener('keydown', P.__sumcheckKeyHandler, true);
+  P.__sumcheckKeyHandler = onKey;
+  D.addEventListener('keydown', onKey, true);
+  var gs = groups();
+  if (gs.length) highlight(gs, typeof P.__sumcheckFocus === 'number' ? P.__sumcheckFocus : 0, false);
+})();
+"""
+
+
+def _js(value: object) -> str:
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def shortcuts_script(items: Sequence[Item]) -> str:
+    """The keyboard-shortcut listener as one inline ``<script>`` (no external reference)."""
+    spec = [{"key": i.key, "binary": i.scale is Scale.BINARY, "na": i.allows_na} for i in items]
+    body = (_SCRIPT.replace("__ITEMS__", _js(spec)).replace("__SAVE__", _js(SAVE_LABEL))
+            .replace("__NEXT__", _js(NEXT_LABEL)).replace("__PREV__", _js(PREV_LABEL))
+            .replace("__MARK__", _js(FORM_MARKER)))
+    return f"<script>{body}</script>"
+
+
+def render_shortcuts(items: Sequence[Item]) -> None:
+    """The shortcut help and the listener (a 1-px same-origin iframe; Streamlit has no key handling of its own)."""
+    st.caption(SHORTCUTS_HELP)
+    # an HTML string gives a srcdoc iframe that may reach its same-origin parent page (our own script only)
+    st.iframe(shortcuts_script(items), height=1, tab_index=-1)

@@ -24,13 +24,13 @@ import math
 import statistics
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
 from . import reliability as rel
 from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, Dataset
-from .rubric import ITEMS, Scale
+from .rubric import ITEMS, Scale, format_share
 
 HUMAN_EXCLUDE = set(RESERVED_RATER_GROUPS)  # the LLM judge and adjudicated final scores are not human raters
 LIKERT = [i.key for i in ITEMS if i.is_likert]
@@ -188,8 +188,19 @@ def _safe(fn, notes: list[str], label: str):
     return value
 
 
-def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boot: int, seed: int
-                   ) -> ItemAgreement:
+def adjudicated_vector(ds: Dataset, item: str, summary_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per summary, whether ``item`` has an adjudicated final score, and that score (NaN when adjudicated NA)."""
+    adj = {r.summary_id: r.value for r in ds.ratings if r.item == item and r.rater_group == ADJUDICATED_GROUP}
+    mask = np.array([s in adj for s in summary_ids], dtype=bool)
+    values = np.array([np.nan if adj.get(s) is None else adj[s] for s in summary_ids], dtype=float)
+    return mask, values
+
+
+def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boot: int, seed: int,
+                   reference: Optional[tuple[np.ndarray, np.ndarray]] = None) -> ItemAgreement:
+    """``reference``: per summary, (adjudicated?, adjudicated score or NaN for NA), from
+    :func:`adjudicated_vector`; an adjudicated score replaces the human median of that summary (it is the
+    reference, never one more rater in ``m``)."""
     x = m.values
     rated = ~np.isnan(x).all(axis=1)
     complete = ~np.isnan(x).any(axis=1)
@@ -213,6 +224,8 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
                                   out.notes, "Krippendorff nominal")
         out.gwet_ac1 = _safe(lambda: rel.gwet_ac(data, "unweighted", categories=[0.0, 1.0]), out.notes, "Gwet AC1")
     hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in x]) if len(x) else np.array([])
+    if reference is not None and len(hm) == len(reference[0]):
+        hm = np.where(reference[0], reference[1], hm)  # an adjudicated final score is the human reference
     if (~np.isnan(hm)).any():
         out.human_median = float(np.nanmedian(hm))
     if not likert:
@@ -317,8 +330,9 @@ def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_
         for item in ITEMS:
             vals = [r.value for r in ratings if r.item == item.key and r.value is not None]
             row[f"{item.key}:human_median"] = float(np.median(vals)) if vals else None
-            if adjudicated.get(item.key) is not None:  # an adjudicated final score is the human reference
-                row[f"{item.key}:human_median"] = float(adjudicated[item.key])
+            if item.key in adjudicated:  # an adjudicated final score is the human reference (NA included)
+                adj = adjudicated[item.key]
+                row[f"{item.key}:human_median"] = None if adj is None else float(adj)
             row[f"{item.key}:adjudicated"] = item.key in adjudicated
             row[f"{item.key}:human_mean"] = float(np.mean(vals)) if vals else None
             row[f"{item.key}:human_sd"] = float(np.std(vals, ddof=1)) if len(vals) > 1 else None
@@ -497,16 +511,18 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
     llm = llm or {}
     has_llm = bool(llm)
     items = []
-    stacked_h, stacked_l = [], []
+    stacked_h, stacked_l, stacked_ref = [], [], []
     raters: list[str] = []
     for item in ITEMS:
         m = item_matrix(ds, item.key)
         raters = sorted(set(raters) | set(m.rater_ids))
         lv = np.array([np.nan if llm.get(s, {}).get(item.key) is None else llm[s][item.key]
                        for s in m.summary_ids]) if has_llm else None
-        items.append(item_agreement(m, lv, item.is_likert, n_boot, seed))
+        ref = adjudicated_vector(ds, item.key, m.summary_ids)
+        items.append(item_agreement(m, lv, item.is_likert, n_boot, seed, ref))
         if item.is_likert:
             stacked_h.append(m)
+            stacked_ref.append(ref)
             if lv is not None:
                 stacked_l.append(lv)
     # overall: Likert items stacked, a unit = (summary, item); raters aligned by id
@@ -519,7 +535,9 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
         blocks.append(b)
     overall_m = ItemMatrix("overall", [f"{s}:{m.item}" for m in stacked_h for s in m.summary_ids], all_r,
                            np.vstack(blocks))
-    overall = item_agreement(overall_m, np.concatenate(stacked_l) if stacked_l else None, True, n_boot, seed)
+    overall = item_agreement(overall_m, np.concatenate(stacked_l) if stacked_l else None, True, n_boot, seed,
+                             (np.concatenate([r[0] for r in stacked_ref]), np.concatenate([r[1] for r in stacked_ref]))
+                             if stacked_ref else None)
     rows = _per_summary(ds, llm, count_tokens)
     cron_cols = [k for k in LIKERT]
     cron_data = [[r[f"{k}:human_mean"] for k in cron_cols] for r in rows]
@@ -572,11 +590,16 @@ def _p(p: float, n_boot: int) -> str:
     return f"< {1 / n_boot:.3g}" if p == 0 else format_p(p)
 
 
-def disagreements(report: AgreementReport, item: Optional[str] = None) -> list[dict]:
-    """Summaries ranked by |LLM − human median| (then by human SD), for the disagreement explorer."""
+def disagreements(report: AgreementReport, item: Optional[str] = None,
+                  exclude: Optional[Iterable[str]] = None) -> list[dict]:
+    """Summaries ranked by |LLM − human median| (then by human SD), for the disagreement explorer. ``exclude``:
+    summary ids to leave out (e.g. those whose LLM scores come from the smoke-test model)."""
     keys = [item] if item else LIKERT
+    skip = set(exclude or ())
     out = []
     for r in report.per_summary:
+        if r["summary_id"] in skip:
+            continue
         diffs = [r[f"{k}:abs_diff"] for k in keys if r[f"{k}:abs_diff"] is not None]
         sds = [r[f"{k}:human_sd"] for k in keys if r[f"{k}:human_sd"] is not None]
         out.append({"summary_id": r["summary_id"], "case_id": r["case_id"], "specialty": r["specialty"],
@@ -643,7 +666,7 @@ class HeadlineRow:
 def _share(yes: Optional[tuple[int, int]]) -> str:
     if not yes or not yes[1]:
         return "—"
-    return f"{yes[0]} of {yes[1]} yes ({yes[0] / yes[1]:.0%})"
+    return format_share(*yes)  # the one wording for yes/no shares (engine.rubric)
 
 
 def headline(report: AgreementReport) -> list[HeadlineRow]:

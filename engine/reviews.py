@@ -4,8 +4,10 @@ A *review* row is one reviewer's value for one PDSQI-9 item of one summary, of o
 
 * ``spot_check``   – a clinician re-rates a summary; in the statistics the reviewer becomes an extra rater
   (``rater_id`` = reviewer name, ``rater_group`` = ``"clinician"``).
-* ``adjudication`` – the agreed final score; in the statistics it is a single rater ``"adjudicated"``
-  (``rater_group`` = ``"adjudicated"``), whoever the adjudicator was.
+* ``adjudication`` – the agreed final score, stored as a single rater ``"adjudicated"`` (``rater_group`` =
+  ``"adjudicated"``), whoever the adjudicator was. It is the *reference*, not one more rater: wherever a human
+  median is computed (``engine.ratings.medians``, the score tables, ``engine.agreement``) the adjudicated score of
+  an item replaces the human median of that item and is never averaged in with the raters.
 
 Editing never overwrites: a changed value (or comment) inserts a new row and the old row's ``superseded_by``
 points to it, so who said what and when is kept. "Current" rows are the ones with ``superseded_by IS NULL``;
@@ -271,7 +273,10 @@ def history_rows(reviews: list[Review]) -> list[dict[str, str]]:
 
 
 def export_reviews_csv(store: Store, dataset: str) -> str:
-    """Every review row of the dataset, history included, with who and when (UTC), as CSV text."""
+    """Every review row of the dataset, history included, with who and when (UTC), as CSV text.
+
+    ``value`` is written as the page shows it (:func:`engine.rubric.format_value`): ``yes``/``no`` for yes/no
+    items, ``NA``, or the level 1-5 (``value_label`` is kept, same text, for older readers of the export)."""
     with store.connect() as con:
         did = store._dataset_id(con, dataset)
         rows = con.execute(f"SELECT r.{_COLUMNS.replace(', ', ', r.')}, s.case_id FROM reviews r "
@@ -283,7 +288,7 @@ def export_reviews_csv(store: Store, dataset: str) -> str:
     for row in rows:
         r = _row(row)
         out.append([r.review_id, dataset, row["case_id"] or "", r.summary_id, r.reviewer, r.kind, r.item,
-                    r.item_label, "NA" if r.value is None else f"{r.value:g}", r.value_label, r.comment,
+                    r.item_label, r.value_label, r.value_label, r.comment,
                     r.created_at, "current" if r.is_current else "superseded",
                     "" if r.superseded_by is None else r.superseded_by])
     return csv_text(out, header=CSV_COLUMNS)

@@ -18,9 +18,10 @@ means the rater explicitly answered NA.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Iterable, Optional
 
 
 class Scale(str, Enum):
@@ -255,8 +256,34 @@ def describe_scale(item: Item) -> str:
 
 
 def format_value(item: Item, value: Optional[float]) -> str:
+    """How one rating is shown and exported: ``yes``/``no`` for yes/no items, ``NA``, or the 1-5 level. For a
+    median or any other aggregate over several ratings use :func:`format_aggregate`."""
     if value is None:
         return "NA"
     if item.scale is Scale.BINARY:
         return "yes" if value >= 0.5 else "no"
     return f"{value:g}"
+
+
+def format_share(yes: int, n: int) -> str:
+    """The one wording for a share of yes answers, everywhere: ``"2 of 3 yes (67%)"`` (blank when ``n`` is 0)."""
+    if not n:
+        return ""
+    return f"{yes} of {n} yes ({yes / n:.0%})"
+
+
+def format_aggregate(item: Item, values: Iterable[Optional[float]]) -> str:
+    """How an aggregate over several ratings of one item is shown (raters of a summary, samples of the LLM judge,
+    summaries of a dataset): the median for 1-5 items, the share of *yes* for yes/no items (never 0.5 or 1.0).
+
+    ``values`` are the ratings (``None`` = NA); nothing rated gives ``""``; only NA gives ``"NA"``.
+    """
+    values = list(values)
+    if not values:
+        return ""
+    numeric = [float(v) for v in values if v is not None]
+    if not numeric:
+        return "NA"
+    if item.scale is Scale.BINARY:
+        return format_share(sum(1 for v in numeric if v >= 0.5), len(numeric))
+    return f"{statistics.median(numeric):g}"

@@ -7,9 +7,10 @@ from components import case_view, coverage_view, evidence_view, state
 from engine import citations, injection, untrusted
 from engine.alignment import alignment_cached
 from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
-from engine.medomit import MedOmit, MedOmitResult, omitted_fact_rows, run_medomit
+from engine.medomit import MedOmit, MedOmitResult, not_found_rows, omitted_fact_rows, run_medomit
 from engine.judge import JudgeResult
-from engine.ratings import display_table
+from engine.judge_configs import is_smoke_test
+from engine.ratings import display_table, judge_cell
 from engine.rubric import ITEMS
 from engine.store import StoreError
 
@@ -54,9 +55,10 @@ judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_r
                if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
     score_rows.append({"rater": f"LLM judge (median of {len(judged.samples)})", "group": "llm",
-                       **{it.label: ("NA" if judged.items[it.key].is_na else "" if judged.items[it.key].median is None
-                                     else f"{judged.items[it.key].median:g}") for it in ITEMS if it.key in judged.items}})
+                       **{it.label: judge_cell(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
 case_view.render_score_table(score_rows)
+if judged is not None and judged.status == "scored" and is_smoke_test(judged):
+    evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
 
 st.markdown("#### Evidence")
 tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence support",
@@ -153,6 +155,9 @@ with tab_medomit:
     if res is None:
         st.info("MED-OMIT has not been run on this summary yet.")
     else:
+        if res.smoke_test:
+            evidence_view.smoke_badge(res.provenance.get("model_file") or res.provenance.get("model") or
+                                      "embedded model", "MED-OMIT figures")
         if res.status != "complete":
             st.warning(f"Incomplete: step **{untrusted.md_inline(res.failed_step)}** failed — "
                        f"{untrusted.md(res.reason)}. "
@@ -173,9 +178,17 @@ with tab_medomit:
             row = rows[labels.index(pick)]
             note_text = case.note(row["note_id"]).text if row["note_id"] else None
             evidence_view.render_fact_detail(row, note_text)
-            st.caption(f"Document weight {res.document_weight:.2f} = sum of the {len(rows)} listed weights.")
+            st.caption(f"Document weight {res.document_weight or 0:.2f} = sum of the {len(rows)} listed weights"
+                       + (f"; the {len(res.not_found)} fact(s) not found in the notes are not counted."
+                          if res.not_found else "."))
         elif res.status == "complete":
             st.success("No omitted fact found.")
+        nf = not_found_rows(res)
+        if nf:
+            st.markdown(f"**Not found in the notes ({len(nf)})** — stated by the model but located in no note "
+                        "(invented, or paraphrased beyond matching). Never counted as omitted and never weighted.")
+            st.markdown("\n".join(f"- **{untrusted.md_inline(r['fact_id'])}** {untrusted.md_inline(r['text'])} "
+                                   f"(closest sentence similarity {r['best match']:.2f})" for r in nf))
         with st.expander(f"Differential diagnosis ({len(res.ddx)}) and clusters ({len(res.clusters)})"):
             evidence_view.render_table([{"rank": d.rank, "diagnosis": d.name, "likelihood": d.likelihood,
                                          "reason": d.reason} for d in res.ddx])

@@ -1,17 +1,24 @@
 """Spot-check & adjudicate: a clinician re-rates a summary (or records the adjudicated final score), blinded to
-the other raters and the LLM judge until they have submitted; every edit is kept as history."""
+the other raters and the LLM judge until they have submitted; every edit is kept as history.
+
+One screen: the notes and the summary scroll on the left, the anchored rating form stays on the right; keyboard
+shortcuts (``components.review_form.render_shortcuts``) set levels, move between summaries and save."""
 import pandas as pd
 import streamlit as st
 
 from components import case_view, state
-from components.review_form import render_review_form
+from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, render_review_form, render_shortcuts)
 from engine import citations, untrusted
 from engine.judge import JudgeResult
-from engine.ratings import display_table
+from engine.ratings import display_table, judge_cell
 from engine.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
                             review_history, reviews_as_ratings, save_review)
-from engine.rubric import ITEMS, format_value
+from engine.rubric import ITEMS
 from engine.store import StoreError
+
+NOTES_HEIGHT = 460  # px: the notes and the summary scroll inside these, the form beside them stays in view
+SUMMARY_HEIGHT = 300
+FORM_HEIGHT = 820
 
 st.title("Spot-check & adjudicate")
 name, ds = state.require_dataset()
@@ -19,6 +26,18 @@ if not ds.cases:
     st.info("This dataset has no cases.")
     st.stop()
 store = state.store()
+
+# every summary of the dataset in case order: Next / Previous (and the ] / [ keys) walk through all of them
+ORDER = [(c.case_id, s.summary_id) for c in ds.cases for s in ds.summaries_for(c.case_id)]
+
+
+def _step(delta: int) -> None:
+    """Button callback (runs before the widgets are drawn): move to the next / previous summary, across cases."""
+    here = (st.session_state.get("case_id"), st.session_state.get("review_summary"))
+    i = ORDER.index(here) if here in ORDER else 0
+    j = max(0, min(len(ORDER) - 1, i + delta))
+    st.session_state["case_id"], st.session_state["review_summary"] = ORDER[j]
+
 
 case = state.case_picker(ds)
 case_id = case.case_id
@@ -32,51 +51,66 @@ if _pick in [s.summary_id for s in summaries]:
 sid = st.sidebar.radio("Summary", [s.summary_id for s in summaries], key="review_summary",
                        format_func=untrusted.md_inline)
 summary = ds.summary(sid)
+pos = ORDER.index((case_id, sid)) if (case_id, sid) in ORDER else 0
 
 c1, c2, c3 = st.columns([2, 2, 1])
 reviewer = c1.text_input("Reviewer", key="reviewer_name", placeholder="Your name or initials").strip()
 kind = c2.radio("Kind", KINDS, format_func=KIND_LABELS.get, horizontal=True, key="review_kind",
-                help="A spot check adds you as a clinician rater; the adjudicated final score is the single agreed "
-                     "score the statistics report as rater 'adjudicated'.")
+                help="A spot check adds you as a clinician rater; the adjudicated final score is the agreed "
+                     "reference: it replaces the raters' median of the item, it is not one more rater.")
 blinded = c3.checkbox("Blinded", value=True, key="review_blinded",
                       help="Hide the LLM judge results and the other raters' scores until you have submitted a "
                            "review for this summary.")
 
-st.subheader(f"{untrusted.md_inline(case.case_id)} · {untrusted.md_inline(sid)} — for "
-             f"{untrusted.md_inline(case.target_specialty)}")
+n1, n2, n3 = st.columns([1, 1, 3])
+n1.button(f"◀ {PREV_LABEL}", on_click=_step, args=(-1,), disabled=pos == 0, width="stretch",
+          help="Key: [")
+n2.button(f"{NEXT_LABEL} ▶", on_click=_step, args=(1,), disabled=pos >= len(ORDER) - 1, width="stretch",
+          help="Key: ]")
+n3.caption(f"Summary {pos + 1} of {len(ORDER)} · {untrusted.md_inline(case.case_id)} · "
+           f"{untrusted.md_inline(sid)} — for {untrusted.md_inline(case.target_specialty)}")
+
+# the form column stays in view while the page scrolls (the notes and the form also scroll in their own boxes)
+st.markdown(f'<span class="{FORM_MARKER}"></span><style>'
+            f'div[data-testid="stColumn"]:has(.{FORM_MARKER}-col){{position:sticky;top:3.5rem;align-self:flex-start}}'
+            '</style>', unsafe_allow_html=True)
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown("#### Source notes")
-    case_view.render_notes([n.__dict__ for n in case.notes])
-with right:
+    with st.container(height=NOTES_HEIGHT):
+        case_view.render_notes([n.__dict__ for n in case.notes])
     st.markdown("#### Summary")
-    case_view.render_summary(summary.text, citations.spans(summary.text, ds.citation_style()),
-                             [n.note_id for n in case.notes],
-                             {"generator": summary.generator_model, "quality group": summary.quality_group,
-                              "prompt": summary.prompt_variant})
-
-st.markdown(f"#### Your review — {KIND_LABELS[kind].lower()}")
-if not reviewer:
-    st.info("Enter your name as reviewer to score this summary.")
-else:
-    mine = [r for r in state.guarded(current_reviews, store, name, sid, default=[])
-            if r.reviewer == reviewer and r.kind == kind]
-    submitted = render_review_form(f"review:{name}:{sid}:{reviewer}:{kind}", ITEMS,
-                                   {r.item: r.value for r in mine}, {r.item: r.comment for r in mine})
-    if submitted is not None:
-        try:
-            written = save_review(store, name, sid, reviewer, kind, submitted["values"], submitted["comments"])
-        except StoreError as exc:
-            st.error(f"Not saved: the workspace is busy or unavailable, retry in a moment: {untrusted.md(exc)}")
-        except ValueError as exc:
-            st.error(f"Not saved: {untrusted.md(exc)}")
-        else:
-            if written:
-                state.bump_data_version()  # the statistics (Agreement page) include reviews: refresh them
-                st.success(f"Saved {len(written)} item(s) for {untrusted.md(sid)} as {untrusted.md(reviewer)} "
-                           f"({KIND_LABELS[kind].lower()}); earlier values are kept in the history.")
+    with st.container(height=SUMMARY_HEIGHT):
+        case_view.render_summary(summary.text, citations.spans(summary.text, ds.citation_style()),
+                                 [n.note_id for n in case.notes],
+                                 {"generator": summary.generator_model, "quality group": summary.quality_group,
+                                  "prompt": summary.prompt_variant})
+with right:
+    st.markdown(f'<span class="{FORM_MARKER}-col"></span>', unsafe_allow_html=True)
+    st.markdown(f"#### Your review — {KIND_LABELS[kind].lower()}")
+    if not reviewer:
+        st.info("Enter your name as reviewer to score this summary.")
+    else:
+        mine = [r for r in state.guarded(current_reviews, store, name, sid, default=[])
+                if r.reviewer == reviewer and r.kind == kind]
+        with st.container(height=FORM_HEIGHT):
+            submitted = render_review_form(f"review:{name}:{sid}:{reviewer}:{kind}", ITEMS,
+                                           {r.item: r.value for r in mine}, {r.item: r.comment for r in mine})
+        if submitted is not None:
+            try:
+                written = save_review(store, name, sid, reviewer, kind, submitted["values"], submitted["comments"])
+            except StoreError as exc:
+                st.error(f"Not saved: the workspace is busy or unavailable, retry in a moment: {untrusted.md(exc)}")
+            except ValueError as exc:
+                st.error(f"Not saved: {untrusted.md(exc)}")
             else:
-                st.info("Nothing changed: your current review already has these values.")
+                if written:
+                    state.bump_data_version()  # the statistics (Agreement page) include reviews: refresh them
+                    st.success(f"Saved {len(written)} item(s) for {untrusted.md(sid)} as {untrusted.md(reviewer)} "
+                               f"({KIND_LABELS[kind].lower()}); earlier values are kept in the history.")
+                else:
+                    st.info("Nothing changed: your current review already has these values.")
+    render_shortcuts(ITEMS)
 
 revealed = not blinded or state.guarded(has_reviewed, store, name, sid, reviewer, default=False)
 if not revealed:
@@ -84,7 +118,9 @@ if not revealed:
             "hidden until you submit your review (or untick **Blinded**).")
 else:
     st.markdown("#### Rater scores (PDSQI-9)")
-    st.caption("Imported raters, clinician spot checks (group 'clinician') and the adjudicated final score.")
+    st.caption("Imported raters, clinician spot checks (group 'clinician') and the adjudicated final score. The "
+               "median row is the reference: the raters' median (yes/no items: the share of yes), replaced by the "
+               "adjudicated score where there is one — never averaged in as one more rater.")
     case_view.render_score_table(display_table(ds.ratings_for(sid)
                                                + state.guarded(reviews_as_ratings, store, name, sid, default=[])))
 
@@ -97,16 +133,10 @@ else:
         st.caption(f"Status: {untrusted.md(stored.status)} · model {untrusted.md(stored.provenance.model_file)} · "
                    f"{untrusted.md(stored.created_at)}"
                    + (f" · {untrusted.md(stored.reason)}" if stored.reason else ""))
-
-        def llm_cell(item):
-            score = stored.items.get(item.key)
-            if score is None or (score.median is None and not score.is_na):
-                return ""  # not scored
-            return format_value(item, score.median)
-
-        st.dataframe(pd.DataFrame([{"item": i.label, "LLM median": llm_cell(i)} for i in ITEMS]),
-                     hide_index=True, width="stretch")
-        st.caption("Median over the judge's samples; blank = not scored; NA = not applicable.")
+        st.dataframe(pd.DataFrame([{"item": i.label, "LLM median": judge_cell(i, stored.items.get(i.key))}
+                                   for i in ITEMS]), hide_index=True, width="stretch")
+        st.caption("Median over the judge's samples (yes/no items: the share of yes); blank = not scored; "
+                   "NA = not applicable.")
 
     st.markdown("#### Review history of this summary")
     history = state.guarded(review_history, store, name, sid, default=[])

@@ -188,6 +188,28 @@ def test_dataset_with_reviews(sample):
     assert store.load_dataset("s").ratings == plain.ratings  # the stored dataset itself is unchanged
 
 
+def test_adjudicated_score_is_the_reference_not_one_more_rater(sample):
+    """The human median of an adjudicated item is the adjudicated score; the adjudication is never averaged in."""
+    from engine.ratings import display_table, medians
+
+    store, ds = sample
+    sid = _sid(ds)
+    plain = medians(store.load_dataset("s").ratings_for(sid))
+    save_review(store, "s", sid, "Dr C", ADJUDICATION, {"cited": 1, "abstraction": "no", "synthesized": "NA"})
+    merged = dataset_with_reviews(store, "s")
+    got = medians(merged.ratings_for(sid))
+    assert got["cited"] == 1.0 and got["abstraction"] == 0.0 and got["synthesized"] is None
+    assert {k: v for k, v in got.items() if k not in ("cited", "abstraction", "synthesized")} == \
+        {k: v for k, v in plain.items() if k not in ("cited", "abstraction", "synthesized")}
+    # a spot check is a rater: it moves the median of an item that is not adjudicated
+    save_review(store, "s", sid, "Dr A", SPOT_CHECK, {"cited": 5, "accurate": 1})
+    again = medians(dataset_with_reviews(store, "s").ratings_for(sid))
+    assert again["cited"] == 1.0  # still the adjudicated score
+    rows = display_table(dataset_with_reviews(store, "s").ratings_for(sid))
+    assert rows[-1]["Cited"] == "1 (adjudicated)" and rows[-1]["Abstraction needed"] == "no (adjudicated)"
+    assert rows[-1]["Synthesized"] == "NA (adjudicated)"
+
+
 def test_dataset_with_reviews_renames_clash_with_later_import(tmp_path):
     store = Store(tmp_path / "w.sqlite")
     cases, _ = load_paths([FORMATS / "case_json"], name="cj")
@@ -220,6 +242,7 @@ def test_export_csv_has_who_when_and_history(sample):
     assert cited[0]["superseded_by"] == cited[1]["review_id"]
     by_item = {r["item"]: r for r in rows if r["reviewer"] == "Dr A"}
     assert by_item["synthesized"]["value"] == "NA" and by_item["abstraction"]["value_label"] == "no"
+    assert by_item["abstraction"]["value"] == "no"  # yes/no items are exported as yes/no text, never 0/1
     assert next(r for r in rows if r["reviewer"] == "Dr Z")["kind"] == ADJUDICATION
 
 
