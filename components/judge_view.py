@@ -5,6 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from engine import untrusted
+from engine.ratings import judge_cell
+from engine.rubric import format_value
 
 
 def when_text(judged_now: bool, created_at: str = "") -> str:
@@ -109,8 +111,8 @@ def partial_rows(partial) -> list[dict]:
         median = getattr(sc, "median", None)
         expected = getattr(sc, "expected", None)
         rows.append({"item": item.label,
-                     "median so far": "NA" if getattr(sc, "is_na", False) else ("" if median is None
-                                                                                else f"{median:g}"),
+                     "median so far": judge_cell(item, sc) if hasattr(sc, "values") else
+                     ("NA" if getattr(sc, "is_na", False) else "" if median is None else format_value(item, median)),
                      "expected": "" if expected is None else f"{expected:.2f}",
                      "decided": "yes" if decided.get(item.key) else ""})
     return rows

@@ -10,8 +10,8 @@ from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
 from engine.judge_configs import is_smoke_test
 from engine.judge_source import batch_kwargs, describe_source, has_param, make_params
 from engine.modelfiles import EMBEDDED_MODEL_LABEL
-from engine.ratings import medians
-from engine.rubric import ITEMS, format_value
+from engine.ratings import judge_cell, medians, reference_cell
+from engine.rubric import ITEMS
 from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 from engine.store import StoreError
 
@@ -117,10 +117,10 @@ else:
         sc = res.items.get(item.key)
         if sc is None:
             continue
-        llm = "NA" if sc.is_na else ("" if sc.median is None else f"{sc.median:g}")
+        llm = judge_cell(item, sc)  # yes/no items: the share of yes over the samples
         hm = human.get(item.key, "")
-        hm_txt = "" if item.key not in human else format_value(item, hm) if hm is None else f"{hm:g}"
-        diff = (sc.median - hm) if (sc.median is not None and isinstance(hm, float)) else None
+        hm_txt = reference_cell(item, ds.ratings_for(sid)) if item.key in human else ""
+        diff = (sc.median - hm) if (item.is_likert and sc.median is not None and isinstance(hm, float)) else None
         rows.append({"item": item.label, "LLM median": llm,
                      "spread": "" if sc.spread is None else f"{sc.spread:g}",
                      "expected": "" if sc.expected is None else f"{sc.expected:.2f}",
