@@ -1289,13 +1289,9 @@ def _injection_warnings(c: "_Collector", report: ValidationReport) -> None:
         warn(fname, row, "text", f"summary {sid!r}", summ.text)
 
 
-def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:
-    """The column names of a CSV (its header) or JSONL file (the first object's keys), from its first megabyte;
-    None for anything else or an unreadable file. For offering columns to ignore or rename."""
-    p = Path(path)
-    if p.suffix.lower() not in (".csv", ".jsonl"):
-        return None
-    opened = _open_regular(p, ValidationReport())
+def _read_head(path: Path) -> Optional[str]:
+    """The first megabyte of a regular file as text (None when it is not a regular file or cannot be read)."""
+    opened = _open_regular(path, ValidationReport())
     if opened is None:
         return None
     fd, _ = opened
@@ -1305,7 +1301,18 @@ def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:
         return None
     finally:
         os.close(fd)
-    text = head.decode("utf-8-sig", errors="ignore")
+    return head.decode("utf-8-sig", errors="ignore")
+
+
+def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:
+    """The column names of a CSV (its header) or JSONL file (the first object's keys), from its first megabyte;
+    None for anything else or an unreadable file. For offering columns to ignore or rename."""
+    p = Path(path)
+    if p.suffix.lower() not in (".csv", ".jsonl"):
+        return None
+    text = _read_head(p)
+    if text is None:
+        return None
     try:
         if p.suffix.lower() == ".csv":
             return [h.strip() for h in next(csv.reader(io.StringIO(text, newline="")), [])] or None
@@ -1321,23 +1328,7 @@ def sniff_wide_ratings(path: str | os.PathLike) -> Optional[tuple[list[str], Rat
     column mapping (for the user to edit); otherwise None. Only regular files are opened, and only their
     first megabyte is read."""
     p = Path(path)
-    if p.suffix.lower() != ".csv":
-        return None
-    opened = _open_regular(p, ValidationReport())
-    if opened is None:
-        return None
-    fd, _ = opened
-    try:
-        head = _read_fd(fd, (1 << 20) - 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    try:
-        text = head.decode("utf-8-sig", errors="ignore")
-        header = [h.strip() for h in next(csv.reader(io.StringIO(text, newline="")), [])]
-    except csv.Error:
-        return None
+    header = sniff_header(p) if p.suffix.lower() == ".csv" else None
     if not header or _detect_table(p, header) is not None:
         return None
     return header, RatingsMapping.guess(header)
