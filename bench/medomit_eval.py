@@ -63,8 +63,8 @@ class OracleBackend:
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         props = schema["properties"]
         if "facts" in props:
-            nid = re.findall(r'<note id="([^"]+)">', prompt)[-1]
-            note_text = prompt.split(f'<note id="{nid}">\n', 2)[-1].split("\n</note>")[0]
+            note = [b for b in _blocks(prompt) if b.tag == "note"][-1]  # the prompt's fenced note
+            nid, note_text = note.attrs["id"], note.body
             case = next(c for c in self.ds.cases if any(n.text == note_text for n in c.notes))
             facts = [d for d in pertinent_facts(self.manifest, case.case_id) if d["note_id"] == nid]
             for d in facts:
@@ -77,14 +77,23 @@ class OracleBackend:
         elif all("enum" in v and "critical" in v["enum"] for v in props.values()):
             out = {k: "critical" for k in props}
         else:
-            summary = prompt.split("<summary>\n", 1)[1].split("\n</summary>")[0].lower()
-            lines = dict(re.findall(r"^(F\d+): (.*)$", prompt, flags=re.M))
+            blocks = {b.tag: b.body for b in _blocks(prompt)}
+            summary = blocks["summary"].lower()
+            lines = {f["id"]: f["fact"] for f in json.loads(blocks["facts"])}
             out = {}
             for fid in props:
                 d = self.by_text[lines[fid]]
                 gone = any(k.lower() not in summary for k in d["key_terms"])
                 out[fid] = {"status": "omitted" if gone else "present", "explanation": "manifest key term check"}
         return Generation(json.dumps(out), 0, 0, 0.0, 0.0, "stop")
+
+
+def _blocks(prompt: str):
+    """The fenced data blocks of a MED-OMIT prompt (engine.prompt_fence)."""
+    from engine.prompt_fence import read_blocks
+
+    code = re.search(r'tags whose names end in "-([0-9a-f]{10})"', prompt).group(1)
+    return read_blocks(prompt, code)
 
 
 def matches(fact, res, d, case) -> bool:
@@ -141,7 +150,8 @@ def main():
     manifest = load_manifest()
     case_ids = [c.case_id for c in ds.cases][: args.cases or None]
     with tempfile.TemporaryDirectory() as tmp:
-        evaluate("oracle", OracleBackend(manifest, ds), "oracle", ds, manifest, case_ids, Path(tmp) / "o.sqlite")
+        evaluate("oracle pipeline check (true by construction, not a result)", OracleBackend(manifest, ds), "oracle",
+                 ds, manifest, case_ids, Path(tmp) / "o.sqlite")
         if not args.oracle_only:
             from engine.judge import open_llama_backend
             be, sha = open_llama_backend("", n_ctx=args.ctx)
