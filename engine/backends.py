@@ -131,10 +131,39 @@ def _chatml_render(messages: Sequence[dict]) -> str:
     return "".join(out) + "<|im_start|>assistant\n"
 
 
+PREFIX_CACHE_ENV = "SUMCHECK_CACHE_DIR"
+PREFIX_CACHE_MAX_FILES = 8  # saved prefixes kept (least recently used ones go) ...
+PREFIX_CACHE_MAX_BYTES = 2 << 30  # ... and at most this much (an 8B model's rubric prefix is ~200 MB)
+_PREFIX_MAGIC = b"SUMCHECK-KV-PREFIX-1\n"
+
+
+def prefix_cache_dir() -> Path:
+    """Where evaluated prompt prefixes are kept: ``$SUMCHECK_CACHE_DIR/prefix``, else the user cache dir's."""
+    env = os.environ.get(PREFIX_CACHE_ENV, "").strip()
+    if env:
+        base = Path(env).expanduser()
+    else:
+        try:
+            from platformdirs import user_cache_dir
+
+            base = Path(user_cache_dir("sumcheck"))
+        except ImportError:  # pragma: no cover - platformdirs is a requirement
+            base = Path.home() / ".cache" / "sumcheck"
+    return base / "prefix"
+
+
 class LlamaCppBackend:
-    """In-process llama.cpp through llama-cpp-python. Load once and reuse (the prompt prefix is cached)."""
+    """In-process llama.cpp through llama-cpp-python. Load once and reuse (the prompt prefix is cached).
+
+    Prompt reuse: a new prompt reuses the longest common token prefix with what the context already holds, cut to
+    a whole number of evaluation batches (``n_batch``). llama.cpp's logits depend on how a prompt is split into
+    batches, so a prefix reused at a batch boundary gives exactly the logits of evaluating the prompt from scratch:
+    a result never depends on what was evaluated before it. :meth:`use_shared_prefix` declares the prefix every
+    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`prefix_cache_dir` once and a fresh
+    backend loads it instead of evaluating it — bit-exact as well."""
 
     name = "llama.cpp"
+    concurrent_ok = False  # one llama.cpp context: one generation at a time
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, n_threads: int = 0, n_gpu_layers: int = 0,
                  seed: int = 0):
@@ -183,6 +212,10 @@ class LlamaCppBackend:
         self._grammars: dict[str, object] = {}
         self._cached_prompt: Optional[list[int]] = None
         self._cached_logits: Optional[np.ndarray] = None
+        self._prefix: Optional[list[int]] = None  # the declared shared prefix (a whole number of batches)
+        self._prefix_file: Optional[Path] = None  # where its state is kept (None: not kept on disk)
+        self._prefix_on_disk = False
+        self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
 
     def _piece(self, token: int) -> str:
         if token < 0:
@@ -291,8 +324,16 @@ class LlamaCppBackend:
         ptr = lc.llama_get_logits_ith(self.llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).copy()
 
+    @property
+    def _batch(self) -> int:
+        """Prompt tokens per llama.cpp evaluation call; reuse is cut to a multiple of it (see the class doc)."""
+        nb = int(self.llm.n_batch)
+        nub = int(getattr(self.llm.context_params, "n_ubatch", nb) or nb)
+        return nb if nb % nub == 0 else nb * nub // math.gcd(nb, nub)
+
     def _prompt_logits(self, tokens: list[int]) -> np.ndarray:
-        """Evaluate ``tokens`` (reusing the longest cached prefix) and return the next-token logits."""
+        """Evaluate ``tokens`` (reusing the longest cached prefix, at a batch boundary) and return the next-token
+        logits."""
         if self._cached_prompt == tokens and self._cached_logits is not None:
             self.llm.n_tokens = len(tokens)  # drop the previous sample's tokens; KV entries are overwritten
             return self._cached_logits.copy()
@@ -302,11 +343,165 @@ class LlamaCppBackend:
                 break
             common += 1
         common = min(common, len(tokens) - 1)
+        common -= common % self._batch
+        pre = self._prefix
+        if pre and len(tokens) > len(pre) and tokens[: len(pre)] == pre:
+            common = self._ensure_prefix(tokens, common)
         self.llm.n_tokens = common
+        self._cached_prompt, self._cached_logits = None, None
         self.llm.eval(tokens[common:])
         logits = self._logits_now()
         self._cached_prompt, self._cached_logits = list(tokens), logits
         return logits.copy()
+
+    # -- the shared prompt prefix, kept across cases and processes -------------------------------------------
+
+    def use_shared_prefix(self, prompts: Sequence[str], cache_id: Optional[str] = None) -> int:
+        """Declare the prefix that every prompt to come shares, as the common token prefix of ``prompts`` (two or
+        more renderings that differ right after it), cut to a whole number of batches. With ``cache_id`` (what
+        identifies the model file and the prompt, e.g. its sha256 and prompt version) the prefix's llama.cpp state
+        is kept in :func:`prefix_cache_dir`, keyed by that, the llama.cpp version, the context settings and the
+        prefix tokens: the first prompt that starts with it saves it, a fresh backend loads it instead of
+        evaluating it. Returns the prefix length in tokens (0: none)."""
+        toks = [self.tokenize(p) for p in prompts]
+        n = 0
+        if len(toks) >= 2:
+            for column in zip(*toks):
+                if any(t != column[0] for t in column):
+                    break
+                n += 1
+        n -= n % self._batch
+        prefix = toks[0][:n] if n else None
+        path = None
+        if prefix and cache_id:
+            import hashlib
+
+            import llama_cpp
+
+            meta = {"id": cache_id, "tokens": hashlib.sha256(np.asarray(prefix, dtype=np.int32).tobytes()).hexdigest(),
+                    "n": n, "llama_cpp_python": llama_cpp.__version__, "n_batch": self._batch,
+                    "type_k": int(self.llm.context_params.type_k), "type_v": int(self.llm.context_params.type_v),
+                    **self.params}
+            key = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+            path = prefix_cache_dir() / f"{key[:40]}.kvprefix"
+        if prefix != self._prefix or path != self._prefix_file:
+            self._prefix, self._prefix_file = prefix, path
+            self._prefix_on_disk = bool(path and path.is_file())
+        self.prefix_stats["tokens"] = n
+        return n
+
+    def _ensure_prefix(self, tokens: list[int], common: int) -> int:
+        """Make the context hold the declared prefix (``tokens`` start with it; ``common`` tokens are held) and
+        return how many tokens of ``tokens`` it now holds. Loads the saved state, or evaluates the prefix and saves
+        it; every split is at a batch boundary, so the logits are those of a cold evaluation."""
+        n = len(self._prefix)
+        if self._prefix_file is None:
+            return common  # nothing kept on disk: ordinary reuse
+        if not self._prefix_on_disk:
+            if common < n:
+                self.llm.n_tokens = common
+                self.llm.eval(tokens[common:n])
+                self.prefix_stats["evaluated"] += 1
+            else:  # the context holds more than the prefix: keep only the prefix for saving
+                self.llm.n_tokens = n
+                self.llm._ctx.kv_cache_seq_rm(-1, n, -1)
+            self._save_prefix()
+            return n
+        if common >= n:
+            return common
+        if self._load_prefix():
+            return n
+        self.llm.n_tokens = common  # the saved state was unusable (and is gone): evaluate and save it again
+        self.llm.eval(tokens[common:n])
+        self.prefix_stats["evaluated"] += 1
+        self._save_prefix()
+        return n
+
+    def _save_prefix(self) -> None:
+        """Write the context's state (exactly the prefix) to the prefix file, atomically; errors only disable it."""
+        import hashlib
+
+        lc, ctx, path = self._llama_cpp, self.llm._ctx.ctx, self._prefix_file
+        try:
+            size = int(lc.llama_state_seq_get_size(ctx, 0))
+            buf = (ctypes.c_uint8 * size)()
+            got = int(lc.llama_state_seq_get_data(ctx, buf, size, 0))
+            if got <= 0 or got > size:
+                raise OSError(f"llama.cpp returned {got} of {size} state bytes")
+            data = memoryview(buf)[:got].tobytes()
+            header = json.dumps({"tokens": list(map(int, self._prefix)), "bytes": got,
+                                 "sha256": hashlib.sha256(data).hexdigest()}).encode()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(_PREFIX_MAGIC + len(header).to_bytes(8, "little") + header)
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            self.prefix_stats["error"] = f"could not save the prompt prefix to {path}: {exc}"
+            self._prefix_file = None  # keep working in process
+            return
+        self._prefix_on_disk = True
+        self.prefix_stats["saved"] += 1
+        self._prune_prefix_files(path.parent, keep=path)
+
+    @staticmethod
+    def _prune_prefix_files(folder: Path, keep: Path) -> None:
+        """Keep ``keep`` and the most recently used others within the count and size limits."""
+        try:
+            files = sorted(((p.stat().st_mtime, p.stat().st_size, p) for p in folder.glob("*.kvprefix") if p != keep),
+                           reverse=True)
+            total = keep.stat().st_size
+            for i, (_, size, p) in enumerate(files):
+                total += size
+                if i + 1 >= PREFIX_CACHE_MAX_FILES or total > PREFIX_CACHE_MAX_BYTES:
+                    p.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    def _load_prefix(self) -> bool:
+        """Load the saved prefix state into the (cleared) context; False (file removed) when it is unusable."""
+        import hashlib
+
+        lc, ctx, path = self._llama_cpp, self.llm._ctx.ctx, self._prefix_file
+        try:
+            raw = path.read_bytes()
+            if not raw.startswith(_PREFIX_MAGIC):
+                raise ValueError("not a prefix file")
+            pos = len(_PREFIX_MAGIC)
+            hlen = int.from_bytes(raw[pos:pos + 8], "little")
+            header = json.loads(raw[pos + 8:pos + 8 + hlen])
+            data = raw[pos + 8 + hlen:]
+            if (header.get("tokens") != self._prefix or header.get("bytes") != len(data)
+                    or header.get("sha256") != hashlib.sha256(data).hexdigest()):
+                raise ValueError("the file does not hold this prefix (or is damaged)")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            return self._drop_prefix_file(f"could not read the saved prompt prefix {path}: {exc}")
+        lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
+        self.llm.n_tokens = 0
+        self._cached_prompt, self._cached_logits = None, None
+        src = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if int(lc.llama_state_seq_set_data(ctx, src, len(data), 0)) != len(data):
+            lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
+            return self._drop_prefix_file(f"llama.cpp refused the saved prompt prefix {path}")
+        n = len(self._prefix)
+        self.llm.input_ids[:n] = self._prefix
+        self.llm.n_tokens = n
+        self.prefix_stats["loaded"] += 1
+        try:
+            os.utime(path)  # recently used: pruned last
+        except OSError:
+            pass
+        return True
+
+    def _drop_prefix_file(self, why: str) -> bool:
+        self.prefix_stats["error"] = why
+        try:
+            self._prefix_file.unlink(missing_ok=True)
+        except OSError:
+            pass
+        self._prefix_on_disk = False
+        return False
 
     def _grammar_sampler(self, schema: dict):
         g = self._grammar(schema)
@@ -474,6 +669,7 @@ class OpenAIHTTPBackend:
       connections (``Retry-After`` honoured)."""
 
     name = "openai-http"
+    concurrent_ok = True  # a server takes several requests at once (engine.judge.run_batch's concurrency)
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", n_ctx: int = 8192, timeout: float = 600,
                  retries: int = 4, backoff: float = 0.5, probe: bool = True):
@@ -616,6 +812,7 @@ class OpenAIHTTPBackend:
             d.update(dialect=info.dialect, n_ctx_source=info.n_ctx_source)
         if self._token_method:
             d["token_count"] = self._token_method
+        d["response_format"] = getattr(self, "_schema_style", "json_schema")
         return d
 
     def render(self, messages: Sequence[dict]) -> str:
@@ -641,6 +838,12 @@ class OpenAIHTTPBackend:
                               "margin (the server has no /tokenize)")
         return math.ceil(len(text.encode("utf-8")) / ESTIMATE_BYTES_PER_TOKEN * ESTIMATE_MARGIN)
 
+    def _response_format(self, schema: dict) -> dict:
+        """The JSON-schema response format in the style this server accepts (found on the first refusal)."""
+        if getattr(self, "_schema_style", "json_schema") == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "pdsqi9", "schema": schema, "strict": True}}
+
     def _gemma(self):
         if self._gemma_counter is None:
             try:
@@ -657,8 +860,7 @@ class OpenAIHTTPBackend:
         messages = self._messages_by_prompt.get(prompt) or [{"role": "user", "content": prompt}]
         messages = [{**m, "content": neutralise_control_strings(m["content"])} for m in messages]
         body = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, "seed": seed,
-                "response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "pdsqi9", "schema": schema, "strict": True}}}
+                "response_format": self._response_format(schema)}
         if self.model:
             body["model"] = self.model
         if self._probe and self.server_info().dialect == "ollama":
@@ -666,7 +868,15 @@ class OpenAIHTTPBackend:
         if want_logprobs:
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         t0 = time.perf_counter()
-        r = self._post("/v1/chat/completions", body)
+        try:
+            r = self._post("/v1/chat/completions", body)
+        except BackendError as exc:
+            # llama-cpp-python's server takes only {"type": "json_object", "schema": ...}; others take json_schema
+            if getattr(self, "_schema_style", "json_schema") != "json_schema" or "response_format" not in str(exc):
+                raise
+            self._schema_style = "json_object"
+            body["response_format"] = self._response_format(schema)
+            r = self._post("/v1/chat/completions", body)
         t1 = time.perf_counter()
         try:
             choice = r["choices"][0]

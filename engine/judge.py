@@ -14,6 +14,11 @@ Rules:
 * Few-shot examples come from a training split of *other* cases; their answers are the median human scores.
 * Every result carries its provenance and a cache key (model hash + prompt version + parameters + content);
   finished work is never recomputed and an interrupted batch resumes where it stopped.
+* Exact early stopping (``JudgeParams.early_stop``, on by default): sampling stops once no further sample could
+  change any item's median (:mod:`engine.consistency`), so the medians are those of all N samples and the flag is
+  not part of the cache key. ``on_partial`` hands over the medians after every sample (the greedy one first).
+* Against a server, :func:`run_batch` keeps several summaries in flight (``concurrency``) and still yields and
+  reports in order, from the caller's thread.
 """
 from __future__ import annotations
 
@@ -27,8 +32,8 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator, Optional, Sequence
 
 from .backends import Backend, BackendError, Generation
-from .judge_prompt import PROMPT_VERSION, FewShotExample, build_messages, output_schema
-from .models import Case, Dataset, Summary
+from .judge_prompt import DEFAULT_CITATION_FORM, PROMPT_VERSION, FewShotExample, build_messages, output_schema
+from .models import Case, Dataset, Note, Summary
 from .ratings import medians
 from .rubric import ITEMS, Scale, get_item
 
@@ -51,6 +56,9 @@ class JudgeParams:
     trim: bool = False  # drop the oldest notes when the prompt does not fit (else refuse)
     max_tokens: int = 0  # 0 = automatic (enough for the schema)
     train_fraction: float = 0.3
+    # stop sampling once no further sample could change any item's median (engine.consistency): the medians are
+    # those of all n_samples by construction, so this is not part of the cache key
+    early_stop: bool = True
 
     def validate(self) -> None:
         if not 1 <= self.n_samples <= 50:
@@ -110,6 +118,7 @@ class Provenance:
     few_shot_examples: list[str]
     dropped_notes: list[str]
     n_ctx: int
+    citation_form: str = DEFAULT_CITATION_FORM  # how the prompt said the summaries cite notes
 
 
 @dataclass
@@ -159,6 +168,36 @@ class JudgeResult:
 
     def medians(self) -> dict[str, Optional[float]]:
         return {k: v.median for k, v in self.items.items()}
+
+    @property
+    def samples_taken(self) -> int:
+        return len(self.samples)
+
+    @property
+    def stopped_early(self) -> bool:
+        """True when sampling stopped before n_samples because every median was already decided."""
+        n = self.provenance.params.get("n_samples") if isinstance(self.provenance.params, dict) else None
+        return self.status != STATUS_REFUSED and isinstance(n, int) and 0 < len(self.samples) < n
+
+
+@dataclass
+class PartialResult:
+    """The judge's view of one summary after each sample (for showing the greedy sample's grades at once and
+    refining them): per-item medians over the samples so far, the greedy sample's expected scores, and which
+    items' medians are already those of the full run."""
+
+    summary_id: str
+    case_id: str
+    taken: int  # samples finished so far
+    n_samples: int  # samples asked for
+    items: dict[str, ItemScore]
+    decided: dict[str, bool]  # item -> its median can no longer change (engine.consistency)
+    final: bool  # no further sample will be taken for this summary
+    sample: SampleReply  # the sample that just finished
+
+    @property
+    def all_decided(self) -> bool:
+        return all(self.decided.values())
 
 
 # --------------------------------------------------------------------------------------------- parsing
@@ -334,14 +373,15 @@ class PromptPlan:
 
 
 def plan_prompt(backend: Backend, case: Case, summary: Summary, params: JudgeParams,
-                examples: Sequence[FewShotExample]) -> PromptPlan:
-    """Build the prompt and check it against the context window (refuse, or drop the oldest notes)."""
+                examples: Sequence[FewShotExample], citation_form: str = DEFAULT_CITATION_FORM) -> PromptPlan:
+    """Build the prompt and check it against the context window (refuse, or drop the oldest notes).
+    ``citation_form``: how the dataset's summaries cite notes (:func:`dataset_citation_form`)."""
     budget = backend.n_ctx - params.resolved_max_tokens
     order = sorted(case.notes, key=lambda n: (n.date or "", case.notes.index(n)))  # oldest first
     kept = [n.note_id for n in case.notes]
     dropped: list[str] = []
     while True:
-        msgs = build_messages(case, summary, params.explain, examples, note_ids=kept)
+        msgs = build_messages(case, summary, params.explain, examples, note_ids=kept, citation_form=citation_form)
         prompt = backend.render(msgs)
         n = backend.count_tokens(prompt)
         if n <= budget:
@@ -365,11 +405,54 @@ def content_key(case: Case, summary: Summary, examples: Sequence[FewShotExample]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+# Parameters that never change a result's medians (exact early stopping) stay out of the cache key, so results
+# computed with and without them are the same work.
+_KEY_EXCLUDED_PARAMS = ("early_stop",)
+
+
 def cache_key(model_id: str, params: JudgeParams, n_ctx: int, case: Case, summary: Summary,
-              examples: Sequence[FewShotExample]) -> str:
-    payload = {"model": model_id, "prompt": PROMPT_VERSION, "params": asdict(params), "n_ctx": n_ctx,
+              examples: Sequence[FewShotExample], citation_form: str = DEFAULT_CITATION_FORM) -> str:
+    key_params = {k: v for k, v in asdict(params).items() if k not in _KEY_EXCLUDED_PARAMS}
+    payload = {"model": model_id, "prompt": PROMPT_VERSION, "params": key_params, "n_ctx": n_ctx,
                "max_tokens": params.resolved_max_tokens, "content": content_key(case, summary, examples)}
+    if citation_form != DEFAULT_CITATION_FORM:  # the prompt names the dataset's citation form (default: unchanged)
+        payload["citation_form"] = citation_form
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def dataset_citation_form(ds: Dataset) -> str:
+    """How ``ds``'s summaries cite notes, with n for the id (e.g. ``<Note ID:n>``), for the judge prompt."""
+    from .citations import detect_style
+
+    return detect_style([s.text for s in ds.summaries], [n.note_id for c in ds.cases for n in c.notes]).written
+
+
+def injection_findings(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = None,
+                       examples: Sequence[FewShotExample] = ()) -> Optional[str]:
+    """One line naming where text addressed to an AI grader (:mod:`engine.injection`) sits in what goes into the
+    prompt — the target specialty, each kept note (text and metadata), the summary, a few-shot example — or None."""
+    from .injection import describe, scan
+
+    def note_texts(c: Case, ids: Optional[Sequence[str]]) -> list[tuple[str, list[str]]]:
+        keep = None if ids is None else set(ids)
+        return [(f"note {n.note_id}", [n.text, n.date or "", n.note_type or "", n.author_specialty or ""])
+                for n in c.notes if keep is None or n.note_id in keep]
+
+    places = [("target specialty", [case.target_specialty]), *note_texts(case, note_ids), ("summary", [summary.text])]
+    for ex in examples:  # an example's texts are in the prompt as well; name the example, not its parts
+        places.append((f"few-shot example {ex.summary.summary_id}",
+                       [ex.case.target_specialty, ex.summary.text]
+                       + [t for _, texts in note_texts(ex.case, None) for t in texts]))
+    found, where = [], []
+    for label, texts in places:
+        signals = [x for t in texts if t for x in scan(t)]
+        if signals:
+            found.extend(signals)
+            where.append(label)
+    if not found:
+        return None
+    shown = ", ".join(where[:12]) + (f" and {len(where) - 12} more" if len(where) > 12 else "")
+    return f"{describe(found)} (in {shown[:600]})"
 
 
 # --------------------------------------------------------------------------------------------- judge
@@ -393,6 +476,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# Two stand-in cases that differ in every field. Their prompts share exactly what every judge prompt shares — the
+# system turn with the rubric and the constant start of the user turn, up to the fence code — which a backend that
+# can keep evaluated state (LlamaCppBackend.use_shared_prefix) evaluates once and keeps, across cases and processes.
+_PREFIX_PROBES = (
+    (Case("probe-a", "Cardiology", (Note("1", "Alpha."),)), Summary("probe-a", "probe-a", "Alpha.")),
+    (Case("probe-b", "Neurology", (Note("2", "Beta."),)), Summary("probe-b", "probe-b", "Beta.")),
+)
+MAX_IN_FLIGHT = 32  # summaries judged at once against a server (the HTTP backend's connection pool holds 32)
+
+
 class Judge:
     """Runs the PDSQI-9 judge with one backend. ``model_sha256`` identifies the model in cache keys."""
 
@@ -403,8 +496,10 @@ class Judge:
         self.model_sha256 = model_sha256
         d = backend.describe()
         self.model_id = model_sha256 or f"{d.get('backend')}:{d.get('endpoint', '')}:{d.get('model_file')}"
+        self._citation_forms: dict[int, tuple[object, str]] = {}  # id(dataset) -> (weak reference, form)
+        self._prefix_declared = False
 
-    def _provenance(self, examples, dropped) -> Provenance:
+    def _provenance(self, examples, dropped, citation_form: str = DEFAULT_CITATION_FORM) -> Provenance:
         d = self.backend.describe()
         return Provenance(backend=d.get("backend", "?"), model_file=d.get("model_file", "?"),
                           model_sha256=self.model_sha256, quantization=d.get("quantization", "unknown"),
@@ -413,32 +508,76 @@ class Judge:
                           prompt_version=PROMPT_VERSION, params=asdict(self.params),
                           llama_cpp_python=d.get("llama_cpp_python"),
                           few_shot_examples=[e.summary.summary_id for e in examples], dropped_notes=list(dropped),
-                          n_ctx=self.backend.n_ctx)
+                          n_ctx=self.backend.n_ctx, citation_form=citation_form)
+
+    def citation_form(self, ds: Dataset) -> str:
+        """The dataset's citation form for the prompt (:func:`dataset_citation_form`), detected once per dataset."""
+        import weakref
+
+        hit = self._citation_forms.get(id(ds))
+        if hit is not None and hit[0]() is ds:
+            return hit[1]
+        form = dataset_citation_form(ds)
+        try:
+            self._citation_forms[id(ds)] = (weakref.ref(ds), form)
+        except TypeError:  # not weak-referenceable: detect again next time
+            pass
+        return form
 
     def prepare(self, ds: Dataset, summary_id: str) -> tuple[Case, Summary, list[FewShotExample], str]:
         summary = ds.summary(summary_id)
         case = ds.case(summary.case_id)
         examples = select_examples(ds, summary, self.params.shots, self.params.seed, self.params.train_fraction)
-        key = cache_key(self.model_id, self.params, self.backend.n_ctx, case, summary, examples)
+        key = cache_key(self.model_id, self.params, self.backend.n_ctx, case, summary, examples,
+                        self.citation_form(ds))
         return case, summary, examples, key
 
+    def _declare_prefix(self) -> None:
+        """Tell a backend that keeps evaluated state which prompt prefix every judge prompt shares (once)."""
+        if self._prefix_declared:
+            return
+        self._prefix_declared = True
+        declare = getattr(self.backend, "use_shared_prefix", None)
+        if declare is None:
+            return
+        prompts = [self.backend.render(build_messages(c, s, self.params.explain)) for c, s in _PREFIX_PROBES]
+        declare(prompts, f"{self.model_sha256}|{PROMPT_VERSION}" if self.model_sha256 else None)
+
+    @staticmethod
+    def _items(samples: Sequence[SampleReply], expected: dict[str, tuple[float, float]]) -> dict[str, ItemScore]:
+        items = aggregate(samples)
+        for k, (e, mass) in expected.items():
+            items[k].expected, items[k].expected_mass = round(e, 4), round(mass, 4)
+        return items
+
     def judge(self, ds: Dataset, summary_id: str, should_stop: Callable[[], bool] = lambda: False,
-              on_sample: Callable[[int], None] = lambda i: None, prepared=None) -> JudgeResult:
-        """Judge one summary; ``prepared`` is :meth:`prepare`'s result when the caller already has it."""
+              on_sample: Callable[[int], None] = lambda i: None, prepared=None,
+              on_partial: Optional[Callable[[PartialResult], None]] = None) -> JudgeResult:
+        """Judge one summary; ``prepared`` is :meth:`prepare`'s result when the caller already has it.
+
+        ``on_sample(k)`` is called after the k-th sample. ``on_partial(PartialResult)`` is called after every sample
+        with the medians so far (the first call carries the greedy sample's grades and expected scores) and which of
+        them are decided. With ``params.early_stop`` sampling stops as soon as every item's median is decided
+        (:func:`engine.consistency.all_fixed`): the medians are those of all ``n_samples`` by construction."""
         import time
 
+        from .consistency import all_fixed, item_fixed
+
         case, summary, examples, key = prepared or self.prepare(ds, summary_id)
+        form = self.citation_form(ds)
+        self._declare_prefix()
         t_start = time.perf_counter()
         try:
-            plan = plan_prompt(self.backend, case, summary, self.params, examples)
+            plan = plan_prompt(self.backend, case, summary, self.params, examples, form)
         except ContextTooLong as exc:
             return JudgeResult(summary_id, case.case_id, STATUS_REFUSED, str(exc), {}, [],
-                               self._provenance(examples, []), Timing(), key, _now())
+                               self._provenance(examples, [], form), Timing(), key, _now())
         schema = output_schema(self.params.explain)
+        n = self.params.n_samples
         samples: list[SampleReply] = []
         timing = Timing(prompt_tokens=plan.prompt_tokens)
         expected: dict[str, tuple[float, float]] = {}
-        for i in range(self.params.n_samples):
+        for i in range(n):
             if should_stop():
                 raise Cancelled()
             temp = 0.0 if i == 0 else self.params.temperature
@@ -462,27 +601,58 @@ class Judge:
                     expected = expected_scores(gen, reply.values)
             samples.append(reply)
             on_sample(i + 1)
+            taken = i + 1
+            valid = [s.values for s in samples if s.ok]
+            decided = self.params.early_stop and taken < n and all_fixed(valid, taken, n)
+            if on_partial is not None:
+                fixed = {item.key: item_fixed([v[item.key] for v in valid if item.key in v], n - taken, item)
+                         for item in ITEMS}
+                on_partial(PartialResult(summary_id, case.case_id, taken, n, self._items(samples, expected), fixed,
+                                         decided or taken == n, reply))
+            if decided:
+                break
         timing.total_seconds = time.perf_counter() - t_start
-        items = aggregate(samples)
-        for k, (e, mass) in expected.items():
-            items[k].expected, items[k].expected_mass = round(e, 4), round(mass, 4)
+        items = self._items(samples, expected)
         good = [s for s in samples if s.ok]
+        notes: list[str] = []
         if good:
-            status, reason = STATUS_SCORED, (f"{len(samples) - len(good)} of {len(samples)} samples unscored"
-                                             if len(good) < len(samples) else "")
+            status = STATUS_SCORED
+            if len(good) < len(samples):
+                notes.append(f"{len(samples) - len(good)} of {len(samples)} samples unscored")
         else:
-            status, reason = STATUS_UNSCORED, f"no sample could be scored; first reason: {samples[0].error}"
+            status = STATUS_UNSCORED
+            notes.append(f"no sample could be scored; first reason: {samples[0].error}")
+        if len(samples) < n:
+            notes.append(f"stopped early: every median was decided after {len(samples)} of {n} samples")
         if plan.dropped_notes:
-            reason = (reason + "; " if reason else "") + f"oldest notes dropped to fit: {', '.join(plan.dropped_notes)}"
-        return JudgeResult(summary_id, case.case_id, status, reason, items, samples,
-                           self._provenance(examples, plan.dropped_notes), timing, key, _now())
+            notes.append(f"oldest notes dropped to fit: {', '.join(plan.dropped_notes)}")
+        kept = [x.note_id for x in case.notes if x.note_id not in plan.dropped_notes]
+        injection = injection_findings(case, summary, kept, examples)
+        if injection:
+            notes.append(injection)
+        return JudgeResult(summary_id, case.case_id, status, "; ".join(notes), items, samples,
+                           self._provenance(examples, plan.dropped_notes, form), timing, key, _now())
 
 
 def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
               progress: Callable[[JudgeProgress], None] = lambda p: None,
-              should_stop: Callable[[], bool] = lambda: False) -> Iterator[JudgeResult]:
-    """Judge summaries in order, skipping those whose cache key is already stored (resume), storing each
-    result as soon as it is finished. Stops cleanly between samples when ``should_stop()`` is true."""
+              should_stop: Callable[[], bool] = lambda: False,
+              on_partial: Optional[Callable[[PartialResult], None]] = None,
+              concurrency: int = 1) -> Iterator[JudgeResult]:
+    """Judge summaries, skipping those whose cache key is already stored (resume), storing each result as soon as
+    it is finished, and yielding the results in ``summary_ids`` order. Stops cleanly between samples when
+    ``should_stop()`` is true.
+
+    ``concurrency`` > 1 keeps up to that many summaries in flight (at most :data:`MAX_IN_FLIGHT`) when the backend
+    can serve requests at once (``backend.concurrent_ok``, an OpenAI-compatible server); in process llama.cpp
+    runs one at a time whatever is asked. Either way ``progress``, ``on_partial`` and ``should_stop`` are called
+    from the caller's thread only, and the output order is ``summary_ids``'. On cancel no further summary starts
+    and the ones in flight stop after their current sample (finished ones are stored)."""
+    n = max(1, min(int(concurrency), MAX_IN_FLIGHT))
+    if n > 1 and len(summary_ids) > 1 and getattr(judge.backend, "concurrent_ok", False):
+        yield from _run_concurrent(judge, ds, list(summary_ids), store, dataset_name or ds.name, progress,
+                                   should_stop, on_partial, n)
+        return
     total = len(summary_ids)
     for done, sid in enumerate(summary_ids):
         if should_stop():
@@ -493,21 +663,117 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
             cached = store.get_judge_result(dataset_name or ds.name, key)
             if cached is not None:
                 res = JudgeResult.from_json(cached, from_cache=True)
-                progress(JudgeProgress(done + 1, total, sid, judge.params.n_samples, judge.params.n_samples,
-                                       "cached"))
+                progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, "cached"))
                 yield res
                 continue
         progress(JudgeProgress(done, total, sid, 0, judge.params.n_samples, "judging"))
         try:
-            res = judge.judge(ds, sid, should_stop, prepared=prepared,
+            res = judge.judge(ds, sid, should_stop, prepared=prepared, on_partial=on_partial,
                               on_sample=lambda i: progress(JudgeProgress(done, total, sid, i,
                                                                          judge.params.n_samples, "judging")))
         except Cancelled:
             return
         if store is not None:
             store.put_judge_result(dataset_name or ds.name, res)
-        progress(JudgeProgress(done + 1, total, sid, judge.params.n_samples, judge.params.n_samples, res.status))
+        progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, res.status))
         yield res
+
+
+def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
+                    progress: Callable[[JudgeProgress], None], should_stop: Callable[[], bool],
+                    on_partial: Optional[Callable[[PartialResult], None]], n: int) -> Iterator[JudgeResult]:
+    """:func:`run_batch` with up to ``n`` summaries in flight on worker threads. Workers judge and store; every
+    callback runs here, in the caller's thread, from the events the workers post."""
+    import queue
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    total, n_samples = len(ids), judge.params.n_samples
+    events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+    abort = threading.Event()  # cancel: workers stop between samples
+
+    def work(idx: int, sid: str, prepared) -> None:
+        try:
+            res = judge.judge(ds, sid, abort.is_set, prepared=prepared,
+                              on_sample=lambda i: events.put(("sample", idx, i)),
+                              on_partial=(lambda p: events.put(("partial", idx, p))) if on_partial else None)
+            if store is not None:
+                store.put_judge_result(name, res)
+        except Cancelled:
+            events.put(("cancelled", idx, None))
+        except BaseException as exc:  # handed to the caller's thread, raised there in order
+            events.put(("error", idx, exc))
+        else:
+            events.put(("done", idx, res))
+
+    finished: dict[int, Optional[JudgeResult]] = {}  # index -> result (None: cancelled)
+    errors: dict[int, BaseException] = {}
+    next_submit = next_yield = in_flight = done = 0
+    stopping = failed = False
+    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="sumcheck-judge")
+    clean = False
+    try:
+        while next_yield < total:
+            while in_flight < n and next_submit < total and not (stopping or failed):
+                if should_stop():
+                    stopping = True
+                    abort.set()
+                    break
+                idx, sid = next_submit, ids[next_submit]
+                next_submit += 1
+                prepared = judge.prepare(ds, sid)
+                cached = store.get_judge_result(name, prepared[3]) if store is not None else None
+                if cached is not None:
+                    res = JudgeResult.from_json(cached, from_cache=True)
+                    finished[idx] = res
+                    done += 1
+                    progress(JudgeProgress(done, total, sid, len(res.samples), n_samples, "cached"))
+                    continue
+                progress(JudgeProgress(done, total, sid, 0, n_samples, "judging"))
+                pool.submit(work, idx, sid, prepared)
+                in_flight += 1
+            while next_yield < total and (next_yield in finished or next_yield in errors):
+                if next_yield in errors:
+                    raise errors.pop(next_yield)
+                res = finished.pop(next_yield)
+                next_yield += 1
+                if res is not None:
+                    yield res
+            if next_yield >= total:
+                break
+            if in_flight == 0 and (stopping or failed or next_submit >= total):
+                break  # nothing in flight and nothing more will start
+            try:
+                kind, idx, payload = events.get(timeout=0.1)
+            except queue.Empty:
+                if not stopping and should_stop():
+                    stopping = True
+                    abort.set()
+                continue
+            sid = ids[idx]
+            if kind == "sample":
+                progress(JudgeProgress(done, total, sid, payload, n_samples, "judging"))
+            elif kind == "partial":
+                on_partial(payload)
+            else:
+                in_flight -= 1
+                if kind == "done":
+                    finished[idx] = payload
+                    done += 1
+                    progress(JudgeProgress(done, total, sid, len(payload.samples), n_samples, payload.status))
+                elif kind == "cancelled":
+                    finished[idx] = None
+                else:
+                    errors[idx] = payload
+                    failed = True  # no new summary starts; those in flight finish
+            if not stopping and should_stop():
+                stopping = True
+                abort.set()
+        clean = True
+    finally:
+        if not clean:
+            abort.set()  # the caller stopped iterating or a callback raised: in-flight work stops between samples
+        pool.shutdown(wait=clean, cancel_futures=True)
 
 
 def item_label(key: str) -> str:
@@ -676,6 +942,14 @@ class _ImportContext:
         for r in ds.ratings:
             self.ratings.setdefault(r.summary_id, []).append(r)
         self._answers: dict[str, Optional[dict]] = {}
+        self._citation_form: Optional[str] = None
+
+    @property
+    def citation_form(self) -> str:
+        """The dataset's citation form as the judge puts it in the prompt (part of a non-default cache key)."""
+        if self._citation_form is None:
+            self._citation_form = dataset_citation_form(self.ds)
+        return self._citation_form
 
     def answer(self, summary_id: str) -> Optional[dict]:
         if summary_id not in self._answers:
@@ -684,13 +958,16 @@ class _ImportContext:
         return self._answers[summary_id]
 
 
+_OPTIONAL_PARAMS = ("early_stop",)  # JudgeParams fields newer than some exported results (never in the cache key)
+
+
 def _check_params(chk: _LineCheck, v: object) -> object:
     if not isinstance(v, dict):
         return chk.bad("provenance.params", f"must be a JSON object, not {_jtype(v)}")
     from dataclasses import fields
 
     names = [f.name for f in fields(JudgeParams)]
-    missing = [k for k in names if k not in v]
+    missing = [k for k in names if k not in v and k not in _OPTIONAL_PARAMS]  # results written before they existed
     unknown = [k for k in v if k not in names]
     if missing or unknown:
         return chk.bad("provenance.params", (f"lacks {', '.join(missing)}" if missing else "")
@@ -707,10 +984,12 @@ def _check_params(chk: _LineCheck, v: object) -> object:
         "max_tokens": chk.integer(v["max_tokens"], f + "max_tokens", 0, 1_000_000),
         "train_fraction": chk.number(v["train_fraction"], f + "train_fraction", 0.0, 1.0),
     }
+    if "early_stop" in v:
+        got["early_stop"] = chk.boolean(v["early_stop"], f + "early_stop")
     if _BAD in got.values():
         return _BAD
     # the cache key hashes the parameters exactly as written: keep the JSON numbers' own types
-    params = JudgeParams(**{k: v[k] for k in names})
+    params = JudgeParams(**{k: v[k] for k in names if k in v})
     try:
         params.validate()
     except ValueError as exc:
@@ -843,6 +1122,10 @@ def _check_result(chk: _LineCheck, obj: object, ctx: _ImportContext, dataset: st
             chk.bad("provenance.backend_params", f"must be a JSON object, not {_jtype(p['backend_params'])}")
         chk.text(p["llama_cpp_python"], "provenance.llama_cpp_python", 100, optional=True)
         chk.integer(p["n_ctx"], "provenance.n_ctx", 1, 100_000_000)
+        form = chk.text(p.get("citation_form", DEFAULT_CITATION_FORM), "provenance.citation_form", 100)
+        if form not in (_BAD, ctx.citation_form):
+            chk.bad("provenance.citation_form", f"the prompt said summaries cite notes as {form!r}, but this dataset's "
+                                                f"summaries cite them as {ctx.citation_form!r}")
         params = _check_params(chk, p["params"])
         shots = chk.text_list(p["few_shot_examples"], "provenance.few_shot_examples", 200, 5)
         if shots is not _BAD:
@@ -885,6 +1168,9 @@ def _check_result(chk: _LineCheck, obj: object, ctx: _ImportContext, dataset: st
         if len(samples) != params.n_samples and not _stopped_early(samples, params.n_samples):
             return chk.bad("samples", f"{len(samples)} samples, but n_samples = {params.n_samples} (a run may stop "
                                       "early only once no further sample could change any median)")
+        if len(samples) != params.n_samples and not params.early_stop:
+            return chk.bad("samples", f"{len(samples)} samples, but n_samples = {params.n_samples} and early "
+                                      "stopping was off")
         if (status == STATUS_SCORED) != bool(good):
             return chk.bad("status", f"status {status!r} but {len(good)} of {len(samples)} samples were scored")
         expected = aggregate(samples)
@@ -929,7 +1215,7 @@ def _check_result(chk: _LineCheck, obj: object, ctx: _ImportContext, dataset: st
                            hint="import the results into the dataset (with its ratings) they were made with")
         ex_summary = ctx.summaries[x]
         examples.append(FewShotExample(ctx.cases[ex_summary.case_id], ex_summary, ans))
-    if cache_key(model_id, params, p["n_ctx"], case, summary, examples) != cache:
+    if cache_key(model_id, params, p["n_ctx"], case, summary, examples, ctx.citation_form) != cache:
         return chk.bad("cache_key", f"the result does not belong to summary {sid!r} of dataset {dataset!r} as it "
                        "is now: its notes, summary text, specialty or few-shot examples differ from what was judged, "
                        "or the provenance was altered",

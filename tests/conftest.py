@@ -19,6 +19,7 @@ def isolated_settings(tmp_path, monkeypatch):
     """Every test gets its own workspace and settings file: the user's are never touched."""
     monkeypatch.setenv("SUMCHECK_WORKSPACE", str(tmp_path / "ws" / "workspace.sqlite"))
     monkeypatch.setenv("SUMCHECK_CONFIG", str(tmp_path / "cfg" / "settings.json"))
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path / "cache"))  # saved rubric prefixes stay in the test
     yield
 
 

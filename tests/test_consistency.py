@@ -79,3 +79,53 @@ def test_never_stops_while_a_median_could_still_move():
             swapped = list(r.samples[:k]) + [SampleReply(**{**s.__dict__}) for s in pool[j:j + len(r.samples) - k]]
             got = {i: (s.median, s.is_na) for i, s in aggregate(swapped).items()}
             assert got == base, (r.summary_id, k)
+
+
+class ReplayBackend:
+    """Answers each sample with what the embedded model answered when the result was recorded (sample i = seed
+    offset i), so the judge's own early-stopping loop runs on real replies."""
+
+    name = "replay"
+    n_ctx = 1_000_000
+
+    def __init__(self, result: JudgeResult, base_seed: int):
+        self.by_seed = {s.seed: s for s in result.samples}
+        self.base_seed = base_seed
+        self.calls = 0
+
+    def describe(self):
+        return {"backend": "replay", "model_file": "recorded", "quantization": "none"}
+
+    def render(self, messages):
+        return "\n".join(m["content"] for m in messages)
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
+        from engine.backends import Generation
+
+        self.calls += 1
+        s = self.by_seed[seed]
+        cut = bool(s.error and "cut off" in s.error)
+        return Generation(s.raw, 1, s.completion_tokens, 0.0, s.decode_seconds, "length" if cut else "stop")
+
+
+def test_the_judge_stops_where_the_replay_says_with_the_recorded_medians():
+    from engine.judge import Judge, JudgeParams
+    from engine.loading import load_paths
+    from engine.sample import SAMPLE_BUNDLE
+
+    ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
+    used = []
+    for r in recorded():
+        params = JudgeParams(**{**r.provenance.params, "early_stop": True})
+        be = ReplayBackend(r, params.seed)
+        got = Judge(be, None, params).judge(ds, r.summary_id)
+        k = _replay(r)
+        assert be.calls == got.samples_taken == k, r.summary_id
+        assert got.stopped_early == (k < len(r.samples))
+        assert {i: (s.median, s.is_na) for i, s in got.items.items()} == \
+               {i: (s.median, s.is_na) for i, s in r.items.items()}, r.summary_id
+        used.append(k)
+    assert sum(used) < 7 * len(used)

@@ -23,6 +23,17 @@ SHORT = Dataset(
 
 
 @pytest.fixture(scope="module")
+def prefix_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def own_prefix_cache(prefix_dir, monkeypatch):
+    """Saved prompt prefixes go to a folder of this module's, never the user's cache."""
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(prefix_dir))
+
+
+@pytest.fixture(scope="module")
 def backend():
     be, sha = open_llama_backend("", n_ctx=4096, n_threads=2)
     return be, sha
@@ -66,3 +77,69 @@ def test_corrupt_gguf_and_bad_path(tmp_path):
         LlamaCppBackend(bad, n_ctx=512)
     with pytest.raises(BackendError, match="does not exist"):
         open_llama_backend(str(tmp_path / "missing.gguf"))
+
+
+def test_early_stop_gives_the_medians_of_the_full_run(backend):
+    """Same seed, early stopping on and off: identical medians, and the early run's samples are the full run's
+    first ones (the prompt is evaluated once; each sample is only its decoding)."""
+    be, sha = backend
+    params = dict(n_samples=5, temperature=0.2, seed=77)
+    full = Judge(be, sha, JudgeParams(**params, early_stop=False)).judge(SHORT, "c1-s1")
+    early = Judge(be, sha, JudgeParams(**params)).judge(SHORT, "c1-s1")
+    assert full.status == early.status == STATUS_SCORED
+    assert early.medians() == full.medians() and early.cache_key == full.cache_key
+    k = early.samples_taken
+    assert [s.raw for s in early.samples] == [s.raw for s in full.samples[:k]]
+    assert k < 5 and early.stopped_early and "stopped early" in early.reason  # at 0.2 the model agrees with itself
+    assert {i: v.expected for i, v in early.items.items()} == {i: v.expected for i, v in full.items.items()}
+
+
+def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, monkeypatch):
+    """A fresh backend (as in a fresh process) loads the saved rubric prefix instead of evaluating it, and the
+    replies, token for token, and the expected scores are those of a cold evaluation without any prefix."""
+    from engine.backends import prefix_cache_dir
+    from engine.modelfiles import resolve_model_path
+
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
+    be, sha = backend
+    be.llm.reset()
+    be._cached_prompt = None
+    cold = Judge(be, None, JudgeParams(n_samples=1)).judge(SHORT, "c1-s1")  # no model hash: nothing kept on disk
+    assert not prefix_cache_dir().exists()
+
+    saver = LlamaCppBackend(resolve_model_path(""), n_ctx=4096, n_threads=2)
+    saved = Judge(saver, sha, JudgeParams(n_samples=1)).judge(SHORT, "c1-s1")
+    files = list(prefix_cache_dir().glob("*.kvprefix"))
+    assert len(files) == 1 and saver.prefix_stats["saved"] == 1 and saver.prefix_stats["tokens"] >= 1024
+    assert saver.prefix_stats["tokens"] % saver.llm.n_batch == 0  # a whole number of batches
+
+    loader = LlamaCppBackend(resolve_model_path(""), n_ctx=4096, n_threads=2)
+    loaded = Judge(loader, sha, JudgeParams(n_samples=1)).judge(SHORT, "c1-s1")
+    assert loader.prefix_stats["loaded"] == 1 and loader.prefix_stats["evaluated"] == 0
+    assert loader.prefix_stats["saved"] == 0 and not loader.prefix_stats["error"]
+    for r in (saved, loaded):
+        assert r.samples[0].raw == cold.samples[0].raw
+        assert {i: (v.expected, v.expected_mass) for i, v in r.items.items()} == \
+               {i: (v.expected, v.expected_mass) for i, v in cold.items.items()}
+
+    # a damaged file is noticed, removed, and the prefix evaluated again
+    files[0].write_bytes(files[0].read_bytes()[:-1000])
+    loader.llm.reset()
+    loader._cached_prompt = None
+    assert loader._load_prefix() is False and not files[0].exists() and "damaged" in loader.prefix_stats["error"]
+
+
+def test_saved_prefixes_are_pruned_to_the_most_recent(tmp_path, monkeypatch):
+    import os
+
+    import engine.backends as backends
+
+    for i in range(12):
+        p = tmp_path / f"{i}.kvprefix"
+        p.write_bytes(b"x" * 10)
+        os.utime(p, (1000 + i, 1000 + i))
+    backends.LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")  # 0 was just written
+    assert sorted(int(p.stem) for p in tmp_path.glob("*.kvprefix")) == [0, 5, 6, 7, 8, 9, 10, 11]
+    monkeypatch.setattr(backends, "PREFIX_CACHE_MAX_BYTES", 35)
+    backends.LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")
+    assert sorted(int(p.stem) for p in tmp_path.glob("*.kvprefix")) == [0, 10, 11]
