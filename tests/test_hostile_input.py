@@ -511,36 +511,6 @@ GOOD_REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized"
               "stigmatizing_summary": "no"}
 
 
-class FakeJudgeBackend:
-    """One token per word; replies from a script (cycled). Enough for the judge's logic."""
-
-    name = "fake"
-
-    def __init__(self, replies, n_ctx=100_000):
-        self.replies, self._n_ctx, self.calls = list(replies), n_ctx, 0
-
-    @property
-    def n_ctx(self):
-        return self._n_ctx
-
-    def describe(self):
-        return {"backend": "fake", "model_file": "fake.gguf", "quantization": "none"}
-
-    def render(self, messages):
-        return "\n".join(f"<{m['role']}>\n{m['content']}" for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
-
-        r = self.replies[self.calls % len(self.replies)]
-        self.calls += 1
-        text = r if isinstance(r, str) else json.dumps(r)
-        return Generation(text, self.count_tokens(prompt), len(text) // 4, 0.1, 0.2, "stop")
-
-
 def judge_lines(store, dataset, summary_ids, replies=None, n_ctx=100_000, **params):
     """Real judge results (fake model) for summaries of a stored dataset, as exported JSON lines."""
     from engine.judge import Judge, JudgeParams
@@ -548,7 +518,9 @@ def judge_lines(store, dataset, summary_ids, replies=None, n_ctx=100_000, **para
     ds = store.load_dataset(dataset)
     replies = replies or [GOOD_REPLY, {**GOOD_REPLY, "cited": 2}, {**GOOD_REPLY, "cited": 5, "abstraction": "no",
                                                                    "synthesized": "NA"}]
-    judge = Judge(FakeJudgeBackend(replies, n_ctx), "ab" * 32, JudgeParams(**{"n_samples": 3, **params}))
+    from test_judge_logic import FakeBackend  # the one scripted backend for judge-logic tests
+
+    judge = Judge(FakeBackend(replies, n_ctx), "ab" * 32, JudgeParams(**{"n_samples": 3, **params}))
     return [judge.judge(ds, sid).to_json() for sid in summary_ids]
 
 
