@@ -488,10 +488,14 @@ def cmd_stats(args) -> int:
 def cmd_report(args) -> int:
     from .report import ReportError, write
 
+    from .sample import SAMPLE_NAME, ensure_sample
+
     store = _store(args)
+    if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
+        ensure_sample(store)  # "sample" always means the bundled synthetic dataset
     if args.target not in store.dataset_names():
-        print(f"no dataset named {args.target!r} in the workspace; known: {', '.join(store.dataset_names())}",
-              file=sys.stderr)
+        print(f"no dataset named {args.target!r} in the workspace; known: "
+              f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
         return 1
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
     try:
