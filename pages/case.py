@@ -6,13 +6,16 @@ import streamlit as st
 from components import case_view, coverage_view, evidence_view, state
 from engine import citations, injection, untrusted
 from engine.alignment import alignment_cached
-from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams, coverage_cached
+from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
+                             coverage_cached, merge_regions)
 from engine.medomit import MedOmit, MedOmitResult, not_found_rows, omitted_fact_rows, run_medomit
 from engine.judge import JudgeResult
 from engine.judge_configs import is_smoke_test
 from engine.ratings import display_table, judge_cell
 from engine.rubric import ITEMS
 from engine.store import StoreError
+
+MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
 
 st.title("Case")
 name, ds = state.require_dataset()
@@ -85,10 +88,13 @@ with tab_cov:
                    f"({'flagged: likely omission' if cov.flagged else 'not flagged'}; flag threshold "
                    f"{cov.flag_threshold}) · computed in {cov.seconds:.2f} s")
         coverage_view.legend(thr, hi, "omission score")
-        regions = [r for r in cov.regions if r.score >= thr] or cov.regions
+        regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS)  # follows the slider
         left_c, right_c = st.columns([2, 3])
         with left_c:
-            st.markdown("**Possibly omitted** (least covered first)")
+            st.markdown(f"**Possibly omitted** (least covered first): {len(regions)}"
+                        f"{'+' if len(regions) == MAX_REGIONS else ''} region(s) at or above {thr:.2f}")
+            if not regions:
+                st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
             rlabels = [f"\\[{r.score:.2f}\\] Note {untrusted.md_inline(r.note_id)}: {untrusted.md_inline(r.text, 80)}"
                        for r in regions]
             pick = st.radio("Region", rlabels, label_visibility="collapsed") if rlabels else None

@@ -159,6 +159,18 @@ def test_case_page_coverage_and_support_tabs():
     assert any(s.label.startswith("Highlight source text") for s in at.slider)
     region_radio = next(r for r in at.radio if r.label == "Region")
     assert region_radio.options  # "possibly omitted" regions listed
+    # the ranked list follows the threshold slider and says how many regions pass it
+    slider = next(s for s in at.slider if s.label.startswith("Highlight source text"))
+    n_default = len(region_radio.options)
+    assert any(f"{n_default} region(s) at or above" in m.value or f"{n_default}+ region(s)" in m.value
+               for m in at.markdown)
+    for value in (slider.min, slider.max):
+        next(s for s in at.slider if s.label.startswith("Highlight source text")).set_value(value).run()
+        assert not at.exception
+        n = len(next((r.options for r in at.radio if r.label == "Region"), []))
+        assert any(f"{n} region(s) at or above {value:.2f}" in m.value or f"{n}+ region(s)" in m.value
+                   for m in at.markdown), (value, n)
+    assert n <= n_default  # the highest threshold keeps only the least covered places
     assert any("omission score" in m.value for m in at.markdown)  # the heat overlay
     support = next(r for r in at.radio if r.label.startswith("Summary sentences"))
     support.set_value(support.options[-1]).run()
