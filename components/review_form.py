@@ -87,6 +87,10 @@ SAVE_LABEL = "Save review"
 NEXT_LABEL = "Next summary"
 PREV_LABEL = "Previous summary"
 FORM_MARKER = "sumcheck-review-form"  # class of a hidden span next to the form: the script acts only on that page
+# Static markup of our own (no data in it): the marker span and the style that keeps the form column in view.
+STICKY_FORM_STYLE = (f'<span class="{FORM_MARKER}"></span><style>'
+                     f'div[data-testid="stColumn"]:has(.{FORM_MARKER}-col)'
+                     '{position:sticky;top:3.5rem;align-self:flex-start}</style>')
 
 SHORTCUTS_HELP = ("**Keyboard shortcuts** — **1**–**5** set the level of the highlighted item, **0** = NA "
                   "(Synthesized) · **y** / **n** answer a yes/no item · **j** / **k** highlight the next / previous "

@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from components import case_view, state
-from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, render_review_form, render_shortcuts)
+from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
+                                    render_shortcuts)
 from engine import citations, untrusted
 from engine.judge import JudgeResult
 from engine.ratings import display_table, judge_cell
@@ -71,9 +72,7 @@ n3.caption(f"Summary {pos + 1} of {len(ORDER)} · {untrusted.md_inline(case.case
            f"{untrusted.md_inline(sid)} — for {untrusted.md_inline(case.target_specialty)}")
 
 # the form column stays in view while the page scrolls (the notes and the form also scroll in their own boxes)
-st.markdown(f'<span class="{FORM_MARKER}"></span><style>'
-            f'div[data-testid="stColumn"]:has(.{FORM_MARKER}-col){{position:sticky;top:3.5rem;align-self:flex-start}}'
-            '</style>', unsafe_allow_html=True)
+st.markdown(STICKY_FORM_STYLE, unsafe_allow_html=True)
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown("#### Source notes")

@@ -274,7 +274,9 @@ def _payload_page(script: str) -> AppTest:
 
 
 def _assert_inert(at: AppTest) -> str:
-    sinks = markdown_sinks(at)
+    from components.review_form import STICKY_FORM_STYLE  # our own static markup: no data in it
+
+    sinks = [s for s in markdown_sinks(at) if s != STICKY_FORM_STYLE]
     bad = {s[:120]: p for s in sinks if (p := markdown_problems(s))}
     assert not bad, bad
     return " ".join(sinks)
