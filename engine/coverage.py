@@ -365,12 +365,17 @@ def result_from_dict(d: dict) -> CoverageResult:
                           [Region(**r) for r in d["unsupported"]], d["params"], d["seconds"], d["flag_threshold"])
 
 
+# Part of every stored result's key: bump it when the scoring code changes, so stored and shipped results
+# (sample_data/evidence_results.jsonl) are recomputed instead of shown stale.
+COVERAGE_VERSION = "coverage-v2"  # v2: citations stripped by engine.citations (every form, runs with separators)
+
+
 def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:
     import hashlib
     import json
 
-    payload = {"params": asdict(params), "model": model, "notes": [asdict(n) for n in case.notes],
-               "summary": summary.text}
+    payload = {"version": COVERAGE_VERSION, "params": asdict(params), "model": model,
+               "notes": [asdict(n) for n in case.notes], "summary": summary.text}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

@@ -15,6 +15,12 @@ SAMPLE_MANIFEST = SAMPLE_ROOT / "manifest.json"
 # `python -m engine judge sample` + `python -m engine judge-export sample --out sample_data/judge_results.jsonl`,
 # so the Agreement page has LLM figures without a 20-minute CPU run. Regenerate them when the prompt changes.
 SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
+# The sample's embedding evidence (topic coverage and sentence support per summary), computed with
+# `python -m engine sample --precompute --export-evidence sample_data/evidence_results.jsonl`. Each row keeps the
+# cache key the current code computes for that summary (content + parameters + code version), so a row from older
+# code or other content is never shown: it simply does not match and that summary is recomputed.
+SAMPLE_EVIDENCE = SAMPLE_ROOT / "evidence_results.jsonl"
+EVIDENCE_METHODS = ("coverage:topiccov", "alignment")
 SAMPLE_NAME = "sample"
 
 
@@ -40,7 +46,47 @@ def ensure_sample(store: Store) -> ImportResult | None:
         except DatasetInvalid as exc:  # recorded with another prompt version: the sample still opens, without them
             warnings.warn(f"the recorded judge results {SAMPLE_JUDGE} were not imported (regenerate them): {exc}",
                           stacklevel=2)
+    import_shipped_evidence(store)
     return res
+
+
+def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE) -> int:
+    """Store the shipped evidence rows for the sample (idempotent). Rows for unknown summaries or methods, or that
+    are not JSON objects, are skipped; a stale row is harmless (its key matches nothing). Returns rows stored."""
+    if not path.is_file() or SAMPLE_NAME not in store.dataset_names():
+        return 0
+    known = {s.summary_id for s in store.load_dataset(SAMPLE_NAME).summaries}
+    n = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+            ok = (isinstance(row, dict) and row.get("method") in EVIDENCE_METHODS and row.get("summary_id") in known
+                  and isinstance(row.get("cache_key"), str) and isinstance(json.loads(row["result"]), dict))
+        except (ValueError, TypeError, KeyError):
+            ok = False
+        if ok and store.get_evidence(SAMPLE_NAME, row["method"], row["cache_key"]) is None:
+            store.put_evidence(SAMPLE_NAME, row["method"], row["cache_key"], row["summary_id"],
+                               row.get("status", "complete"), row["result"])
+            n += 1
+    return n
+
+
+def export_evidence(store: Store, path: Path) -> int:
+    """Write the sample's stored evidence (latest per summary and method) as shipped rows; returns the count."""
+    from .alignment import ALIGNMENT_VERSION  # noqa: F401 - the keys written are the current code's
+    lines = []
+    with store.connect() as con:
+        rows = con.execute("SELECT e.method, e.cache_key, e.summary_id, e.status, e.result FROM evidence_results e "
+                           "JOIN datasets d ON d.dataset_id = e.dataset_id WHERE d.name = ? ORDER BY e.method, "
+                           "e.summary_id, e.created_at", (SAMPLE_NAME,)).fetchall()
+    latest = {}
+    for method, key, sid, status, result in rows:
+        if method in EVIDENCE_METHODS:
+            latest[(method, sid)] = {"method": method, "cache_key": key, "summary_id": sid, "status": status,
+                                     "result": result}
+    lines = [json.dumps(v, sort_keys=True) for _, v in sorted(latest.items())]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(lines)
 
 
 def load_manifest() -> dict:

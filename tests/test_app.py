@@ -150,8 +150,8 @@ def test_evidence_page_lists_summaries():
     df = at.dataframe[0].value
     assert len(df) == 36 and "MED-OMIT weight" in df.columns
     assert (df["status"] != "not run").sum() == 1
-    emb_df = at.dataframe[-1].value
-    assert emb_df["omission score"].notna().sum() == 1 and emb_df["mean support"].notna().sum() == 1
+    emb_df = at.dataframe[-1].value  # shipped with the sample (sample_data/evidence_results.jsonl) for all 36
+    assert emb_df["omission score"].notna().sum() == 36 and emb_df["mean support"].notna().sum() == 36
 
 
 def test_case_page_coverage_and_support_tabs():
