@@ -19,6 +19,8 @@ from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
+from .prompt_fence import CONTROL_STRINGS
+
 TOP_LOGPROBS = 20
 
 # GGUF general.file_type -> quantization name (llama.cpp's LLAMA_FTYPE_*)
@@ -93,18 +95,12 @@ def render_segments(messages: Sequence[dict], render_text) -> RenderedPrompt:
 # Chat-template control strings of the common model families. Over HTTP the server applies its own template
 # and tokenises what we send, so these are broken up in the data (a word joiner after the first character):
 # they still read the same but cannot be parsed as control tokens.
-_CONTROL_STRINGS = re.compile(
-    r"<\|[A-Za-z0-9_]{1,40}\|>"                   # <|im_start|> <|eot_id|> <|start_header_id|> <|endoftext|> ...
-    r"|<(?:start|end)_of_(?:turn|image)>"         # Gemma
-    r"|</?s>|<<SYS>>|<</SYS>>|\[/?INST\]"          # Llama 2 / Mistral
-    r"|<\uFF5C[^>]{0,40}\uFF5C>"                   # DeepSeek's full-width bars
-    r"|<(?:bos|eos|pad|unk|mask)>", re.IGNORECASE)
 WORD_JOINER = "\u2060"
 
 
 def neutralise_control_strings(text: str) -> str:
     """``text`` with every chat-template control string broken by a word joiner after its first character."""
-    return _CONTROL_STRINGS.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
+    return CONTROL_STRINGS.sub(lambda m: m.group(0)[0] + WORD_JOINER + m.group(0)[1:], text)
 
 
 # ----------------------------------------------------------------------------------------------- llama.cpp

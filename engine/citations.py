@@ -90,6 +90,15 @@ def spans(text: str, style: CitationStyle = DEFAULT_STYLE) -> list[tuple[int, in
     return [(c.start, c.end, c.note_ids) for c in find(text, style)]
 
 
+def compact(text: str, style: CitationStyle = DEFAULT_STYLE) -> str:
+    """``text`` with each citation written short, as ``[1, 3]`` (for one-line labels)."""
+    out, pos = [], 0
+    for c in find(text, style):
+        out.append(text[pos:c.start] + "[" + ", ".join(c.note_ids) + "]")
+        pos = c.end
+    return "".join(out) + text[pos:]
+
+
 def cited_ids(text: str, style: CitationStyle = DEFAULT_STYLE) -> list[str]:
     """The note ids cited in ``text``, in order of first citation, each once."""
     seen: dict[str, None] = {}

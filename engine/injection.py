@@ -16,14 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .prompt_fence import CONTROL_STRINGS
 from .rubric import ITEM_KEYS
 
 _STRUCT_TAGS = ("note", "notes", "summary", "target_specialty", "rubric", "facts", "ddx", "system", "user",
                 "assistant", "instructions") + tuple(ITEM_KEYS)
 
 RULES: tuple[tuple[str, re.Pattern], ...] = (
-    ("chat control string", re.compile(
-        r"<\|[A-Za-z0-9_]{1,40}\|>|<(?:start|end)_of_turn>|<<SYS>>|\[/?INST\]|</?s>", re.IGNORECASE)),
+    ("chat control string", CONTROL_STRINGS),
     ("prompt structure tag", re.compile(
         r"</?(?:%s)(?:-[0-9a-f]{4,})?(?:\s[^<>]{0,200})?>" % "|".join(map(re.escape, _STRUCT_TAGS)), re.IGNORECASE)),
     ("answer object", re.compile(

@@ -819,6 +819,7 @@ import re as _re  # noqa: E402  (this section's own imports)
 from pathlib import Path as _Path  # noqa: E402
 
 from .loading import JsonProblem, loads_strict, read_text_file, split_lines  # noqa: E402
+from .loading import _json_type as _jtype  # noqa: E402 - one namer of JSON value types for every report
 from .validation import DatasetInvalid, Issue, ValidationReport  # noqa: E402
 
 MAX_IMPORT_TEXT_CHARS = 4_000  # reason, a sample's error or warning
@@ -921,14 +922,6 @@ class _LineCheck:
             return self.bad(fld, f"{item.label}: {v!r} is outside the scale ({'0/1' if lo == 0 else '1-5'}"
                                  + (", in steps of 0.5 for a median" if median else "") + ")")
         return float(v)
-
-
-def _jtype(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true/false"
-    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(type(v), "a value")
 
 
 class _ImportContext:

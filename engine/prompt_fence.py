@@ -27,6 +27,15 @@ from typing import Any, Iterable, Mapping, Optional
 
 FENCE_LEN = 10
 
+# Chat-template control strings of the common model families, defined once: the HTTP backend breaks them up in
+# data (the server tokenises), and engine.injection flags data that holds them.
+CONTROL_STRINGS = re.compile(
+    r"<\|[A-Za-z0-9_]{1,40}\|>"                   # <|im_start|> <|eot_id|> <|start_header_id|> <|endoftext|> ...
+    r"|<(?:start|end)_of_(?:turn|image)>"         # Gemma
+    r"|</?s>|<<SYS>>|<</SYS>>|\[/?INST\]"          # Llama 2 / Mistral
+    r"|<\uFF5C[^>]{0,40}\uFF5C>"                   # DeepSeek's full-width bars
+    r"|<(?:bos|eos|pad|unk|mask)>", re.IGNORECASE)
+
 
 @dataclass(frozen=True)
 class Block:

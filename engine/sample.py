@@ -73,8 +73,6 @@ def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE) -> int:
 
 def export_evidence(store: Store, path: Path) -> int:
     """Write the sample's stored evidence (latest per summary and method) as shipped rows; returns the count."""
-    from .alignment import ALIGNMENT_VERSION  # noqa: F401 - the keys written are the current code's
-    lines = []
     with store.connect() as con:
         rows = con.execute("SELECT e.method, e.cache_key, e.summary_id, e.status, e.result FROM evidence_results e "
                            "JOIN datasets d ON d.dataset_id = e.dataset_id WHERE d.name = ? ORDER BY e.method, "

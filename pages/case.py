@@ -1,5 +1,4 @@
 """Case page: pick a case, read its notes, the summary with its citations, the rater scores and the evidence."""
-import re
 
 import streamlit as st
 
@@ -126,7 +125,7 @@ with tab_align:
         m3.metric("Density", f"{al.density:.2f}")
         m4.metric("Citation issues", len(al.citation_issues))
         slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}\\. "
-                   + untrusted.md_inline(re.sub(r"<\s*NoteID\s*:\s*([^>]+)>", r"[\1]", a.text), 110)
+                   + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]
         pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels)
         a = al.sentences[slabels.index(pick)]

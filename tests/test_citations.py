@@ -81,3 +81,10 @@ def test_citation_check_on_reference_form_cases():
     from engine.sentences import split_sentences
 
     assert [s.citations for s in split_sentences(summ.text)] == [("1", "3"), ("2",)]
+
+
+def test_compact_labels_use_the_same_parser():
+    from engine.citations import compact
+
+    assert compact("AF on apixaban <Note ID:1>, <Note ID:3>. Echo [Note 2].") == "AF on apixaban [1], [3]. Echo [2]."
+    assert compact("LVEF 35%. <NoteID:2,4>") == "LVEF 35%. [2, 4]"
