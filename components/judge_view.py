@@ -17,18 +17,6 @@ def when_text(judged_now: bool, created_at: str = "") -> str:
     return f"from the workspace cache (judged on {day} UTC)" if day else "from the workspace cache"
 
 
-def batch_text(n_cached: int, n_new: int, stopped: int = 0) -> str:
-    """The status line of a finished (or resumed) batch: how many results came from the cache, how many are new."""
-    total = n_cached + n_new
-    text = f"Done: {total} {'summary' if total == 1 else 'summaries'} — {n_new} judged now, {n_cached} from the " \
-           "workspace cache"
-    if n_cached and n_new:
-        text += " (a resumed run: the finished ones were kept)"
-    if stopped:
-        text += f"; {stopped} stopped early with their medians decided"
-    return text + "."
-
-
 def render_status(status: str, reason: str, when: str = "", smoke_model: str = "") -> None:
     """The result's status with its freshness (``when_text``); ``smoke_model``: the smoke-test badge naming it."""
     note = f" — {untrusted.md_inline(when)}" if when else ""

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
+from .jobs import check_cancelled, current_cancel_token
 from .prompt_fence import CONTROL_STRINGS
 
 TOP_LOGPROBS = 20
@@ -212,6 +214,16 @@ class LlamaCppBackend:
         self._prefix_file: Optional[Path] = None  # where its state is kept (None: not kept on disk)
         self._prefix_on_disk = False
         self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
+        # one llama.cpp context serves every session of the app (loaded once): one generation at a time
+        self._gen_lock = threading.Lock()
+        self._abort_token = None  # the cancel token of the job whose prompt is being evaluated (see _eval_cancellable)
+        backend = self  # the callback holds the backend, not the other way round only: both live as long
+
+        def _abort(_data) -> bool:
+            tok = backend._abort_token
+            return bool(tok is not None and tok.cancelled)
+
+        self._abort_cb = llama_cpp.ggml_abort_callback(_abort)  # kept: llama.cpp holds only the C pointer
 
     def _piece(self, token: int) -> str:
         if token < 0:
@@ -327,6 +339,32 @@ class LlamaCppBackend:
         nub = int(getattr(self.llm.context_params, "n_ubatch", nb) or nb)
         return nb if nb % nub == 0 else nb * nub // math.gcd(nb, nub)
 
+    def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
+        """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).
+
+        Inside a cancellable job a batch is also cut short: llama.cpp's abort callback asks the job's token between
+        graph nodes, the decode returns "aborted", llama-cpp-python leaves ``n_tokens`` where it was, and its next
+        evaluation drops every KV cell from there on — so the context stays exactly as before that batch. Only
+        prompt batches get the callback (a generated token is one short decode, checked after it)."""
+        lc = self._llama_cpp
+        token = current_cancel_token()
+        step = self._batch
+        if token is not None:
+            self._abort_token = token
+            lc.llama_set_abort_callback(self.llm._ctx.ctx, self._abort_cb, None)
+        try:
+            for at in range(start, end, step):
+                check_cancelled()
+                try:
+                    self.llm.eval(tokens[at:min(at + step, end)])
+                except RuntimeError:
+                    check_cancelled()  # aborted because of the cancel: say so
+                    raise
+        finally:
+            if token is not None:
+                lc.llama_set_abort_callback(self.llm._ctx.ctx, lc.ggml_abort_callback(), None)
+                self._abort_token = None
+
     def _prompt_logits(self, tokens: list[int]) -> np.ndarray:
         """Evaluate ``tokens`` (reusing the longest cached prefix, at a batch boundary) and return the next-token
         logits."""
@@ -345,7 +383,7 @@ class LlamaCppBackend:
             common = self._ensure_prefix(tokens, common)
         self.llm.n_tokens = common
         self._cached_prompt, self._cached_logits = None, None
-        self.llm.eval(tokens[common:])
+        self._eval_cancellable(tokens, common, len(tokens))
         logits = self._logits_now()
         self._cached_prompt, self._cached_logits = list(tokens), logits
         return logits.copy()
@@ -396,7 +434,7 @@ class LlamaCppBackend:
         if not self._prefix_on_disk:
             if common < n:
                 self.llm.n_tokens = common
-                self.llm.eval(tokens[common:n])
+                self._eval_cancellable(tokens, common, n)
                 self.prefix_stats["evaluated"] += 1
             else:  # the context holds more than the prefix: keep only the prefix for saving
                 self.llm.n_tokens = n
@@ -408,7 +446,7 @@ class LlamaCppBackend:
         if self._load_prefix():
             return n
         self.llm.n_tokens = common  # the saved state was unusable (and is gone): evaluate and save it again
-        self.llm.eval(tokens[common:n])
+        self._eval_cancellable(tokens, common, n)
         self.prefix_stats["evaluated"] += 1
         self._save_prefix()
         return n
@@ -572,6 +610,17 @@ class LlamaCppBackend:
 
     def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                  want_logprobs: bool) -> Generation:
+        """One grammar-constrained reply. Raises :class:`engine.jobs.Cancelled` between prompt batches or after any
+        generated token once the calling job is cancelled (the context stays consistent for the next call)."""
+        while not self._gen_lock.acquire(timeout=0.2):  # another session's job holds the model: wait, cancellable
+            check_cancelled()
+        try:
+            return self._generate(prompt, schema, max_tokens, temperature, seed, want_logprobs)
+        finally:
+            self._gen_lock.release()
+
+    def _generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
+                  want_logprobs: bool) -> Generation:
         lc = self._llama_cpp
         tokens = self.tokenize(prompt)
         if len(tokens) + max_tokens > self.n_ctx:
@@ -612,6 +661,7 @@ class LlamaCppBackend:
                 if b"}" in piece and _complete_json(out_bytes):
                     finish = "stop"
                     break
+                check_cancelled()  # within the call: the token just taken is accepted, nothing half-done
                 self.llm.eval([tok])
                 logits = self._logits_now()
         finally:
@@ -853,6 +903,7 @@ class OpenAIHTTPBackend:
 
     def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                  want_logprobs: bool) -> Generation:
+        check_cancelled()  # a request once sent runs to its end on the server: stop before sending the next
         messages = self._messages_by_prompt.get(prompt) or [{"role": "user", "content": prompt}]
         messages = [{**m, "content": neutralise_control_strings(m["content"])} for m in messages]
         body = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, "seed": seed,

@@ -85,16 +85,13 @@ def cmd_sample(args) -> int:
     print("sample dataset already in workspace" if res is None else
           f"sample dataset imported: {res.counts}")
     if args.precompute:
-        import time
-
-        from .alignment import alignment_cached
-        from .coverage import coverage_cached
         from .embeddings import Embedder
+        from .evidence import evidence_job
+        from .jobs import run_in_foreground
         from .sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
 
         ds = store.load_dataset(SAMPLE_NAME)
         import_shipped_evidence(store)  # precomputed with the sample: only stale or missing summaries are computed
-        t0 = time.perf_counter()
         loaded: list = []
 
         def emb():  # the embedding model is loaded only if some summary has no current stored result
@@ -104,23 +101,14 @@ def cmd_sample(args) -> int:
                 loaded.append(Embedder())
             return loaded[0]
 
-        def stored_rows() -> int:
-            with store.connect() as con:
-                return con.execute("SELECT COUNT(*) FROM evidence_results").fetchone()[0]
-
-        computed, total = 0, len(ds.summaries)
-        for k, s in enumerate(ds.summaries, start=1):
-            t1, rows_before = time.perf_counter(), stored_rows()
-            coverage_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
-            alignment_cached(store, SAMPLE_NAME, ds.case(s.case_id), s, emb)
-            if stored_rows() > rows_before:  # computed now: say so, with an estimate for the rest
-                computed += 1
-                left = (time.perf_counter() - t0) / k * (total - k)
-                print(f"[{k}/{total}] {s.summary_id}: computed in {time.perf_counter() - t1:.1f} s; about "
-                      f"{left:.0f} s left", file=sys.stderr, flush=True)
-        print(f"coverage and sentence support ready for {total} sample summaries: {total - computed} already stored "
-              f"(shipped in sample_data/evidence_results.jsonl or computed before), {computed} computed now "
-              f"({time.perf_counter() - t0:.1f} s)")
+        st = run_in_foreground(evidence_job(store, SAMPLE_NAME, ds, [s.summary_id for s in ds.summaries], emb))
+        if st.state != "done":
+            print(f"error: {st.final_text()}", file=sys.stderr)
+            return 1
+        print(f"coverage and sentence support ready for {st.total} sample summaries: "
+              f"{st.counts.get('from the workspace', 0)} already stored (shipped in "
+              f"sample_data/evidence_results.jsonl or computed before), {st.counts.get('new', 0)} computed now "
+              f"({st.elapsed_s:.1f} s)")
         if args.export_evidence:
             n = export_evidence(store, Path(args.export_evidence))
             print(f"{n} evidence results written to {args.export_evidence}")

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator, Optional, Sequence
 
 from .backends import Backend, BackendError, Generation
+from .jobs import CACHED_COUNT, Cancelled, Job
 from .judge_prompt import DEFAULT_CITATION_FORM, PROMPT_VERSION, FewShotExample, build_messages, output_schema
 from .models import Case, Dataset, Note, Summary
 from .ratings import medians
@@ -468,8 +469,6 @@ class JudgeProgress:
     message: str = ""
 
 
-class Cancelled(Exception):
-    pass
 
 
 def _now() -> str:
@@ -677,6 +676,32 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
             store.put_judge_result(dataset_name or ds.name, res)
         progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, res.status))
         yield res
+
+
+def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
+              dataset_name: Optional[str] = None, concurrency: int = 1) -> Job:
+    """:func:`run_batch` as a background :class:`~engine.jobs.Job` (not started): one step per sample, results
+    in ``job.results`` as they finish, the newest :class:`PartialResult` in ``job.latest``. Its cancel stops the
+    in-process model within the current call (a server: after the request in flight); finished summaries are
+    stored, and counted as "new", "from the workspace" or "unscored"."""
+    def work(job: Job) -> None:
+        def progress(p: JudgeProgress) -> None:
+            if p.message == "judging":
+                job.report(done=p.done, item=p.summary_id, step=f"sample {min(p.sample + 1, p.n_samples)}",
+                           step_index=p.sample)
+            else:
+                job.report(done=p.done, item=p.summary_id, step=p.message, cached=p.message == "cached")
+
+        def on_partial(partial: PartialResult) -> None:
+            job.latest = partial
+
+        for res in run_batch(judge, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
+                             should_stop=job.should_stop, on_partial=on_partial, concurrency=concurrency):
+            job.results.append(res)
+            job.count(CACHED_COUNT if res.from_cache else
+                      "new" if res.status == STATUS_SCORED else res.status)
+
+    return Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples)
 
 
 def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,

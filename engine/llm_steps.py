@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
 from .backends import Backend, BackendError
+from .jobs import check_cancelled
 
 
 class StepCache(Protocol):
@@ -80,6 +81,7 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
         if hit is not None:
             d = json.loads(hit)
             return StepResult(step, True, d["value"], d["raw"], cached=True)
+    check_cancelled()  # a cancelled job runs no further step (the steps before it stay cached)
     prompt = backend.render(messages)
     n = backend.count_tokens(prompt)
     if n + max_tokens > backend.n_ctx:

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from typing import Callable, Optional, Sequence
 
 from .backends import Backend
+from .jobs import CACHED_COUNT, Job
 from .llm_steps import StepCache, StepResult, run_step
 from .models import Case, Summary
 from .prompt_fence import Fence
@@ -654,6 +655,33 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
             store.put_evidence(name, "medomit", key, sid, res.status, res.to_json())
         progress(done + 1, len(summary_ids), sid, res.status)
         yield res
+
+
+MEDOMIT_STEPS = ("extracting facts", "differential diagnosis", "importance", "clusters", "omissions",
+                 "summary DDx")  # the progress messages of :meth:`MedOmit.run`, in order
+
+
+def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
+                dataset_name: Optional[str] = None) -> Job:
+    """:func:`run_medomit` as a background :class:`~engine.jobs.Job` (not started), one step per pipeline step.
+    Its cancel stops the in-process model within the current LLM call; summaries finished before are stored and
+    every finished step is in the step cache, so a new run resumes where this one stopped."""
+    def work(job: Job) -> None:
+        last = {"msg": ""}  # the message that came with the result yielded next ("cached" or its status)
+
+        def progress(done: int, total: int, sid: str, msg: str) -> None:
+            last["msg"] = msg
+            if msg in MEDOMIT_STEPS:
+                job.report(done=done, item=sid, step=msg, step_index=MEDOMIT_STEPS.index(msg))
+            else:
+                job.report(done=done, item=sid, step=msg, cached=msg == "cached")
+
+        for res in run_medomit(medomit, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
+                               should_stop=job.should_stop):
+            job.results.append(res)
+            job.count(CACHED_COUNT if last["msg"] == "cached" else res.status)
+
+    return Job("MED-OMIT", len(summary_ids), work, n_steps=len(MEDOMIT_STEPS))
 
 
 def result_key(model_id: str, case: Case, summary: Summary) -> str:

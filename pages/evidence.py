@@ -3,14 +3,13 @@ import json
 
 import streamlit as st
 
-from components import evidence_view, state
+from components import evidence_view, jobs_view, state
 from engine import untrusted
-from engine.alignment import alignment_cached, combined_scores
+from engine.alignment import combined_scores
 from engine.alignment import result_from_dict as alignment_from
-from engine.coverage import CoverageError, CoverageParams, coverage_cached
+from engine.evidence import evidence_job
 from engine.coverage import result_from_dict as coverage_from
-from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, run_medomit
-from engine.store import StoreError
+from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, medomit_job
 
 st.title("Evidence")
 name, ds = state.require_dataset()
@@ -21,20 +20,15 @@ st.caption("Where each summary may leave something out or say something the note
 
 # ------------------------------------------------------------------------------------------------- MED-OMIT
 st.markdown("#### MED-OMIT omissions per summary")
-if st.button("Run MED-OMIT on every summary", help="Resumable: finished summaries are kept."):
+busy = jobs_view.running("medomit_all")
+if st.button("Run MED-OMIT on every summary", help="Resumable: finished summaries and steps are kept.", disabled=busy):
     loaded = state.judge_backend()
     if loaded is not None:
         backend, sha = loaded
-        st.button("Cancel", help="Stops after the current summary; a new run resumes.")
-        bar = st.progress(0.0)
-        mo = MedOmit(backend, sha, cache=store)
-        try:
-            for _ in run_medomit(mo, ds, [s.summary_id for s in ds.summaries], store=store, dataset_name=name,
-                                 progress=lambda d, t, sid, m: bar.progress(
-                                     d / t, text=untrusted.md_inline(f"{sid}: {m} ({d}/{t})"))):
-                pass
-        except StoreError as exc:
-            state.show_store_error(exc)
+        jobs_view.start("medomit_all", medomit_job(MedOmit(backend, sha, cache=store), ds,
+                                                   [s.summary_id for s in ds.summaries], store=store,
+                                                   dataset_name=name))
+jobs_view.panel("medomit_all", on_finish=lambda job: state.bump_data_version())
 results = {sid: MedOmitResult.from_json(x)
            for sid, x in state.guarded(store.evidence_results, name, "medomit", default={}).items()}
 rows = dataset_rows(ds, results)
@@ -66,19 +60,11 @@ with c2:
 st.markdown("#### Embedding evidence per summary (coverage, support, citations)")
 st.caption("Topic coverage (default omission method), sentence support and citation checks; computed once per "
            "summary and kept in the workspace.")
-if st.button("Compute for every summary"):
-    bar = st.progress(0.0)
-    emb = state.embedder()
-    for k, s in enumerate(ds.summaries):
-        try:
-            coverage_cached(store, name, ds.case(s.case_id), s, emb, CoverageParams())
-            alignment_cached(store, name, ds.case(s.case_id), s, emb)
-        except CoverageError as exc:
-            st.warning(f"{untrusted.md(s.summary_id)}: {untrusted.md(exc)}")
-        except StoreError as exc:
-            state.show_store_error(exc)
-            break
-        bar.progress((k + 1) / len(ds.summaries), text=untrusted.md_inline(s.summary_id))
+if st.button("Compute for every summary", disabled=jobs_view.running("evidence_all"),
+             help="Offline; each summary is computed once and kept in the workspace (a new run resumes)."):
+    jobs_view.start("evidence_all", evidence_job(store, name, ds, [s.summary_id for s in ds.summaries],
+                                                 state.embedder()))  # loaded here, in the page's thread
+jobs_view.panel("evidence_all", on_finish=lambda job: state.bump_data_version())
 
 covs = {k: coverage_from(json.loads(v))
         for k, v in state.guarded(store.evidence_results, name, "coverage:topiccov", default={}).items()}

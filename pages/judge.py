@@ -3,12 +3,12 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from components import judge_view, state
+from components import jobs_view, judge_view, state
 from engine import untrusted
 from engine.backends import BackendError
-from engine.judge import JudgeParams, JudgeResult, Judge, run_batch
+from engine.judge import JudgeParams, JudgeResult, Judge, judge_job
 from engine.judge_configs import is_smoke_test
-from engine.judge_source import batch_kwargs, describe_source, has_param, make_params
+from engine.judge_source import describe_source, has_param, make_params
 from engine.modelfiles import EMBEDDED_MODEL_LABEL
 from engine.ratings import judge_cell, medians, reference_cell
 from engine.rubric import ITEMS
@@ -56,7 +56,9 @@ params = make_params(JudgeParams, n_samples=int(n_samples), shots=int(shots), te
                      explain=explain, trim=trim, early_stop=bool(early_stop))
 store = state.store()
 
-if run:
+if run and jobs_view.running("judge"):
+    st.warning("A judge run is still going: cancel it or wait for it before starting another.")
+elif run:
     loaded = state.judge_backend()
     if loaded is None:
         st.stop()
@@ -66,38 +68,31 @@ if run:
         st.error(untrusted.md(exc))
         st.stop()
     ids = [sid] if scope == "This summary" else [s.summary_id for s in ds.summaries]
-    st.button("Cancel", help="Stops after the current sample; finished summaries are kept and a new run resumes.")
-    bar = st.progress(0.0, text="Loading…")
-    early = st.empty()  # the greedy sample's scores, as soon as the engine hands them over
-
-    def progress(p):
-        frac = (p.done + p.sample / max(p.n_samples, 1)) / max(p.total, 1)
-        bar.progress(min(frac, 1.0), text=untrusted.md_inline(
-            f"{p.summary_id}: {p.message} · sample {p.sample}/{p.n_samples} · "
-            f"summary {min(p.done + 1, p.total)}/{p.total}"))
-
-    def on_partial(partial):
-        rows = judge_view.partial_rows(partial)
-        if rows:
-            with early.container():
-                judge_view.render_partial(partial, rows)
-
     concurrency = int(cfg.concurrency) if cfg.source == SOURCE_SERVER else 1  # one llama.cpp context in process
-    try:
-        results = list(run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
-                                 **batch_kwargs(run_batch, concurrency, on_partial)))
-    except StoreError as exc:
-        state.show_store_error(exc)
-    except (BackendError, ValueError) as exc:
-        st.error(untrusted.md(exc))
-    else:
-        early.empty()
-        stopped = sum(bool(getattr(r, "stopped_early", False)) for r in results if not r.from_cache)
-        n_cached = sum(r.from_cache for r in results)
-        bar.progress(1.0, text=judge_view.batch_text(n_cached, len(results) - n_cached, stopped))
-        # which summaries this run judged (the page re-reads results from the store, which cannot tell)
-        st.session_state["judged_now"] = {(name, r.summary_id) for r in results if not r.from_cache}
-        state.bump_data_version()
+    jobs_view.start("judge", judge_job(judge, ds, ids, store=store, dataset_name=name, concurrency=concurrency))
+
+
+def _live(job) -> None:
+    """The greedy sample's scores of the summary being judged, as soon as the engine hands them over."""
+    partial = job.latest
+    rows = judge_view.partial_rows(partial) if partial is not None else []
+    if rows:
+        judge_view.render_partial(partial, rows)
+
+
+def _finished(job) -> None:
+    # which summaries this run judged (the page re-reads results from the store, which cannot tell)
+    st.session_state["judged_now"] = {(name, r.summary_id) for r in job.results if not r.from_cache}
+    state.bump_data_version()
+
+
+done = jobs_view.panel("judge", live=_live, on_finish=_finished)
+if done is not None and done.finished and done.state != "failed":
+    stopped = sum(bool(getattr(r, "stopped_early", False)) for r in jobs_view.get("judge").results
+                  if not r.from_cache)
+    if stopped:
+        st.caption(f"{stopped} summaries stopped sampling early: every median was decided (same result, fewer "
+                   "samples).")
 
 # ---- the selected summary's latest result
 stored = {r.summary_id: r for r in (JudgeResult.from_json(x)

@@ -79,6 +79,13 @@ def test_settings_page_rejects_bad_model_and_saves_good(tmp_path):
     assert json.loads(config_path().read_text())["n_ctx"] == 4096
 
 
+def _finish_job(at: AppTest, name: str, timeout: float = 300) -> None:
+    """Wait for the page's background job to end, then show the page as the user's next refresh would."""
+    job = at.session_state[f"job:{name}"]
+    assert job.wait(timeout), job.status()
+    at.run(timeout=120)
+
+
 def test_judge_page_runs_real_model_on_sample_summary():
     at = _run("pages/judge.py")
     assert any("smoke-test" in w.value for w in at.warning)
@@ -87,7 +94,8 @@ def test_judge_page_runs_real_model_on_sample_summary():
     assert sum(e.label.startswith("Sample ") for e in at.expander) == 7
     # ... and a new 1-sample run with the real model replaces it on screen
     at.number_input[0].set_value(1)
-    at.button[0].click().run(timeout=300)  # the form's "Run judge"
+    at.button[0].click().run(timeout=300)  # the form's "Run judge": the work runs in the background
+    _finish_job(at, "judge")
     assert not at.exception, [e.value for e in at.exception]
     assert any("Scored" in s.value for s in at.success), [e.value for e in at.error]
     assert sum(e.label.startswith("Sample ") for e in at.expander) == 1
@@ -235,6 +243,7 @@ def test_judge_page_on_a_server_streams_partial_scores_and_stops_early(monkeypat
         assert early.value is True
         at.number_input[0].set_value(3)
         at.button[0].click().run()
+        _finish_job(at, "judge")
     finally:
         srv.shutdown()
     assert not at.exception, [e.value for e in at.exception]

@@ -89,11 +89,18 @@ def test_judge_page_says_judged_now_for_this_runs_results():
 
 
 def test_batch_status_counts_cached_and_new():
-    from components.judge_view import batch_text, when_text
+    from components.judge_view import when_text
+    from engine.jobs import DONE, JobStatus
 
-    assert batch_text(3, 2) == ("Done: 5 summaries — 2 judged now, 3 from the workspace cache (a resumed run: the "
-                                "finished ones were kept).")
-    assert batch_text(0, 1) == "Done: 1 summary — 1 judged now, 0 from the workspace cache."
+    def done(counts):
+        n = sum(counts.values())
+        return JobStatus("Judge", DONE, n, n, "", "", 0, 7, 65.0, None, counts).final_text()
+
+    # a resumed run: 3 came from the workspace, 2 were judged now
+    assert done({"from the workspace": 3, "new": 2}) == (
+        "Judge finished — 5 of 5 summaries (3 from the workspace, 2 new) in 1 min 05 s. A resumed run: the ones "
+        "finished before were kept.")
+    assert done({"new": 1}) == "Judge finished — 1 of 1 summary (1 new) in 1 min 05 s."
     assert when_text(True, "2026-01-02T03:04:05+00:00") == "judged now"
     assert when_text(False, "2026-01-02T03:04:05+00:00") == "from the workspace cache (judged on 2026-01-02 03:04 UTC)"
 

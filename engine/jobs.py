@@ -1,0 +1,305 @@
+"""Long work in the background: progress per step with counts and an estimate, and a Cancel that stops it.
+
+A :class:`Job` runs a function on a worker thread. The function reports where it is (item *k* of *n*, step *j*
+of *m* within the item) through :meth:`Job.report`; any reader (a page refreshing every half second, a CLI
+printing a line) takes a consistent :class:`JobStatus` snapshot with :meth:`Job.status`.
+
+Cancel
+------
+:meth:`Job.cancel` sets the job's :class:`CancelToken`. The worker runs inside :func:`cancel_scope`, so code far
+below it — the llama.cpp token loop, a MED-OMIT step, an HTTP call about to be sent — calls
+:func:`check_cancelled`, which raises :class:`Cancelled` once the token is set. The in-process llama.cpp backend
+checks between prompt batches and after every generated token, so a cancelled job stops *inside* the current
+LLM call; an HTTP backend checks before each request, so it stops after at most the call in flight. Whatever the
+work stored before the cancel (finished summaries, cached LLM steps) is kept, and a new run resumes from it.
+
+The estimate
+------------
+``eta_s`` extrapolates the time spent on work actually done in this run: items served from the workspace cache
+are finished at once and would make a naive rate far too optimistic, so the clock and the fraction restart after
+every cached item (:meth:`Job.report` with ``cached=True``). No estimate is given before 2 % of the work or
+1 second has passed.
+"""
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+RUNNING, DONE, CANCELLED, FAILED = "running", "done", "cancelled", "failed"
+CACHED_COUNT = "from the workspace"  # the count of items a run found already finished (cached, or resumed)
+
+
+class Cancelled(Exception):
+    """The work was cancelled; what it stored before is kept."""
+
+
+class CancelToken:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+_current: contextvars.ContextVar[Optional[CancelToken]] = contextvars.ContextVar("sumcheck_cancel", default=None)
+
+
+@contextmanager
+def cancel_scope(token: CancelToken) -> Iterator[CancelToken]:
+    """Make ``token`` the one :func:`check_cancelled` consults in this thread (and contexts copied from it)."""
+    reset = _current.set(token)
+    try:
+        yield token
+    finally:
+        _current.reset(reset)
+
+
+def check_cancelled() -> None:
+    """Raise :class:`Cancelled` when the current scope's token is set; a no-op outside any scope."""
+    token = _current.get()
+    if token is not None and token.cancelled:
+        raise Cancelled("cancelled")
+
+
+def current_cancel_token() -> Optional[CancelToken]:
+    """The token of the job this code runs in (None outside any job)."""
+    return _current.get()
+
+
+def is_cancelled() -> bool:
+    token = _current.get()
+    return token is not None and token.cancelled
+
+
+def format_duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "estimating…"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def _singular(unit: str) -> str:
+    return unit[:-3] + "y" if unit.endswith("ies") else unit[:-1] if unit.endswith("s") else unit
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A consistent snapshot of a job."""
+    kind: str  # what runs, in words: "MED-OMIT", "judge", "embedding evidence"
+    state: str  # running | done | cancelled | failed
+    total: int  # items (summaries) in the run
+    done: int  # items finished (fresh or from the workspace)
+    item: str  # the item being worked on ("" when none)
+    step: str  # the step being run within the item
+    step_index: int  # 0-based index of that step
+    n_steps: int  # steps per item (1 when the work has no steps)
+    elapsed_s: float
+    eta_s: Optional[float]  # seconds left, None while there is not enough to extrapolate from
+    counts: dict = field(default_factory=dict)  # e.g. {"new": 3, "from the workspace": 5, "incomplete": 1}
+    error: str = ""  # why it failed (state failed)
+    unit: str = "summaries"
+
+    @property
+    def fraction(self) -> float:
+        if self.total <= 0:
+            return 1.0 if self.state != RUNNING else 0.0
+        if self.state == DONE:
+            return 1.0
+        within = self.step_index / self.n_steps if self.n_steps > 0 and self.done < self.total else 0.0
+        return min((self.done + within) / self.total, 1.0)
+
+    @property
+    def finished(self) -> bool:
+        return self.state != RUNNING
+
+    @property
+    def units(self) -> str:
+        """The unit, singular for one item ("1 of 1 summary")."""
+        return _singular(self.unit) if self.total == 1 else self.unit
+
+    def _counts_text(self) -> str:
+        parts = [f"{v} {k}" for k, v in self.counts.items() if v]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    def progress_text(self) -> str:
+        """One line for a progress bar: counts, step, estimate."""
+        if self.state == RUNNING:
+            where = f"{_singular(self.unit)} {min(self.done + 1, self.total)}/{self.total}"
+            step = (f" · step {self.step_index + 1}/{self.n_steps}: {self.step}" if self.n_steps > 1 and self.step
+                    else f" · {self.step}" if self.step else "")
+            item = f" · {self.item}" if self.item else ""
+            return (f"{self.kind}: {where}{item}{step} · {self.done} done · elapsed "
+                    f"{format_duration(self.elapsed_s)} · about {format_duration(self.eta_s)} left"
+                    if self.eta_s is not None else
+                    f"{self.kind}: {where}{item}{step} · {self.done} done · elapsed "
+                    f"{format_duration(self.elapsed_s)} · estimating time left…")
+        return self.final_text()
+
+    def final_text(self) -> str:
+        """What happened, in the words the pages and the CLI use."""
+        if self.state == CANCELLED:
+            return (f"{self.kind} cancelled — {self.done} of {self.total} {self.units} done, kept"
+                    f"{self._counts_text()}. A new run resumes from them.")
+        if self.state == FAILED:
+            return (f"{self.kind} stopped with an error after {self.done} of {self.total} {self.units} (those are "
+                    f"kept): {self.error}")
+        if self.state == DONE:
+            cached = self.counts.get(CACHED_COUNT, 0)
+            resumed = (" A resumed run: the ones finished before were kept." if cached and self.done > cached
+                       else "")
+            return (f"{self.kind} finished — {self.done} of {self.total} {self.units}{self._counts_text()} in "
+                    f"{format_duration(self.elapsed_s)}.{resumed}")
+        return self.progress_text()
+
+
+Work = Callable[["Job"], None]
+
+
+class Job:
+    """``work(job)`` on a daemon thread, inside a :func:`cancel_scope` of the job's token.
+
+    ``work`` reports with :meth:`report`, counts outcomes with :meth:`count` and may poll :meth:`should_stop`;
+    raising :class:`Cancelled` (directly or from :func:`check_cancelled` below it) ends the job as cancelled, any
+    other exception as failed (with its message; the traceback is kept in :attr:`traceback` for the log)."""
+
+    def __init__(self, kind: str, total: int, work: Work, n_steps: int = 1, unit: str = "summaries") -> None:
+        self.kind, self.total, self.n_steps, self.unit = kind, int(total), max(int(n_steps), 1), unit
+        self._work = work
+        self.token = CancelToken()
+        self._lock = threading.Lock()
+        self._state = RUNNING
+        self._done = 0
+        self._item = ""
+        self._step = ""
+        self._step_index = 0
+        self._counts: dict[str, int] = {}
+        self._error = ""
+        self.traceback = ""
+        self._t0 = time.monotonic()
+        self._t_end: Optional[float] = None
+        self._base_t = self._t0  # the estimate's clock and fraction restart after cached items
+        self._base_f = 0.0
+        self._thread: Optional[threading.Thread] = None
+        self.results: list = []  # what the work produced, appended by it as it goes (read after it ended)
+        self.latest: Any = None  # the newest intermediate result the work published (e.g. the judge's partial)
+
+    # -- control
+    def start(self) -> "Job":
+        ctx = contextvars.copy_context()
+        self._thread = threading.Thread(target=ctx.run, args=(self._run,), name=f"sumcheck-{self.kind}",
+                                        daemon=True)
+        self._t0 = self._base_t = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            with cancel_scope(self.token):
+                self._work(self)
+            state = CANCELLED if self.token.cancelled else DONE
+        except Cancelled:
+            state = CANCELLED
+        except Exception as exc:  # the job reports it; the caller decides how to show it
+            state = FAILED
+            with self._lock:
+                self._error = str(exc) or type(exc).__name__
+            self.traceback = traceback.format_exc()
+        with self._lock:
+            self._state = state
+            self._t_end = time.monotonic()
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+    def should_stop(self) -> bool:
+        return self.token.cancelled
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True when the worker has ended within ``timeout`` seconds."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- reporting (from the worker)
+    def report(self, done: Optional[int] = None, item: Optional[str] = None, step: Optional[str] = None,
+               step_index: Optional[int] = None, cached: bool = False) -> None:
+        with self._lock:
+            if done is not None:
+                self._done = int(done)
+                if step_index is None:
+                    self._step_index = 0
+            if item is not None:
+                self._item = item
+            if step is not None:
+                self._step = step
+            if step_index is not None:
+                self._step_index = min(max(int(step_index), 0), self.n_steps - 1)
+            if cached:
+                self._base_t, self._base_f = time.monotonic(), self._fraction()
+
+    def count(self, what: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[what] = self._counts.get(what, 0) + n
+
+    def _fraction(self) -> float:
+        if self.total <= 0:
+            return 0.0
+        within = self._step_index / self.n_steps if self._done < self.total else 0.0
+        return min((self._done + within) / self.total, 1.0)
+
+    # -- reading (from anywhere)
+    def status(self) -> JobStatus:
+        with self._lock:
+            now = self._t_end if self._t_end is not None else time.monotonic()
+            f = self._fraction()
+            span_t, span_f = now - self._base_t, f - self._base_f
+            eta = None
+            if self._state == RUNNING and span_f >= 0.02 and span_t >= 1.0:
+                eta = span_t / span_f * (1.0 - f)
+            return JobStatus(self.kind, self._state, self.total, self._done, self._item, self._step,
+                             self._step_index, self.n_steps, now - self._t0, eta, dict(self._counts), self._error,
+                             self.unit)
+
+
+def run_in_foreground(job: Job, out=None, every_s: float = 2.0) -> JobStatus:
+    """Start ``job`` and print its progress line to ``out`` (stderr) whenever the item or step changes, at most
+    every ``every_s`` seconds; Ctrl-C cancels it (and waits for the worker to stop). Returns the final status."""
+    import sys
+
+    out = out or sys.stderr
+    job.start()
+    last, last_t = None, 0.0
+    try:
+        while not job.wait(0.2):
+            st = job.status()
+            now = time.monotonic()
+            key = (st.done, st.item, st.step)
+            if key != last and now - last_t >= every_s:
+                print(st.progress_text(), file=out, flush=True)
+                last, last_t = key, now
+    except KeyboardInterrupt:
+        print(f"{job.kind}: cancelling (stops within the current model call) …", file=out, flush=True)
+        job.cancel()
+        job.wait()
+    if job.traceback and os.environ.get("SUMCHECK_DEBUG"):
+        print(job.traceback, file=out, flush=True)
+    return job.status()
