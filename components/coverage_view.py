@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.evidence_view import highlight_html
+from components.evidence_view import render_focus_note
 from engine import untrusted
 
 
@@ -21,15 +21,16 @@ def legend(lo: float, hi: float, label: str) -> None:
 
 
 def render_heat_note(note_id: str, text: str, units: list[dict], threshold: float, hi: float,
-                     focus: tuple[int, int] | None = None) -> None:
-    """units: {start, end, score} of this note; only units at or above the threshold are coloured."""
+                     focus: tuple[int, int] | None = None, scroll_page: bool = False) -> None:
+    """units: {start, end, score} of this note; only units at or above the threshold are coloured. ``focus``: the
+    selected region, outlined and scrolled into view in the note's box (and in the window with ``scroll_page``,
+    i.e. right after the reader picked it)."""
     spans = [(u["start"], u["end"], heat_colour(u["score"], threshold, hi), f"omission score {u['score']:.3f}")
              for u in units if u["score"] >= threshold]
     if focus:
-        spans = [s for s in spans if s[1] <= focus[0] or s[0] >= focus[1]]
-        spans.append((focus[0], focus[1], "rgba(31,111,235,0.35);outline:2px solid #1f6feb", "selected region"))
+        spans = [s for s in spans if s[1] <= focus[0] or s[0] >= focus[1]]  # the region shows in the focus colour
     st.markdown(f"**Note {untrusted.md(note_id)}**")
-    st.markdown(highlight_html(text, spans, height=420), unsafe_allow_html=True)
+    render_focus_note(text, spans, 420, focus, "coverage", scroll_page)
 
 
 def verdict_badge(verdict: str) -> str:

@@ -1,6 +1,8 @@
 """Evidence rendering: highlighted note text, MED-OMIT omitted facts, per-summary evidence tables."""
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Sequence
 
 import pandas as pd
@@ -9,21 +11,123 @@ import streamlit as st
 from engine import untrusted
 
 
-def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height: int = 0) -> str:
-    """``text`` with the given (start, end, css background, title) spans marked; spans may not overlap."""
+FOCUS_BACKGROUND = "rgba(31,111,235,0.35)"
+FOCUS_OUTLINE = "outline:2px solid #1f6feb;outline-offset:1px"
+_FOCUS_ID = re.compile(r"sc-focus-[0-9a-f]{16}")
+# Our own constant script (the only thing put in it is a hex id, checked by :func:`focus_script`). Once the box is
+# laid out it centres the focused passage inside its scroll box; when the reader has just picked it
+# (data-scroll="page") it also brings the passage into the window if it is not there. It checks again while the
+# rest of the page settles, and centres the passage again when a hidden tab holding the box is shown.
+_FOCUS_SCRIPT = """<script>(function () {
+  var id = "%s", tries = 0;
+  function inBox(el) {
+    var box = el.parentElement, r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+    return box.clientHeight > 0 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+  }
+  function inWindow(el) {
+    var r = el.getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= (window.innerHeight || document.documentElement.clientHeight);
+  }
+  function centreInBox(el) {
+    var box = el.parentElement;
+    if (!box || box.clientHeight === 0) return;
+    var b = box.getBoundingClientRect(), r = el.getBoundingClientRect();
+    box.scrollTop += (r.top - b.top) - (box.clientHeight - r.height) / 2;
+  }
+  function focus(el) {
+    if (!el.isConnected) return;
+    if (!inBox(el)) centreInBox(el);
+    if (el.getAttribute("data-scroll") === "page" && el.parentElement.clientHeight > 0 && !inWindow(el))
+      el.scrollIntoView({block: "center", inline: "nearest", behavior: "instant"});
+  }
+  function start() {
+    var el = document.getElementById(id);
+    if (!el) { if (++tries < 40) setTimeout(start, 50); return; }
+    focus(el);
+    [150, 400, 900, 1600].forEach(function (ms) { setTimeout(function () { focus(el); }, ms); });
+    var box = el.parentElement, shown = box.clientHeight > 0;
+    if (window.ResizeObserver) {
+      var watch = new ResizeObserver(function () {
+        if (!el.isConnected) { watch.disconnect(); return; }
+        var now = box.clientHeight > 0;
+        if (now && !shown) centreInBox(el);
+        shown = now;
+      });
+      watch.observe(box);
+    }
+  }
+  requestAnimationFrame(function () { requestAnimationFrame(start); });
+})();</script>"""
+
+
+def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height: int = 0,
+                   focus: tuple[int, int] | None = None, focus_id: str = "", scroll_page: bool = False) -> str:
+    """``text`` with the given (start, end, css background, title) spans marked; spans may not overlap.
+
+    ``focus`` (start, end): that passage is outlined (added as "selected passage" where it is not one of the
+    spans; spans overlapping it are dropped) and its mark carries ``focus_id`` (see :func:`focus_id`) and
+    ``data-scroll`` ("page" when ``scroll_page``, else "box") for :func:`focus_script`."""
+    spans = list(spans)
+    if focus is not None:
+        if not any((s[0], s[1]) == tuple(focus) for s in spans):
+            spans = [s for s in spans if s[1] <= focus[0] or s[0] >= focus[1]]
+            spans.append((focus[0], focus[1], FOCUS_BACKGROUND, "selected passage"))
+        if focus_id and not _FOCUS_ID.fullmatch(focus_id):
+            raise ValueError("focus_id must come from focus_id()")
     out, pos = [], 0
     for start, end, colour, title in sorted(spans):
         if start < pos or end <= start:
             continue
         out.append(untrusted.html(text[pos:start]))
-        out.append(f'<mark title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
-                   f'border-radius:2px">{untrusted.html(text[start:end])}</mark>')
+        extra, attrs = "", ""
+        if focus is not None and (start, end) == tuple(focus):
+            extra = ";" + FOCUS_OUTLINE
+            attrs = (f' id="{focus_id}"' if focus_id else "") + \
+                f' data-scroll="{"page" if scroll_page else "box"}"'
+        out.append(f'<mark{attrs} title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
+                   f'border-radius:2px{extra}">{untrusted.html(text[start:end])}</mark>')
         pos = end
     out.append(untrusted.html(text[pos:]))
     style = "white-space:pre-wrap;font-family:inherit;line-height:1.6"
     if height:
         style += f";max-height:{height}px;overflow-y:auto"
     return f'<div style="{style}">{"".join(out)}</div>'
+
+
+def focus_id(where: str, text: str, span: tuple[int, int]) -> str:
+    """A document-unique id for the focused passage ``span`` of ``text`` in the box ``where`` (hex hash)."""
+    key = f"{where}\x00{span[0]}:{span[1]}\x00{text}".encode("utf-8", "surrogatepass")
+    return "sc-focus-" + hashlib.sha256(key).hexdigest()[:16]
+
+
+def focus_script(fid: str) -> str:
+    """The constant scroll script for the passage with id ``fid`` (nothing but a :func:`focus_id` goes in)."""
+    if not _FOCUS_ID.fullmatch(fid):
+        raise ValueError("focus_script takes only an id made by focus_id()")
+    return _FOCUS_SCRIPT % fid
+
+
+def aligned_passages(sentence) -> tuple[list, object | None]:
+    """A summary sentence's aligned source sentences (ROUGE-gain picks and the two best embedding matches, one
+    entry per source sentence) and the best one to focus: the highest-scoring, in the note named as holding the
+    sentence's best support where that note has one."""
+    refs = list({(r.note_id, r.start): r for r in sentence.rouge_gain + sentence.embed_topk[:2]}.values())
+    best = max((r for r in refs if r.note_id == sentence.best_note), default=None, key=lambda r: r.score) \
+        or max(refs, default=None, key=lambda r: r.score)
+    return refs, best
+
+
+def render_focus_note(text: str, spans: Sequence[tuple[int, int, str, str]], height: int,
+                      focus: tuple[int, int] | None, where: str, scroll_page: bool = False) -> None:
+    """The highlighted note in a scroll box; with ``focus`` the passage is outlined and scrolled into view in the
+    box (and, with ``scroll_page``, in the window): ``st.html`` in the page itself, running our constant script
+    (all data text is escaped by ``highlight_html``). Without ``focus``, the plain box (Markdown HTML)."""
+    if focus is None:
+        st.markdown(highlight_html(text, spans, height=height), unsafe_allow_html=True)
+        return
+    fid = focus_id(where, text, focus)
+    st.html(highlight_html(text, spans, height=height, focus=focus, focus_id=fid, scroll_page=scroll_page)
+            + focus_script(fid), unsafe_allow_javascript=True)
 
 
 def weight_badge(weight: float) -> str:

@@ -76,7 +76,18 @@ class Region:
     start: int
     end: int
     text: str
-    score: float
+    score: float  # the raw omission score (highest unit score in the region)
+    # engine.salience weight in [0, 1] (0 = boilerplate / small talk, 1 = content): score x salience is the region's
+    # best salience-weighted unit score, and regions rank by it. Defaults to 1.0 so results stored before
+    # coverage-v3 still load.
+    salience: float = 1.0
+
+
+def region_rank_key(r: Region) -> tuple:
+    """Sort key (ascending = best first): salience-0 regions last, then by score x salience (a negative kde score
+    is not scaled), then by raw score."""
+    weighted = r.score * r.salience if r.score > 0 else r.score
+    return (r.salience <= 0, -weighted, -r.score)
 
 
 @dataclass
@@ -268,14 +279,23 @@ def _global(units: Sequence[Unit]) -> float:
 # ------------------------------------------------------------------------------------------------- regions
 
 
-def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int, min_words: int = 2
-                  ) -> list[Region]:
+def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int, min_words: int = 2,
+                  salience: Optional[Sequence[float]] = None) -> list[Region]:
     """Adjacent units at or above the threshold (same note, only spaces/punctuation between) become one region,
-    widened to whole words; the region's score is its highest unit score."""
-    regions: list[Region] = []
+    widened to whole words; the region's score is its highest unit score, and score x salience its highest
+    salience-weighted unit score (``salience``: one weight per unit; None = :func:`engine.salience.unit_salience`,
+    all 1.0 = rank by raw score). Regions are ranked by :func:`region_rank_key` (score x salience, salience-0
+    regions last)."""
+    if salience is None:
+        from .salience import unit_salience
+
+        salience = unit_salience(case, units)
+    if len(salience) != len(units):
+        raise ValueError("merge_regions needs one salience weight per unit")
+    regions: list[list] = []
     notes = {n.note_id: n.text for n in case.notes}
     cur: Optional[list] = None
-    for u in units:
+    for u, w in zip(units, salience):
         if u.score < threshold:
             if cur:
                 regions.append(cur)
@@ -284,15 +304,22 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
         if cur and cur[0] == u.note_id and not re.search(r"[A-Za-z0-9]", notes[u.note_id][cur[2]:u.start]) \
                 and u.start - cur[2] <= 3:
             cur[2], cur[3] = max(cur[2], u.end), max(cur[3], u.score)
+            cur[4], cur[5] = max(cur[4], float(w)), max(cur[5], u.score * float(w))
         else:
             if cur:
                 regions.append(cur)
-            cur = [u.note_id, u.start, u.end, u.score]
+            cur = [u.note_id, u.start, u.end, u.score, float(w), u.score * float(w)]
     if cur:
         regions.append(cur)
     out, seen = [], set()
-    for nid, s, e, sc in sorted(regions, key=lambda r: -r[3]):
-        t = notes[nid]
+    # a region's salience makes score x salience its best salience-weighted unit score (a header merged into a
+    # content sentence ranks by the sentence's score); with a score <= 0 (kde at a very low threshold) it is the
+    # largest unit weight
+    cands = [Region(nid, s, e, "", sc, min(1.0, max(0.0, best / sc)) if sc > 0 else w)
+             for nid, s, e, sc, w, best in regions]
+    for r in sorted(cands, key=region_rank_key):
+        t = notes[r.note_id]
+        s, e = r.start, r.end
         while s > 0 and t[s - 1].isalnum():
             s -= 1
         while e < len(t) and t[e].isalnum():
@@ -301,10 +328,29 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
         if len(re.findall(r"[A-Za-z]{2,}", t[s:e])) < min_words or key in seen:
             continue  # a header or a lone fragment is no "region"; the same text repeated is listed once
         seen.add(key)
-        out.append(Region(nid, s, e, t[s:e], round(sc, 4)))
+        out.append(Region(r.note_id, s, e, t[s:e], round(r.score, 4), round(r.salience, 4)))
         if len(out) == top:
             break
     return out
+
+
+def select_regions(case: Case, units: Sequence[Unit], method: str, threshold: float, top: int,
+                   salience: Optional[Sequence[float]] = None) -> list[Region]:
+    """The regions :func:`score_coverage` stores: up to ``top`` regions at or above the threshold; when fewer pass
+    it, also the least covered places (units in the top 10 % of scores, 1 % for kde), all ranked by
+    :func:`region_rank_key`. ``salience`` as in :func:`merge_regions` (None = the engine.salience rule)."""
+    if salience is None:
+        from .salience import unit_salience
+
+        salience = unit_salience(case, units)
+    min_words = 1 if method in ("kde",) else 2  # token-level units: one real word is a region
+    regions = merge_regions(case, units, threshold, top, min_words, salience)
+    if len(regions) < top:  # few units above the threshold: also list the least covered places
+        cut = float(np.quantile([u.score for u in units], 0.99 if method == "kde" else 0.9))
+        extra = merge_regions(case, units, min(cut, threshold), top, min_words, salience)
+        seen = {(r.note_id, r.start) for r in regions}
+        regions += [r for r in extra if (r.note_id, r.start) not in seen][: top - len(regions)]
+    return sorted(regions, key=region_rank_key)
 
 
 def score_coverage(case: Case, summary: Summary, emb: Embedder, params: CoverageParams = CoverageParams()
@@ -315,13 +361,7 @@ def score_coverage(case: Case, summary: Summary, emb: Embedder, params: Coverage
     fn = {"kde": kde_scores, "sentcov": sentcov_scores, "topiccov": topiccov_scores}[params.method]
     units, g, unsupported, info = fn(case, summary, emb, params)
     thr = params.resolved_threshold()
-    min_words = 1 if params.method in ("kde",) else 2  # token-level units: one real word is a region
-    regions = merge_regions(case, units, thr, params.top_regions, min_words)
-    if len(regions) < params.top_regions:  # few units above the threshold: also list the least covered places
-        cut = float(np.quantile([u.score for u in units], 0.99 if params.method == "kde" else 0.9))
-        extra = merge_regions(case, units, min(cut, thr), params.top_regions, min_words)
-        seen = {(r.note_id, r.start) for r in regions}
-        regions += [r for r in extra if (r.note_id, r.start) not in seen][: params.top_regions - len(regions)]
+    regions = select_regions(case, units, params.method, thr, params.top_regions)
     return CoverageResult(summary.summary_id, params.method, round(g, 4), thr, units, regions, unsupported,
                           {**asdict(params), **info}, round(time.perf_counter() - t0, 3),
                           FLAG_THRESHOLDS[params.method])
@@ -367,7 +407,9 @@ def result_from_dict(d: dict) -> CoverageResult:
 
 # Part of every stored result's key: bump it when the scoring code changes, so stored and shipped results
 # (sample_data/evidence_results.jsonl) are recomputed instead of shown stale.
-COVERAGE_VERSION = "coverage-v2"  # v2: citations stripped by engine.citations (every form, runs with separators)
+# v2: citations stripped by engine.citations (every form, runs with separators)
+# v3: regions ranked by score x salience (engine.salience: boilerplate and small talk last); Region.salience
+COVERAGE_VERSION = "coverage-v3"
 
 
 def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:

@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from components import case_view, coverage_view, evidence_view, state
+from components import case_view, coverage_view, evidence_view, jobs_view, state
 from engine import citations, injection, untrusted
 from engine.alignment import alignment_cached
 from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
                              coverage_cached, merge_regions)
-from engine.medomit import MedOmit, MedOmitResult, not_found_rows, omitted_fact_rows, run_medomit
+from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
 from engine.judge import JudgeResult
 from engine.judge_configs import is_smoke_test
 from engine.ratings import display_table, judge_cell
@@ -15,6 +15,16 @@ from engine.rubric import ITEMS
 from engine.store import StoreError
 
 MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
+
+
+def _picked(where: str) -> None:
+    """The reader has just picked a region / sentence in ``where``: this run brings its passage into the window."""
+    st.session_state[f"_case_focus_picked_{where}"] = True
+
+
+def _just_picked(where: str) -> bool:
+    return bool(st.session_state.pop(f"_case_focus_picked_{where}", False))
+
 
 st.title("Case")
 name, ds = state.require_dataset()
@@ -90,13 +100,18 @@ with tab_cov:
         regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS)  # follows the slider
         left_c, right_c = st.columns([2, 3])
         with left_c:
-            st.markdown(f"**Possibly omitted** (least covered first): {len(regions)}"
-                        f"{'+' if len(regions) == MAX_REGIONS else ''} region(s) at or above {thr:.2f}")
+            st.markdown(f"**Possibly omitted** (least covered first; headers, sign-offs and small talk last): "
+                        f"{len(regions)}{'+' if len(regions) == MAX_REGIONS else ''} region(s) at or above {thr:.2f}",
+                        help="Ranked by omission score × salience. Salience is 0 for headers, sign-offs, template "
+                             "and attestation lines, 0.1 for greetings and small talk in conversations, at most 0.2 "
+                             "for a line copied forward from an earlier note, and 1 for anything with clinical "
+                             "content (see the README). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
-            rlabels = [f"\\[{r.score:.2f}\\] Note {untrusted.md_inline(r.note_id)}: {untrusted.md_inline(r.text, 80)}"
-                       for r in regions]
-            pick = st.radio("Region", rlabels, label_visibility="collapsed") if rlabels else None
+            rlabels = [f"\\[{r.score:.2f}\\]{' ◦' if r.salience < 1 else ''} Note {untrusted.md_inline(r.note_id)}: "
+                       f"{untrusted.md_inline(r.text, 80)}" for r in regions]
+            pick = st.radio("Region", rlabels, label_visibility="collapsed", on_change=_picked,
+                            args=("coverage",)) if rlabels else None
         with right_c:
             focus = regions[rlabels.index(pick)] if pick else None
             shown = focus.note_id if focus else case.notes[0].note_id
@@ -104,7 +119,8 @@ with tab_cov:
                                  index=[n.note_id for n in case.notes].index(shown), key=f"heat_note_{sid}_{pick}")
             coverage_view.render_heat_note(shown, case.note(shown).text,
                                            [u.__dict__ for u in cov.units if u.note_id == shown], thr, hi,
-                                           (focus.start, focus.end) if focus and focus.note_id == shown else None)
+                                           (focus.start, focus.end) if focus and focus.note_id == shown else None,
+                                           scroll_page=_just_picked("coverage"))
         if cov.unsupported:
             with st.expander(f"Summary words in low source density ({len(cov.unsupported)}) — content the source "
                              "may not support"):
@@ -127,36 +143,36 @@ with tab_align:
         slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}\\. "
                    + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]
-        pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels)
+        pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels,
+                        on_change=_picked, args=("support",))
         a = al.sentences[slabels.index(pick)]
         st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
                     + (f" — {untrusted.md(a.citation_detail)}" if a.citation_detail else ""),
                     unsafe_allow_html=True)
-        refs = {(r.note_id, r.start): r for r in a.rouge_gain + a.embed_topk[:2]}
-        for nid in sorted({r.note_id for r in refs.values()}, key=lambda x: [n.note_id for n in case.notes].index(x)):
+        refs, best = evidence_view.aligned_passages(a)  # best: outlined and scrolled into view
+        scroll_page = _just_picked("support")
+        for nid in sorted({r.note_id for r in refs}, key=lambda x: [n.note_id for n in case.notes].index(x)):
             spans = [(r.start, r.end, "rgba(26,127,55,0.30)", f"aligned, score {r.score:.2f}")
-                     for r in refs.values() if r.note_id == nid]
-            st.markdown(f"**Note {untrusted.md(nid)}** — aligned sentences highlighted")
-            st.markdown(evidence_view.highlight_html(case.note(nid).text, spans, height=260), unsafe_allow_html=True)
+                     for r in refs if r.note_id == nid]
+            st.markdown(f"**Note {untrusted.md(nid)}** — aligned sentences highlighted"
+                        + (" (outlined: the best aligned one)" if best is not None and best.note_id == nid else ""))
+            evidence_view.render_focus_note(case.note(nid).text, spans, 260,
+                                            (best.start, best.end) if best is not None and best.note_id == nid
+                                            else None, "support", scroll_page)
 
 with tab_medomit:
-    stored = state.guarded(store.evidence_results, name, "medomit", default={}).get(sid)
-    res = MedOmitResult.from_json(stored) if stored else None
-    if st.button("Run MED-OMIT on this summary", help="Facts, DDx, importance and clusters are shared by the "
-                 "case's summaries and cached; with the embedded smoke-test model the output is not meaningful."):
+    job_name = f"medomit_{name}_{sid}"
+    if st.button("Run MED-OMIT on this summary", disabled=jobs_view.running(job_name),
+                 help="Facts, DDx, importance and clusters are shared by the case's summaries and cached; with the "
+                      "embedded smoke-test model the output is not meaningful."):
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded
-            with st.status("Running MED-OMIT…", expanded=True) as box:
-                mo = MedOmit(backend, sha, cache=store)
-                try:
-                    for res in run_medomit(mo, ds, [sid], store=store, dataset_name=name,
-                                           progress=lambda d, t, s_, m: box.write(untrusted.md(m))):
-                        pass
-                except StoreError as exc:
-                    state.show_store_error(exc)
-                box.update(label=f"MED-OMIT {untrusted.md_inline(res.status if res else 'not run')}",
-                           state="complete" if res is not None and res.status == "complete" else "error")
+            jobs_view.start(job_name, medomit_job(MedOmit(backend, sha, cache=store), ds, [sid], store=store,
+                                                  dataset_name=name))
+    jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
+    stored = state.guarded(store.evidence_results, name, "medomit", default={}).get(sid)
+    res = MedOmitResult.from_json(stored) if stored else None
     if res is None:
         st.info("MED-OMIT has not been run on this summary yet.")
     else:

@@ -1,12 +1,15 @@
 """AppTest of the Evidence page: every column explained, blank (never 'None') empty cells, the chart by group, CSV
 downloads, and the empty state that says what to run."""
+import html as html_lib
 import json
+import re
 
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from components.evidence_view import COLUMN_HELP
+from engine.untrusted import html
 
 TIMEOUT = 120
 EXPLAINED = ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
@@ -100,3 +103,106 @@ def test_evidence_page_empty_state_says_what_to_run():
     # the MED-OMIT table still lists every summary, with blanks for what was not run
     shown = _shown(at.dataframe[0]).astype(str)
     assert len(shown) == 36 and not shown.isin(["None", "nan"]).any().any()
+
+
+def _focus_html(at: AppTest, fid: str) -> str:
+    bodies = [h.proto.body for h in at.html if f'id="{fid}"' in h.proto.body]
+    assert len(bodies) == 1, [h.proto.body[:200] for h in at.html]
+    assert next(h for h in at.html if f'id="{fid}"' in h.proto.body).proto.unsafe_allow_javascript
+    return bodies[0]
+
+
+def _assert_only_our_script(body: str, fid: str) -> None:
+    """One script, ours, at the end: the constant text with nothing but the hex id in it; no other markup."""
+    from components.evidence_view import focus_script
+
+    assert body.count("<script") == 1 and body.endswith(focus_script(fid)), body[-300:]
+    assert re.fullmatch(r"sc-focus-[0-9a-f]{16}", fid)
+    html_part = body[: -len(focus_script(fid))]
+    assert set(re.findall(r"<(\w+)", html_part)) <= {"div", "mark"}, set(re.findall(r"<(\w+)", html_part))
+
+
+def test_case_page_focuses_the_picked_region_and_sentence():
+    """Picking a possibly omitted region (or a summary sentence) renders its note with that passage outlined, under
+    a hex id that our constant script scrolls into view: in the window only right after the pick."""
+    from components.evidence_view import aligned_passages, focus_id
+
+    at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    from engine.alignment import alignment_cached
+    from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached, merge_regions
+    from engine.settings import workspace_path
+    from engine.store import Store
+
+    store = Store(workspace_path())
+    ds = store.load_dataset("sample")
+    case = ds.cases[0]
+    summary = ds.summaries_for(case.case_id)[0]
+    cov = coverage_cached(store, "sample", case, summary, None, CoverageParams(method=DEFAULT_METHOD))
+    hi = max(u.score for u in cov.units)
+    regions = merge_regions(case, cov.units, min(DEFAULT_THRESHOLDS[DEFAULT_METHOD], hi), top=30)
+    radio = next(r for r in at.radio if r.label == "Region")
+    assert len(radio.options) == len(regions)
+    # the default (first) region is focused in its box, without moving the window
+    first = regions[0]
+    fid0 = focus_id("coverage", case.note(first.note_id).text, (first.start, first.end))
+    assert 'data-scroll="box"' in _focus_html(at, fid0)
+    region = regions[-1]
+    radio.set_value(radio.options[-1]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    note = case.note(region.note_id).text
+    fid = focus_id("coverage", note, (region.start, region.end))
+    body = _focus_html(at, fid)
+    mark = re.search(r'<mark id="%s" data-scroll="page" title="selected passage" style="([^"]*)">([^<]*)</mark>'
+                     % fid, body)
+    assert mark and "outline:2px solid #1f6feb" in mark.group(1), body[:500]
+    assert mark.group(2) == html(note[region.start:region.end])
+    assert html(note) == re.sub(r"<[^>]*>", "", body[: body.index("<script")])  # the note, escaped, in full
+    _assert_only_our_script(body, fid)
+    assert not any(fid0 in h.proto.body for h in at.html)
+    at.run()  # a later run that is not a pick: the passage stays focused, but only inside its box
+    assert 'data-scroll="box"' in _focus_html(at, fid)
+    # Sentence support: the picked sentence's best aligned passage is outlined among the other aligned ones
+    al = alignment_cached(store, "sample", case, summary, None)
+    support = next(r for r in at.radio if r.label.startswith("Summary sentences"))
+    support.set_value(support.options[-1]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    refs, best = aligned_passages(al.sentences[-1])
+    note = case.note(best.note_id).text
+    fid = focus_id("support", note, (best.start, best.end))
+    body = _focus_html(at, fid)
+    assert re.search(r'<mark id="%s" data-scroll="page" title="aligned, score [0-9.]+" style="[^"]*outline:2px '
+                     r'solid #1f6feb[^"]*">%s</mark>' % (fid, re.escape(html(note[best.start:best.end]))), body)
+    assert body.count("<mark") == sum(r.note_id == best.note_id for r in refs)  # the others stay highlighted
+    _assert_only_our_script(body, fid)
+
+
+def test_case_page_focus_escapes_hostile_notes():
+    """On the payload dataset the focused note's text (with its <script>, <img> and links) is escaped; the only
+    script in the element is our constant one."""
+    import payload
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    payload.seed(store)
+    at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
+    at.session_state["dataset"] = payload.DATASET
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    radio = next(r for r in at.radio if r.label == "Region")
+    picks = [o for o in radio.options[1:] if "Note 1" in o]  # note 1 holds every payload
+    radio.set_value(picks[-1]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    note = store.load_dataset(payload.DATASET).case("pay-01").note("1").text
+    focused = [h.proto.body for h in at.html if 'data-scroll="page"' in h.proto.body]
+    assert len(focused) == 1
+    body = focused[0]
+    fid = re.search(r'<mark id="(sc-focus-[0-9a-f]{16})"', body).group(1)
+    _assert_only_our_script(body, fid)
+    for raw in (payload.SCRIPT, payload.RAWIMG, payload.ANCHOR):
+        assert raw in note and raw not in body and html(raw) in body
+    assert html_lib.unescape(re.sub(r"<[^>]*>", "", body[: body.index("<script")])) == note
