@@ -182,12 +182,15 @@ COLUMN_HELP = {
     "summaries": "Summaries in the group with a MED-OMIT weight.",
     "mean weight": "Mean MED-OMIT weight of the group (higher = more pertinent facts left out).",
     "mean omitted facts": "Mean number of omitted facts in the group.",
-    "omission score": "How much of the notes the summary leaves uncovered (topic coverage, 0 to 1): higher = more "
-                      "likely that something was left out.",
+    "omission score": "How much of the notes the summary leaves uncovered (unit coverage: the estimated share of "
+                      "the notes' facts left out, 0 to 1, comparable across cases): higher = more left out.",
     "flagged": "yes = the omission score is above the flag threshold: a likely omission worth reading.",
     "mean support": "How well the notes back the summary's sentences: mean over its sentences of the best "
                     "source-sentence similarity (0 to 1). Low = content the notes may not support.",
-    "weak sentences": "Summary sentences whose support is below the weak-support threshold.",
+    "weak sentences": "Summary sentences the notes back weakly: the mean of word evidence (share of the "
+                      "sentence's content words found in the notes, rare words counting more) and embedding "
+                      "similarity is below the threshold, or the sentence states a number or name the notes "
+                      "never state.",
     "coverage": "Extractive coverage: the share of the summary's words that sit in fragments copied from the notes "
                 "(0 to 1).",
     "density": "Extractive density: mean squared length of the copied fragments; high = the summary copies long "

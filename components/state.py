@@ -144,10 +144,16 @@ def judge_backend():
 
 @st.cache_resource(show_spinner="Loading the embedding model…")
 def embedder():
-    """The bundled all-MiniLM-L6-v2, loaded once per process."""
+    """The bundled all-MiniLM-L6-v2, loaded once per process, with the workspace as its persistent embedding
+    cache (a source is embedded once per model across restarts; a workspace that cannot be opened only means
+    no persistent cache)."""
     from engine.embeddings import Embedder
 
-    return Embedder()
+    try:
+        ws = store()
+    except StoreError:
+        ws = None
+    return Embedder(store=ws)
 
 
 def require_dataset():

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from .coverage import METHODS as COVERAGE_METHODS
 from .loading import LoadOptions, RatingsMapping, load_paths
 from .settings import SettingsError, load_settings, workspace_path
 from .store import Store, StoreBusy, StoreError
@@ -98,7 +100,7 @@ def cmd_sample(args) -> int:
             if not loaded:
                 print("loading the embedding model to compute evidence the shipped file does not cover …",
                       file=sys.stderr, flush=True)
-                loaded.append(Embedder())
+                loaded.append(Embedder(store=store))
             return loaded[0]
 
         st = run_in_foreground(evidence_job(store, SAMPLE_NAME, ds, [s.summary_id for s in ds.summaries], emb))
@@ -398,8 +400,8 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
     from .coverage import CoverageError, CoverageParams, score_coverage
     from .embeddings import Embedder
 
-    emb = Embedder()
-    params = CoverageParams(method=args.coverage_method or "kde", pca_components=args.pca,
+    emb = Embedder(store=_store(args))  # the workspace keeps the embeddings across runs
+    params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
                             bandwidth=args.bandwidth, clean=not args.no_clean, threshold=args.threshold)
     for sid in ids:
         s = ds.summary(sid)
@@ -427,7 +429,7 @@ def cmd_align(args) -> int:
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    emb = Embedder()
+    emb = Embedder(store=store)
     results = []
     for sid in ids:
         s = ds.summary(sid)
@@ -638,8 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
-    sp.add_argument("--method", choices=("medomit", "kde", "sentcov"), default="medomit",
-                    help="medomit (LLM pipeline), kde (EmbedKDECheck) or sentcov (sentence coverage)")
+    sp.add_argument("--method", choices=("medomit", *COVERAGE_METHODS), default=DEFAULT_COVERAGE_METHOD,
+                    help="medomit (the LLM pipeline) or a registered coverage method: "
+                         + ", ".join(f"{k} ({m.label})" for k, m in COVERAGE_METHODS.items()))
     sp.add_argument("--pca", type=int, default=5, help="kde: PCA components")
     sp.add_argument("--bandwidth", default="scott", help="kde: 'scott', 'silverman' or a number")
     sp.add_argument("--no-clean", action="store_true", help="kde: keep stopwords and short words")

@@ -83,10 +83,12 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     """Mean omission score, MED-OMIT weight and sentence support per generator and per quality group, from the
     evidence stored in the workspace (summaries without stored evidence are left out and counted)."""
     from .alignment import result_from_dict as alignment_from
+    from .coverage import DEFAULT_METHOD
     from .coverage import result_from_dict as coverage_from
     from .medomit import MedOmitResult
 
-    covs = {k: coverage_from(json.loads(v)) for k, v in store.evidence_results(name, "coverage:topiccov").items()}
+    covs = {k: coverage_from(json.loads(v))
+            for k, v in store.evidence_results(name, f"coverage:{DEFAULT_METHOD}").items()}
     als = {k: alignment_from(json.loads(v)) for k, v in store.evidence_results(name, "alignment").items()}
     meds = {k: MedOmitResult.from_json(v) for k, v in store.evidence_results(name, "medomit").items()}
 
@@ -307,7 +309,7 @@ def render_html(d: ReportData) -> str:
         "ICC changes when the LLM joins them as one more rater, or replaces one of them (bootstrap CI).</li>"
         "<li>The LLM judge's score is the median of several samples of a quantized local model; all its figures come "
         "from one judge configuration (model, prompt version and parameters), named in the provenance.</li>"
-        "<li>Omission evidence: topic coverage of the source notes by the summary (0 = nothing omitted) and "
+        "<li>Omission evidence: unit coverage of the source notes by the summary — the estimated share of the notes' facts left out (0 = nothing omitted) — and "
         "MED-OMIT's weighted count of omitted facts; sentence support: how well each summary sentence is supported "
         "by the notes.</li></ul>")
     # headline
@@ -346,7 +348,7 @@ def render_html(d: ReportData) -> str:
     # evidence
     parts.append("<h2>7. Omission and sentence-support evidence</h2>"
                  "<p class=\"muted\">Means over the summaries whose evidence is stored in the workspace (Evidence "
-                 "page). Omission score: topic coverage, higher = more left out. Weak sentences: share of summary "
+                 "page). Omission score: unit coverage, the estimated share of the facts left out. Weak sentences: share of summary "
                  "sentences with weak support in the notes.</p><h3>By generator</h3>" + _table(d.evidence_by_generator)
                  + "<h3>By quality group</h3>" + _table(d.evidence_by_quality))
     # disagreements

@@ -5,6 +5,7 @@ import json
 import warnings
 from pathlib import Path
 
+from .coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from .loading import load_paths
 from .store import ImportResult, Store
 
@@ -15,12 +16,12 @@ SAMPLE_MANIFEST = SAMPLE_ROOT / "manifest.json"
 # `python -m engine judge sample` + `python -m engine judge-export sample --out sample_data/judge_results.jsonl`,
 # so the Agreement page has LLM figures without a 20-minute CPU run. Regenerate them when the prompt changes.
 SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
-# The sample's embedding evidence (topic coverage and sentence support per summary), computed with
+# The sample's embedding evidence (default coverage method and sentence support per summary), computed with
 # `python -m engine sample --precompute --export-evidence sample_data/evidence_results.jsonl`. Each row keeps the
 # cache key the current code computes for that summary (content + parameters + code version), so a row from older
 # code or other content is never shown: it simply does not match and that summary is recomputed.
 SAMPLE_EVIDENCE = SAMPLE_ROOT / "evidence_results.jsonl"
-EVIDENCE_METHODS = ("coverage:topiccov", "alignment")
+EVIDENCE_METHODS = (f"coverage:{DEFAULT_COVERAGE_METHOD}", "alignment")  # the default coverage method's
 SAMPLE_NAME = "sample"
 
 

@@ -190,6 +190,20 @@ MIGRATIONS += (
             WHERE superseded_by IS NULL;
     """),
 )
+MIGRATIONS += (
+    Migration(6, "embedding cache: token and sentence vectors per model and content hash", """
+        CREATE TABLE embedding_cache (
+            model TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('token', 'sentence')),
+            sha256 TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            meta TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (model, kind, sha256)
+        );
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -543,6 +557,49 @@ class Store:
             rows = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? "
                                "ORDER BY created_at, rowid", (did, method)).fetchall()
         return {sid: res for sid, res in rows}
+
+    # -- embedding cache -------------------------------------------------------------------------------
+    # Vectors are little-endian float32 bytes (``dim`` per row; a token entry holds n x dim); ``meta`` is JSON
+    # (token entries: spans, tokens, n_windows). ``model`` names the embedding model (and its cache format),
+    # so another model never reads these vectors.
+    def get_embeddings(self, model: str, kind: str, sha256s) -> dict[str, tuple[int, bytes, Optional[str]]]:
+        """Stored entries among ``sha256s``: sha256 -> (dim, data, meta). Absent hashes are left out."""
+        keys = list(dict.fromkeys(sha256s))
+        out: dict[str, tuple[int, bytes, Optional[str]]] = {}
+        if not keys:
+            return out
+        with self.connect() as con:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                rows = con.execute(f"SELECT sha256, dim, data, meta FROM embedding_cache WHERE model=? AND kind=? "
+                                   f"AND sha256 IN ({','.join('?' * len(chunk))})", (model, kind, *chunk))
+                for sha, dim, data, meta in rows:
+                    out[sha] = (int(dim), bytes(data), meta)
+        return out
+
+    def get_embedding(self, model: str, kind: str, sha256: str) -> Optional[tuple[int, bytes, Optional[str]]]:
+        return self.get_embeddings(model, kind, [sha256]).get(sha256)
+
+    def put_embeddings(self, model: str, kind: str, rows) -> int:
+        """Store (sha256, dim, data, meta) rows in one transaction (replacing equal keys); returns how many."""
+        now = _now()
+        rows = [(model, kind, sha, int(dim), data, meta, now) for sha, dim, data, meta in rows]
+        if rows:
+            with self.transaction() as con:
+                con.executemany("INSERT OR REPLACE INTO embedding_cache VALUES (?,?,?,?,?,?,?)", rows)
+        return len(rows)
+
+    def put_embedding(self, model: str, kind: str, sha256: str, dim: int, data: bytes,
+                      meta: Optional[str] = None) -> None:
+        self.put_embeddings(model, kind, [(sha256, dim, data, meta)])
+
+    def delete_embeddings(self, model: Optional[str] = None) -> int:
+        """Drop cached embeddings (of one model, or all); returns how many entries."""
+        with self.transaction() as con:
+            cur = con.execute("DELETE FROM embedding_cache" + (" WHERE model=?" if model is not None else ""),
+                              () if model is None else (model,))
+        return cur.rowcount
+
 
 def _statements(sql: str) -> list[str]:
     return [s.strip() for s in sql.split(";") if s.strip()]

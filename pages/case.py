@@ -77,9 +77,9 @@ tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence
                                            "Omitted facts (MED-OMIT)"])
 with tab_cov:
     c1, c2 = st.columns([1, 2])
-    labels = {"topiccov": "topic coverage (default)", "sentcov": "sentence coverage",
-              "kde": "EmbedKDECheck (paper)"}
-    method = c1.selectbox("Method", list(METHODS), format_func=labels.get, index=list(METHODS).index(DEFAULT_METHOD))
+    method = c1.selectbox("Method", list(METHODS), format_func=lambda k: METHODS[k].label,
+                          index=list(METHODS).index(DEFAULT_METHOD), help="Registered coverage methods; the same keys "
+                          "work with `python -m engine omissions --method KEY` and in bench/omission_benchmark.py.")
     try:
         cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder, CoverageParams(method=method))
     except CoverageError as exc:
@@ -149,6 +149,11 @@ with tab_align:
         st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
                     + (f" — {untrusted.md(a.citation_detail)}" if a.citation_detail else ""),
                     unsafe_allow_html=True)
+        if a.weak:
+            st.caption("⚠ Weak support: " + untrusted.md_inline(getattr(a, "weak_reason", "") or
+                                                                 "the notes back this sentence poorly")
+                       + " (rule: the mean of word evidence and embedding similarity below the threshold chosen on "
+                         "the development split, or a number or name the notes never state).")
         refs, best = evidence_view.aligned_passages(a)  # best: outlined and scrolled into view
         scroll_page = _just_picked("support")
         for nid in sorted({r.note_id for r in refs}, key=lambda x: [n.note_id for n in case.notes].index(x)):

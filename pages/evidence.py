@@ -8,6 +8,7 @@ from engine import untrusted
 from engine.alignment import combined_scores
 from engine.alignment import result_from_dict as alignment_from
 from engine.evidence import evidence_job
+from engine.coverage import DEFAULT_METHOD
 from engine.coverage import result_from_dict as coverage_from
 from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, medomit_job
 
@@ -58,7 +59,7 @@ with c2:
 
 # ------------------------------------------------------------------------------------------------- embeddings
 st.markdown("#### Embedding evidence per summary (coverage, support, citations)")
-st.caption("Topic coverage (default omission method), sentence support and citation checks; computed once per "
+st.caption("Unit coverage (the default omission method), sentence support and citation checks; computed once per "
            "summary and kept in the workspace.")
 if st.button("Compute for every summary", disabled=jobs_view.running("evidence_all"),
              help="Offline; each summary is computed once and kept in the workspace (a new run resumes)."):
@@ -67,7 +68,7 @@ if st.button("Compute for every summary", disabled=jobs_view.running("evidence_a
 jobs_view.panel("evidence_all", on_finish=lambda job: state.bump_data_version())
 
 covs = {k: coverage_from(json.loads(v))
-        for k, v in state.guarded(store.evidence_results, name, "coverage:topiccov", default={}).items()}
+        for k, v in state.guarded(store.evidence_results, name, f"coverage:{DEFAULT_METHOD}", default={}).items()}
 als = {k: alignment_from(json.loads(v))
        for k, v in state.guarded(store.evidence_results, name, "alignment", default={}).items()}
 combined_scores(list(als.values()))

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from engine.alignment import alignment_key
-from engine.coverage import CoverageParams, coverage_key
+from engine.coverage import DEFAULT_METHOD, CoverageParams, coverage_key
 from engine.embeddings import EMBEDDING_NAME
 from engine.sample import SAMPLE_EVIDENCE, SAMPLE_NAME, ensure_sample, import_shipped_evidence
 from engine.store import Store
@@ -33,7 +33,7 @@ def test_shipped_evidence_is_current():
     assert len(got) == 2 * len(ds.summaries)
     for s in ds.summaries:
         case = ds.case(s.case_id)
-        assert got[("coverage:topiccov", s.summary_id)] == coverage_key(case, s, CoverageParams(), EMBEDDING_NAME)
+        assert got[(f"coverage:{DEFAULT_METHOD}", s.summary_id)] == coverage_key(case, s, CoverageParams(), EMBEDDING_NAME)
         assert got[("alignment", s.summary_id)] == alignment_key(case, s)
 
 
@@ -42,7 +42,7 @@ def test_fresh_workspace_gets_the_shipped_evidence(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ensure_sample(st)
-    assert len(st.evidence_results(SAMPLE_NAME, "coverage:topiccov")) == 36
+    assert len(st.evidence_results(SAMPLE_NAME, f"coverage:{DEFAULT_METHOD}")) == 36
     assert len(st.evidence_results(SAMPLE_NAME, "alignment")) == 36
     assert import_shipped_evidence(st) == 0  # idempotent
 

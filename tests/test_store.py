@@ -287,3 +287,37 @@ def test_content_hash_is_the_documented_formula():
     summaries = [Summary("s" + o, "c", o, None, o, None) for o in odd]
     ratings = [Rating("s", o, "cited", v, o) for o in odd for v in (None, 1.0, 4, 0.5, float("nan"), float("inf"), True)]
     assert content_hash(cases, summaries, ratings) == original(cases, summaries, ratings)
+
+
+def test_embedding_cache_round_trip_per_model_and_kind(store):
+    import numpy as np
+
+    vecs = {f"{i:064x}": np.arange(4, dtype="<f4") + i for i in range(1200)}  # more than one IN (...) chunk
+    assert store.put_embeddings("m1#1", "sentence", [(k, 4, v.tobytes(), None) for k, v in vecs.items()]) == 1200
+    got = store.get_embeddings("m1#1", "sentence", list(vecs) + ["f" * 64])
+    assert len(got) == 1200 and "f" * 64 not in got
+    assert all(np.array_equal(np.frombuffer(got[k][1], "<f4"), v) and got[k][0] == 4 for k, v in vecs.items())
+    k0 = next(iter(vecs))
+    assert store.get_embeddings("m2#1", "sentence", [k0]) == {}  # another model: another key
+    assert store.get_embedding("m1#1", "token", k0) is None  # another kind too
+    store.put_embedding("m1#1", "token", k0, 4, vecs[k0].tobytes(), '{"spans": [], "tokens": [], "n_windows": 1}')
+    assert store.get_embedding("m1#1", "token", k0)[2].startswith('{"spans"')
+    assert store.delete_embeddings("m2#1") == 0 and store.delete_embeddings("m1#1") == 1201
+
+
+def test_embedding_cache_writes_are_all_or_nothing(store):
+    with pytest.raises(sqlite3.IntegrityError):
+        store.put_embeddings("m", "sentence", [("a" * 64, 4, b"\0" * 16, None), ("b" * 64, 4, None, None)])
+    assert store.get_embeddings("m", "sentence", ["a" * 64]) == {}
+
+
+def test_migration_to_the_embedding_cache_keeps_data(tmp_path):
+    path = tmp_path / "v5.sqlite"
+    old = Store(path, migrate_to=5)
+    ds, _ = load_paths([FORMATS / "dialogue.csv"], name="d")
+    old.import_dataset(ds)
+    new = Store(path)
+    assert new.schema_version() == SCHEMA_VERSION >= 6
+    assert new.load_dataset("d").content_hash() == ds.content_hash()
+    new.put_embedding("m", "sentence", "c" * 64, 1, b"\0\0\0\0")
+    assert new.get_embedding("m", "sentence", "c" * 64) == (1, b"\0\0\0\0", None)
