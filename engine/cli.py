@@ -458,6 +458,41 @@ def cmd_align(args) -> int:
     return 0
 
 
+def cmd_stigma(args) -> int:
+    """Stigmatizing language per summary (engine.stigma, no LLM): hits with spans and categories, carried forward
+    from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each."""
+    from .ratings import medians
+    from .stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
+
+    try:
+        store, ds, name, ids = _dataset_and_ids(args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    extra = []
+    if args.extra_lexicon:
+        extra = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
+        if not isinstance(extra, list):
+            print(f"error: {args.extra_lexicon}: expected a JSON list of lexicon entries", file=sys.stderr)
+            return 1
+    try:
+        results = assess_dataset(ds, ids, extra_entries=extra)
+    except LexiconError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    for r in results:
+        human = medians(x for x in ds.ratings_for(r.summary_id) if x.rater_group != "llm")
+        line = json.dumps({**r.to_json(), "dataset": name,
+                           "human_median": {k: human.get(k) for k in (NOTES_ITEM, SUMMARY_ITEM)}})
+        print(line)
+        if out:
+            out.write(line + "\n")
+    if out:
+        out.close()
+    return 0
+
+
 def cmd_stats(args) -> int:
     from .agreement import analyse, llm_medians_from_results
     from .judge import JudgeResult
@@ -665,6 +700,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="also write the JSON lines to this file")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_align)
+
+    sp = sub.add_parser("stigma", help="stigmatizing language per summary (lexicon, no LLM): hits, carried forward "
+                                       "or introduced, the two PDSQI-9 items")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--extra-lexicon", help="JSON list of extra lexicon entries (term, category, source, suggest)")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_stigma)
 
     sp = sub.add_parser("stats", help="every agreement statistic (humans and LLM judge), per item and overall")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
