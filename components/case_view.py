@@ -21,22 +21,56 @@ def _badge(nid: str, known_note_ids: Sequence[str]) -> str:
             f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
 
 
-def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str]) -> str:
+# stigmatizing-language categories (engine/data/stigma_lexicon.json) -> highlight colour
+STIGMA_COLOURS = {"credibility": "rgba(191,135,0,0.35)", "disapproval": "rgba(207,34,46,0.30)",
+                  "stereotyping": "rgba(130,80,223,0.30)", "social_descriptor": "rgba(31,111,235,0.28)"}
+STIGMA_DEFAULT_COLOUR = "rgba(207,34,46,0.30)"
+
+Mark = tuple[int, int, str, str]  # (start, end, css background, title shown on hover)
+
+
+def _marked_html(text: str, offset: int, marks: Sequence[Mark]) -> str:
+    """``text`` (which starts at ``offset`` of the full text), escaped, with the marks that fall inside it."""
+    out, pos = [], 0
+    for start, end, colour, title in sorted(marks):
+        a, b = start - offset, end - offset
+        if a < pos or b > len(text) or b <= a:
+            continue
+        out.append(_text_html(text[pos:a]))
+        out.append(f'<mark title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
+                   f'border-radius:2px">{_text_html(text[a:b])}</mark>')
+        pos = b
+    out.append(_text_html(text[pos:]))
+    return "".join(out)
+
+
+def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str],
+                 marks: Sequence[Mark] = ()) -> str:
     """The summary, escaped, with every citation (start, end, cited note ids — from ``engine.citations``, in
-    whatever form the dataset writes them) shown as one badge per note (red if the note does not exist)."""
+    whatever form the dataset writes them) shown as one badge per note (red if the note does not exist), and
+    ``marks`` (e.g. stigmatizing language) highlighted with their title on hover."""
     out, pos = [], 0
     for start, end, ids in sorted(citations):
         if start < pos:
             continue
-        out.append(_text_html(text[pos:start]))
+        out.append(_marked_html(text[pos:start], pos, marks))
         out.append(" ".join(_badge(nid, known_note_ids) for nid in ids))
         pos = end
-    out.append(_text_html(text[pos:]))
+    out.append(_marked_html(text[pos:], pos, marks))
     return f'<div style="line-height:1.7">{"".join(out)}</div>'
 
 
-def render_notes(notes: Sequence[dict]) -> None:
-    """notes: dicts with note_id, date, note_type, author_specialty, text."""
+def stigma_legend(categories: dict[str, str]) -> str:
+    """HTML legend: one swatch per stigmatizing-language category (``categories``: key -> label)."""
+    chips = "".join(f'<span style="background:{STIGMA_COLOURS.get(k, STIGMA_DEFAULT_COLOUR)};padding:0 6px;'
+                    f'margin-right:6px;border-radius:3px">{untrusted.html(v)}</span>' for k, v in categories.items())
+    return f'<div style="font-size:0.8em">Stigmatizing language (hover a mark for its category): {chips}</div>'
+
+
+def render_notes(notes: Sequence[dict], marks: dict[str, Sequence[Mark]] | None = None) -> None:
+    """notes: dicts with note_id, date, note_type, author_specialty, text; ``marks``: per note id, spans to
+    highlight (stigmatizing language) — a note with marks is shown as escaped HTML, the others as plain text."""
+    marks = marks or {}
     labels = [untrusted.md_inline(f"Note {n['note_id']}" + (f" · {n['date']}" if n.get("date") else ""), 80)
               for n in notes]
     for tab, n in zip(st.tabs(labels), notes):
@@ -44,15 +78,19 @@ def render_notes(notes: Sequence[dict]) -> None:
             meta = " · ".join(x for x in (n.get("note_type"), n.get("author_specialty")) if x)
             st.caption(untrusted.md_inline(f"NoteID {n['note_id']}" + (f" — {meta}" if meta else ""))
                        + f" — {len(n['text'].split())} words")
-            st.text(n["text"])
+            if marks.get(n["note_id"]):
+                st.markdown('<div style="font-family:monospace;font-size:0.85em;white-space:pre-wrap">'
+                            + _marked_html(n["text"], 0, marks[n["note_id"]]) + "</div>", unsafe_allow_html=True)
+            else:
+                st.text(n["text"])
 
 
 def render_summary(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], note_ids: Sequence[str],
-                   meta: dict) -> None:
+                   meta: dict, marks: Sequence[Mark] = ()) -> None:
     facts = " · ".join(f"{k}: {untrusted.md_inline(v)}" for k, v in meta.items() if v)
     if facts:
         st.caption(facts)
-    st.markdown(summary_html(text, citations, note_ids), unsafe_allow_html=True)
+    st.markdown(summary_html(text, citations, note_ids, marks), unsafe_allow_html=True)
 
 
 def render_score_table(rows: list[dict]) -> None:

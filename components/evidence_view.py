@@ -187,6 +187,14 @@ COLUMN_HELP = {
     "flagged": "yes = the omission score is above the flag threshold: a likely omission worth reading.",
     "mean support": "How well the notes back the summary's sentences: mean over its sentences of the best "
                     "source-sentence similarity (0 to 1). Low = content the notes may not support.",
+    "notes stigmatizing": "The detector's answer to PDSQI-9 'Do the notes contain stigmatizing language?'.",
+    "summary stigmatizing": "The detector's answer to PDSQI-9 'Does the summary contain stigmatizing language?'.",
+    "carried forward": "Stigmatizing terms in the summary that a source note already used (same term or stem).",
+    "introduced": "Stigmatizing terms in the summary that no source note used: the summary added them.",
+    "terms": "The stigmatizing words or phrases the detector found in the summary.",
+    "with stigmatizing language": "Summaries of the group in which the detector found stigmatizing language.",
+    "introducing it": "Summaries of the group that introduce stigmatizing language the notes did not use.",
+    "carrying it forward": "Summaries of the group that copy stigmatizing language from the notes.",
     "weak sentences": "Summary sentences the notes back weakly: the mean of word evidence (share of the "
                       "sentence's content words found in the notes, rare words counting more) and embedding "
                       "similarity is below the threshold, or the sentence states a number or name the notes "

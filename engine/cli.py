@@ -460,21 +460,23 @@ def cmd_align(args) -> int:
 
 def cmd_stigma(args) -> int:
     """Stigmatizing language per summary (engine.stigma, no LLM): hits with spans and categories, carried forward
-    from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each."""
+    from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
+    lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
     from .ratings import medians
-    from .stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
+    from .stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset, workspace_entries
 
     try:
         store, ds, name, ids = _dataset_and_ids(args)
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    extra = []
+    extra = workspace_entries(store)  # the clinician entries added in Settings (active ones)
     if args.extra_lexicon:
-        extra = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
-        if not isinstance(extra, list):
+        more = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
+        if not isinstance(more, list):
             print(f"error: {args.extra_lexicon}: expected a JSON list of lexicon entries", file=sys.stderr)
             return 1
+        extra = [*extra, *more]
     try:
         results = assess_dataset(ds, ids, extra_entries=extra)
     except LexiconError as exc:

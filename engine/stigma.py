@@ -644,3 +644,9 @@ def assess_dataset(ds, summary_ids: Optional[Iterable[str]] = None,
             cache[s.case_id] = scan_notes(ds.case(s.case_id), lex)
         out.append(assess(ds.case(s.case_id), s, lexicon=lex, note_scans=cache[s.case_id]))
     return out
+
+
+def workspace_entries(store) -> list[dict[str, Any]]:
+    """The active lexicon entries a clinician added in Settings to the workspace ``store`` (oldest first), in the
+    shape ``extra_entries`` takes: ``assess(case, summary, extra_entries=workspace_entries(store))``."""
+    return store.stigma_entries(active_only=True)

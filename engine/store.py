@@ -204,6 +204,24 @@ MIGRATIONS += (
         );
     """),
 )
+MIGRATIONS += (
+    Migration(7, "clinician stigmatizing-language lexicon entries (added in Settings)", """
+        CREATE TABLE stigma_entries (
+            entry_id INTEGER PRIMARY KEY,
+            term TEXT NOT NULL,
+            category TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            suggest TEXT,
+            noun_only INTEGER NOT NULL DEFAULT 0 CHECK (noun_only IN (0, 1)),
+            patient_only INTEGER NOT NULL DEFAULT 0 CHECK (patient_only IN (0, 1)),
+            added_by TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+            deactivated_at TEXT
+        );
+        CREATE UNIQUE INDEX stigma_entries_one_active_term ON stigma_entries(lower(term)) WHERE active = 1;
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -599,6 +617,126 @@ class Store:
             cur = con.execute("DELETE FROM embedding_cache" + (" WHERE model=?" if model is not None else ""),
                               () if model is None else (model,))
         return cur.rowcount
+
+    # -- clinician stigmatizing-language lexicon entries -----------------------------------------------
+    # Entries a clinician adds in Settings, on top of engine/data/stigma_lexicon.json. ``stigma_entries()`` gives
+    # them in the dict shape engine.stigma.load_lexicon(extra_entries) accepts; every change changes the lexicon
+    # version that stigma results carry. Deactivated entries are kept (with when) and no longer used.
+    _STIGMA_COLS = "entry_id, term, category, source, suggest, noun_only, patient_only, added_by, created_at, " \
+                   "active, deactivated_at"
+    STIGMA_TERM_MAX = 200
+    STIGMA_TEXT_MAX = 500
+
+    @staticmethod
+    def _stigma_dict(row: sqlite3.Row, with_meta: bool) -> dict:
+        d: dict = {"term": row["term"], "category": row["category"]}
+        if row["source"]:
+            d["source"] = row["source"]
+        if row["suggest"]:
+            d["suggest"] = row["suggest"]
+        if row["noun_only"]:
+            d["noun_only"] = True
+        if row["patient_only"]:
+            d["patient_only"] = True
+        if with_meta:
+            d.update(entry_id=row["entry_id"], added_by=row["added_by"], created_at=row["created_at"],
+                     active=bool(row["active"]), deactivated_at=row["deactivated_at"])
+        return d
+
+    @staticmethod
+    def _stigma_rows(con: sqlite3.Connection, active_only: bool) -> list[sqlite3.Row]:
+        return con.execute(f"SELECT {Store._STIGMA_COLS} FROM stigma_entries"
+                           + (" WHERE active = 1" if active_only else "") + " ORDER BY entry_id").fetchall()
+
+    def stigma_entries(self, active_only: bool = True, with_meta: bool = False) -> list[dict]:
+        """The clinician lexicon entries, oldest first, as dicts ``engine.stigma.load_lexicon`` accepts (term,
+        category, and source / suggest / noun_only / patient_only where set). ``with_meta`` adds entry_id,
+        added_by, created_at, active and deactivated_at (for showing them; not for load_lexicon)."""
+        with self.connect() as con:
+            return [self._stigma_dict(r, with_meta) for r in self._stigma_rows(con, active_only)]
+
+    def add_stigma_entry(self, term: str, category: str, *, suggest: Optional[str] = None, source: str = "",
+                         noun_only: bool = False, patient_only: bool = False, added_by: str = "") -> dict:
+        """Add an active clinician entry and return it (``with_meta`` shape). Raises
+        :class:`engine.stigma.LexiconError` when the entry cannot be used (empty or malformed term, unknown
+        category, text too long, or a term the built-in lexicon or an active clinician entry already has)."""
+        from .stigma import LexiconError, _compile_term, load_lexicon
+
+        term = " ".join(str(term or "").split())
+        category = str(category or "").strip()
+        source = " ".join(str(source or "").split())
+        suggest = " ".join(str(suggest or "").split()) or None
+        added_by = " ".join(str(added_by or "").split())
+        if not term:
+            raise LexiconError("the term is empty: type the word or phrase to flag, e.g. 'entitled'")
+        if len(term) > self.STIGMA_TERM_MAX:
+            raise LexiconError(f"the term is {len(term)} characters long; shorten it to at most "
+                               f"{self.STIGMA_TERM_MAX} (a word or a short phrase)")
+        for what, value in (("suggestion", suggest), ("source / note", source), ("added by", added_by)):
+            if value and len(value) > self.STIGMA_TEXT_MAX:
+                raise LexiconError(f"the {what} is {len(value)} characters long; shorten it to at most "
+                                   f"{self.STIGMA_TEXT_MAX}")
+        base = load_lexicon()
+        if category not in base.categories:
+            raise LexiconError(f"category {category!r} is not a lexicon category; choose one of "
+                               f"{', '.join(base.categories)}")
+        raw = {"term": term, "category": category, "source": source, "suggest": suggest,
+               "noun_only": bool(noun_only), "patient_only": bool(patient_only)}
+        raw = {k: v for k, v in raw.items() if v not in (None, "", False)}
+        with self.transaction() as con:
+            current = [self._stigma_dict(r, False) for r in self._stigma_rows(con, True)]
+            try:
+                lex = load_lexicon([*current, raw])  # the lexicon's own validation: its LexiconError says what
+            except LexiconError as exc:
+                raise LexiconError(f"{exc}. Write the term as plain words, or in the lexicon's term syntax: "
+                                   "(a|b|) alternatives, '-' for an optional hyphen, a lone '*' between two words "
+                                   "for up to three words") from exc
+            new = lex.entries[-1]
+            new_pattern = _compile_term(new.term)
+            for e in lex.entries[:-1]:
+                covered = (e.term.lower() == new.term.lower()
+                           or _literal(new.term) and _compile_term(e.term).fullmatch(new.term)
+                           or _literal(e.term) and new_pattern.fullmatch(e.term))
+                if not covered:
+                    continue
+                if e.origin == "lexicon":
+                    raise LexiconError(f"{term!r} is already in the built-in lexicon (entry {e.id!r}, term "
+                                       f"{e.term!r}, category {e.category}); there is no need to add it")
+                raise LexiconError(f"{term!r} is already a clinician entry (term {e.term!r}, category "
+                                   f"{e.category}); deactivate that entry first to replace it")
+            try:
+                cur = con.execute("INSERT INTO stigma_entries (term, category, source, suggest, noun_only, "
+                                  "patient_only, added_by, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                                  (new.term, category, source, suggest, int(bool(noun_only)),
+                                   int(bool(patient_only)), added_by, _now()))
+            except sqlite3.IntegrityError as exc:
+                raise LexiconError(f"{term!r} is already an active clinician entry; it is not added twice") from exc
+            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
+                              (cur.lastrowid,)).fetchone()
+        return self._stigma_dict(row, True)
+
+    def deactivate_stigma_entry(self, entry_id: int) -> dict:
+        """Stop using a clinician entry (kept, marked inactive); returns it. StoreError when there is no active
+        entry with that id."""
+        with self.transaction() as con:
+            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
+                              (entry_id,)).fetchone()
+            if row is None or not row["active"]:
+                active = [str(r[0]) for r in con.execute("SELECT entry_id FROM stigma_entries WHERE active=1 "
+                                                         "ORDER BY entry_id")]
+                raise StoreError(f"no active clinician lexicon entry #{entry_id}"
+                                 + (" (it was already deactivated)" if row is not None else "")
+                                 + (f"; active entries: {', '.join(active)}" if active else
+                                    "; there are no active clinician entries"))
+            con.execute("UPDATE stigma_entries SET active=0, deactivated_at=? WHERE entry_id=?", (_now(), entry_id))
+            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
+                              (entry_id,)).fetchone()
+        return self._stigma_dict(row, True)
+
+
+def _literal(term: str) -> bool:
+    """A lexicon term without the term syntax's alternatives or '*' gaps (it reads as the words it finds)."""
+    return not any(c in term for c in "()|*")
 
 
 def _statements(sql: str) -> list[str]:

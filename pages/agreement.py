@@ -3,9 +3,11 @@ seconds, the full tables a click away, one judge configuration at a time, and th
 import streamlit as st
 
 from components import agreement_view as av, state
-from engine import untrusted
-from engine.agreement import (LIKERT, disagreements, format_p, headline, llm_vs_human_rows, mixed_model_rows,
-                              reliability_rows)
+from engine import stigma, untrusted
+from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
+                              llm_medians_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
+from engine.judge import JudgeResult
+from engine.judge_configs import results_for
 from engine.report import forest_svg
 from engine.rubric import get_item
 
@@ -53,6 +55,30 @@ with t_head:
         with st.expander(f"{len(rep.notes)} statistic(s) could not be computed — why"):
             st.markdown("\n".join(f"- {untrusted.md(n)}" for n in rep.notes))
     av.report_button(name, config.key if config else None)
+    # the two stigmatizing-language items: the lexicon detector beside the raters and the LLM judge
+    st.markdown("**Stigmatizing language: the detector (lexicon, no LLM) and the LLM judge against the raters**")
+    store = state.store()
+    det = state.guarded(lambda: {r.summary_id: r.item_answers for r in stigma.assess_dataset(
+        ds, extra_entries=stigma.workspace_entries(store))}, default={})
+    llm_med = {}
+    if config is not None:
+        llm_med = llm_medians_from_results(results_for(
+            [JudgeResult.from_json(x) for x in state.guarded(store.judge_results, name, default=[])], config.key))
+    stig_rows = []
+    for a in detector_agreement(ds, det, llm_med):
+        stig_rows.append({"item": a.label, "summaries": a.n, "raters: yes": a.reference_yes,
+                          "detector: yes": a.detector_yes,
+                          "detector agrees": f"{a.detector_agree} of {a.n}" if a.n else "",
+                          "detector κ (95% CI)": format_estimate(a.detector_kappa) if a.detector_kappa else "",
+                          "LLM: yes": str(a.llm_yes) if a.llm_n else "",
+                          "LLM agrees": f"{a.llm_agree} of {a.llm_n}" if a.llm_n else "",
+                          "LLM κ (95% CI)": format_estimate(a.llm_kappa) if a.llm_kappa else ""})
+        for n in a.notes:
+            st.caption(f"{untrusted.md_inline(a.label)}: {untrusted.md(n)}")
+    av.table(stig_rows, "stigma_items", "No rater answered the stigmatizing-language items.")
+    st.caption("Reference: the adjudicated answer, else the raters' median (a tie of yes and no is left out). "
+               "Cohen's κ with its asymptotic 95% CI. The detector finds the wording its lexicon lists; the raters "
+               "judge meaning — read disagreements on the Case page's 'Stigmatizing language' tab.")
 with t_rel:
     st.markdown("**ICC(3,k)** (two-way mixed, consistency, mean of k raters) with its F-based 95 % CI, on "
                 "the summaries every rater scored; Krippendorff α and Gwet AC with CIs. ΔICC: the LLM as an extra "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, jobs_view, state
-from engine import citations, injection, untrusted
+from engine import citations, injection, stigma, untrusted
 from engine.alignment import alignment_cached
 from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
                              coverage_cached, merge_regions)
@@ -11,7 +11,7 @@ from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, 
 from engine.judge import JudgeResult
 from engine.judge_configs import is_smoke_test
 from engine.ratings import display_table, judge_cell
-from engine.rubric import ITEMS
+from engine.rubric import ITEMS, get_item
 from engine.store import StoreError
 
 MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
@@ -35,10 +35,27 @@ summaries = ds.summaries_for(case_id)
 st.subheader(f"{untrusted.md_inline(case.case_id)} — for {untrusted.md_inline(case.target_specialty)}")
 st.caption(f"{len(case.notes)} notes, {case.word_count} words · {len(summaries)} summaries")
 
+store = state.store()
+# stigmatizing language (engine.stigma, no LLM): the built-in lexicon plus the clinician entries of this workspace
+lexicon = state.guarded(lambda: stigma.load_lexicon(stigma.workspace_entries(store)), default=None)
+note_scans = stigma.scan_notes(case, lexicon) if lexicon is not None else []
+
+
+def _stigma_title(hit, extra: str = "") -> str:
+    return (f"{hit.category}: “{hit.text}”{extra}" + (f" · suggested: {hit.suggest}" if hit.suggest else "")
+            + (f" · source: {hit.source}" if hit.source else ""))
+
+
+note_marks = {nid: [(h.start, h.end, case_view.STIGMA_COLOURS.get(h.category, case_view.STIGMA_DEFAULT_COLOUR),
+                     _stigma_title(h)) for h in scan.hits] for nid, scan in note_scans}
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.markdown("#### Source notes")
-    case_view.render_notes([n.__dict__ for n in case.notes])
+    if any(note_marks.values()):
+        st.markdown(case_view.stigma_legend({k: k.replace("_", " ") for k in case_view.STIGMA_COLOURS}),
+                    unsafe_allow_html=True)
+    case_view.render_notes([n.__dict__ for n in case.notes], note_marks)
 with right:
     st.markdown("#### Summary")
     if not summaries:
@@ -49,10 +66,18 @@ with right:
     sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed", format_func=untrusted.md_inline,
                    index=sids.index(pick) if pick in sids else 0)
     s = ds.summary(sid)
+    sstig = stigma.assess(case, s, lexicon=lexicon, note_scans=note_scans) if lexicon is not None else None
+    summary_marks = [] if sstig is None else [
+        (h.hit.start, h.hit.end, case_view.STIGMA_COLOURS.get(h.hit.category, case_view.STIGMA_DEFAULT_COLOUR),
+         _stigma_title(h.hit, f" — carried forward from note {h.source.note_id}" if h.source is not None
+                       else " — introduced by the summary")) for h in sstig.summary_hits]
     case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
                              [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,
-                              "prompt": s.prompt_variant})
+                              "prompt": s.prompt_variant}, summary_marks)
+    if sstig is not None and sstig.summary_hits:
+        st.caption(f"Stigmatizing language in the summary: {len(sstig.carried)} carried forward from the notes, "
+                   f"{len(sstig.introduced)} introduced by the summary (see the Evidence tab).")
     flagged = injection.scan_case(case, s)
     if flagged:
         st.warning("**Possible prompt injection.** "
@@ -62,19 +87,21 @@ with right:
 
 st.markdown("#### Rater scores (PDSQI-9)")
 score_rows = display_table(ds.ratings_for(sid))
-store = state.store()
 judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
                if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
     score_rows.append({"rater": f"LLM judge (median of {len(judged.samples)})", "group": "llm",
                        **{it.label: judge_cell(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
+if sstig is not None:  # the two stigmatizing-language items: the detector beside the raters and the LLM judge
+    score_rows.append({"rater": "Stigma detector (lexicon, no LLM)", "group": "detector",
+                       **{get_item(k).label: ("yes" if v else "no") for k, v in sstig.item_answers.items()}})
 case_view.render_score_table(score_rows)
 if judged is not None and judged.status == "scored" and is_smoke_test(judged):
     evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
 
 st.markdown("#### Evidence")
-tab_cov, tab_align, tab_medomit = st.tabs(["Uncovered source regions", "Sentence support",
-                                           "Omitted facts (MED-OMIT)"])
+tab_cov, tab_align, tab_medomit, tab_stigma = st.tabs(["Uncovered source regions", "Sentence support",
+                                                       "Omitted facts (MED-OMIT)", "Stigmatizing language"])
 with tab_cov:
     c1, c2 = st.columns([1, 2])
     method = c1.selectbox("Method", list(METHODS), format_func=lambda k: METHODS[k].label,
@@ -226,3 +253,26 @@ with tab_medomit:
         with st.expander(f"All extracted facts ({len(res.facts)})"):
             evidence_view.render_table([{"fact": f.fact_id, "text": f.text, "note": f.note_id, "link": f.link}
                                         for f in res.facts])
+
+with tab_stigma:
+    if sstig is None:
+        st.info("The stigmatizing-language lexicon could not be loaded; see the error above.")
+    else:
+        st.caption(f"Detector: a curated lexicon with context rules (negation, the patient's own words, clinical "
+                   f"uses), no LLM · lexicon version {untrusted.md_inline(sstig.lexicon_version)} · clinicians add "
+                   "entries on the Settings page · sources in the README.")
+        evidence_view.render_table(
+            [{"where": "summary", "text": h.hit.text, "category": h.hit.category,
+              "carried / introduced": (f"carried forward from note {h.source.note_id}" if h.source is not None
+                                       else "introduced by the summary"),
+              "suggested wording": h.hit.suggest or ""} for h in sstig.summary_hits]
+            + [{"where": f"note {n.note_id}", "text": n.hit.text, "category": n.hit.category,
+                "carried / introduced": "", "suggested wording": n.hit.suggest or ""} for n in sstig.note_hits],
+            key="stigma_hits", empty="No stigmatizing language found in this summary or its notes.")
+        cleared = [{"where": "summary", "text": h.text, "not counted because": h.cleared_by}
+                   for h in sstig.summary_cleared] + \
+                  [{"where": f"note {n.note_id}", "text": n.hit.text, "not counted because": n.hit.cleared_by}
+                   for n in sstig.note_cleared]
+        if cleared:
+            with st.expander(f"Near-misses the context rules cleared ({len(cleared)})"):
+                evidence_view.render_table(cleared, key="stigma_cleared")

@@ -4,7 +4,7 @@ import json
 import streamlit as st
 
 from components import evidence_view, jobs_view, state
-from engine import untrusted
+from engine import stigma, untrusted
 from engine.alignment import combined_scores
 from engine.alignment import result_from_dict as alignment_from
 from engine.evidence import evidence_job
@@ -112,3 +112,43 @@ else:
                + (" MED-OMIT weights include smoke-test results: not clinically meaningful." if smoke else ""))
     st.download_button("Download chart data (CSV)", untrusted.dataframe_csv(data),
                        untrusted.filename(f"evidence_by_{by}", ".csv"), "text/csv", key="dl_evidence_chart")
+
+# ------------------------------------------------------------------------------------------------- stigma
+st.markdown("#### Stigmatizing language")
+st.caption("The lexicon detector (no LLM): which summaries carry stigmatizing language forward from the notes and "
+           "which introduce it, per generator and quality group. Details per summary on the Case page's "
+           "'Stigmatizing language' tab.")
+stig = state.guarded(lambda: stigma.assess_dataset(ds, extra_entries=stigma.workspace_entries(store)), default=[])
+stig_rows = [{"summary": r.summary_id, "generator": ds.summary(r.summary_id).generator_model or "",
+              "quality group": ds.summary(r.summary_id).quality_group or "",
+              "notes stigmatizing": "yes" if r.notes_have_stigma else "no",
+              "summary stigmatizing": "yes" if r.summary_has_stigma else "no",
+              "carried forward": len(r.carried), "introduced": len(r.introduced),
+              "terms": ", ".join(sorted({h.hit.text.lower() for h in r.summary_hits}))} for r in stig]
+if stig:
+    st.caption(f"Lexicon version {untrusted.md_inline(stig[0].lexicon_version)}.")
+evidence_view.render_table(stig_rows, key="stigma_per_summary", empty="No summary to check.")
+
+
+def _rates(rows: list[dict], by: str) -> list[dict]:
+    out = []
+    for g in sorted({r[by] for r in rows}):
+        grp = [r for r in rows if r[by] == g]
+        out.append({by: g or "(none)", "summaries": len(grp),
+                    "with stigmatizing language": f"{sum(r['summary stigmatizing'] == 'yes' for r in grp)} "
+                                                  f"({sum(r['summary stigmatizing'] == 'yes' for r in grp) / len(grp):.0%})",
+                    "introducing it": f"{sum(r['introduced'] > 0 for r in grp)} "
+                                      f"({sum(r['introduced'] > 0 for r in grp) / len(grp):.0%})",
+                    "carrying it forward": f"{sum(r['carried forward'] > 0 for r in grp)} "
+                                           f"({sum(r['carried forward'] > 0 for r in grp) / len(grp):.0%})"})
+    return out
+
+
+if stig_rows:
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**By generator model**")
+        evidence_view.render_table(_rates(stig_rows, "generator"), key="stigma_by_generator")
+    with c2:
+        st.markdown("**By quality group**")
+        evidence_view.render_table(_rates(stig_rows, "quality group"), key="stigma_by_quality_group")

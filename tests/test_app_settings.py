@@ -182,6 +182,13 @@ def test_unreachable_server_is_an_error_not_a_crash():
     assert any("Not saved" in e.value and "not an http" in e.value for e in at.error)
 
 
+def _finish_job(at: AppTest, timeout: float = 300) -> None:
+    """Wait for the Judge page's background run to end, then show the page as the next refresh would."""
+    job = at.session_state["job:judge"]
+    assert job.wait(timeout), job.status()
+    at.run(timeout=120)
+
+
 def test_saved_server_judges_a_sample_summary_with_no_model_file(ollama_stub):
     url, seen = ollama_stub
     _save(AppSettings(judge_source=SOURCE_SERVER, server_url=url, server_model="llama3.1:8b",
@@ -193,7 +200,8 @@ def test_saved_server_judges_a_sample_summary_with_no_model_file(ollama_stub):
     assert any("Model server" in c.value and untrusted.md(url) in c.value for c in at.caption)
     assert SECRET not in _all_text(at)
     at.number_input[0].set_value(1)
-    at.button[0].click().run()  # the form's "Run judge"
+    at.button[0].click().run()  # the form's "Run judge": the work runs in the background
+    _finish_job(at)
     _ok(at)
     assert any("Scored" in s.value for s in at.success), [e.value for e in at.error]
     assert sum(e.label.startswith("Sample ") for e in at.expander) == 1
@@ -235,6 +243,7 @@ def test_model_found_in_ollama_store_is_selectable_and_judges(tmp_path, monkeypa
     assert any(untrusted.md("gemma3:270m") in c.value and "found on this machine" in c.value for c in judge.caption)
     judge.number_input[0].set_value(1)
     judge.button[0].click().run(timeout=300)
+    _finish_job(judge)
     _ok(judge)
     assert any("Scored" in s.value or "Unscored" in s.value for s in [*judge.success, *judge.warning]), \
         [e.value for e in judge.error]
