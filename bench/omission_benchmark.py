@@ -29,7 +29,7 @@ Figures (per method, split and kind):
              summary, the written ones, and the quarter/half constructions)
   flagged    with the method's flag threshold: share of complete summaries flagged / of half-omitted flagged
 Usage:
-  python bench/omission_benchmark.py [--methods unitcov topiccov ...] [--splits dev test] [--fit]
+  python bench/omission_benchmark.py [--methods unitcov topiccov ...] [--splits dev test] [--fit] [--with-support]
   --fit   fit unitcov's calibration and flag threshold on the development split and print them (paste into
           engine/coverage.py UNITCOV_CALIBRATION and the registry); the test split is not used.
 """
@@ -256,6 +256,9 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--splits", nargs="+", default=["dev", "test"])
+    ap.add_argument("--with-support", action="store_true",
+                    help="also print the weak-support figures (bench/support_benchmark.py --no-legacy: genuine "
+                         "sentences flagged and swapped-in sentences caught, per split and kind)")
     args = ap.parse_args()
     items = load_note_cases() + load_conversations()
     sp = split(items)
@@ -294,6 +297,12 @@ def main() -> None:
                                                    for f, t in TARGETS.items()))
     if args.fit and "unitcov" in args.methods and "dev" in args.splits:
         fit_calibration({kind: table[("unitcov", "dev", kind)] for kind in ("notes", "conversation")})
+    if args.with_support:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import support_benchmark
+
+        print("\nweak-support rule (bench/support_benchmark.py --no-legacy):", flush=True)
+        support_benchmark.main(["--no-legacy"])
 
 
 if __name__ == "__main__":
