@@ -6,6 +6,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
+from components.evidence_view import marks_html
 from engine import untrusted
 
 def _text_html(text: str) -> str:
@@ -30,18 +31,9 @@ Mark = tuple[int, int, str, str]  # (start, end, css background, title shown on 
 
 
 def _marked_html(text: str, offset: int, marks: Sequence[Mark]) -> str:
-    """``text`` (which starts at ``offset`` of the full text), escaped, with the marks that fall inside it."""
-    out, pos = [], 0
-    for start, end, colour, title in sorted(marks):
-        a, b = start - offset, end - offset
-        if a < pos or b > len(text) or b <= a:
-            continue
-        out.append(_text_html(text[pos:a]))
-        out.append(f'<mark title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
-                   f'border-radius:2px">{_text_html(text[a:b])}</mark>')
-        pos = b
-    out.append(_text_html(text[pos:]))
-    return "".join(out)
+    """``text`` (which starts at ``offset`` of the full text), escaped with its line breaks kept, with the marks
+    that fall inside it."""
+    return marks_html(text, marks, offset, escape=_text_html)
 
 
 def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -60,6 +60,27 @@ _FOCUS_SCRIPT = """<script>(function () {
 })();</script>"""
 
 
+def marks_html(text: str, spans: Sequence[tuple[int, int, str, str]], offset: int = 0,
+               escape: Callable[[str], str] = untrusted.html,
+               attrs: Callable[[int, int], tuple[str, str]] = lambda start, end: ("", "")) -> str:
+    """``text`` (starting at ``offset`` of the full text the spans refer to) with every (start, end, css background,
+    title) span that lies inside it marked; overlapping spans after the first are skipped. Text goes through
+    ``escape`` (:func:`engine.untrusted.html`, or a variant that keeps line breaks), titles through
+    :func:`engine.untrusted.html`; ``attrs(start, end)`` gives a mark's extra attributes and extra style."""
+    out, pos = [], 0
+    for start, end, colour, title in sorted(spans):
+        a, b = start - offset, end - offset
+        if a < pos or b > len(text) or b <= a:
+            continue
+        extra_attrs, extra_style = attrs(start, end)
+        out.append(escape(text[pos:a]))
+        out.append(f'<mark{extra_attrs} title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
+                   f'border-radius:2px{extra_style}">{escape(text[a:b])}</mark>')
+        pos = b
+    out.append(escape(text[pos:]))
+    return "".join(out)
+
+
 def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height: int = 0,
                    focus: tuple[int, int] | None = None, focus_id: str = "", scroll_page: bool = False) -> str:
     """``text`` with the given (start, end, css background, title) spans marked; spans may not overlap.
@@ -74,24 +95,16 @@ def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height
             spans.append((focus[0], focus[1], FOCUS_BACKGROUND, "selected passage"))
         if focus_id and not _FOCUS_ID.fullmatch(focus_id):
             raise ValueError("focus_id must come from focus_id()")
-    out, pos = [], 0
-    for start, end, colour, title in sorted(spans):
-        if start < pos or end <= start:
-            continue
-        out.append(untrusted.html(text[pos:start]))
-        extra, attrs = "", ""
-        if focus is not None and (start, end) == tuple(focus):
-            extra = ";" + FOCUS_OUTLINE
-            attrs = (f' id="{focus_id}"' if focus_id else "") + \
-                f' data-scroll="{"page" if scroll_page else "box"}"'
-        out.append(f'<mark{attrs} title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
-                   f'border-radius:2px{extra}">{untrusted.html(text[start:end])}</mark>')
-        pos = end
-    out.append(untrusted.html(text[pos:]))
+    def focus_attrs(start: int, end: int) -> tuple[str, str]:
+        if focus is None or (start, end) != tuple(focus):
+            return "", ""
+        return ((f' id="{focus_id}"' if focus_id else "") + f' data-scroll="{"page" if scroll_page else "box"}"',
+                ";" + FOCUS_OUTLINE)
+
     style = "white-space:pre-wrap;font-family:inherit;line-height:1.6"
     if height:
         style += f";max-height:{height}px;overflow-y:auto"
-    return f'<div style="{style}">{"".join(out)}</div>'
+    return f'<div style="{style}">{marks_html(text, spans, attrs=focus_attrs)}</div>'
 
 
 def focus_id(where: str, text: str, span: tuple[int, int]) -> str:

@@ -1,6 +1,8 @@
 """Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -82,6 +84,22 @@ def bump_data_version() -> None:
 def dataset(name: str) -> Dataset:
     s = store()
     return _dataset(str(s.path), name, data_version())
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _stigma_results(path: str, name: str, version: int, extra_json: str):
+    from engine.stigma import assess_dataset
+
+    return assess_dataset(_dataset(path, name, version), extra_entries=json.loads(extra_json))
+
+
+def stigma_results(name: str):
+    """The stigmatizing-language detector's result for every summary of a dataset (built-in lexicon plus this
+    workspace's clinician entries), computed once per data version and lexicon, not on every rerun."""
+    from engine.stigma import workspace_entries
+
+    s = store()
+    return _stigma_results(str(s.path), name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))
 
 
 def datasets() -> list[DatasetInfo]:

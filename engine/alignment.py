@@ -60,6 +60,7 @@ import numpy as np
 from .citations import strip as strip_citations
 from .embeddings import Embedder
 from .models import Case, Summary
+from .salience import SPEAKER_TAG
 from .sentences import Sentence, split_sentences
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
@@ -132,8 +133,6 @@ def words(text: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ the support rule
 
-_SPEAKER = re.compile(r"^\s*(?:\[[^\]\n]{1,30}\]|(?:doctor|patient|dr|pt|provider|clinician|nurse|speaker\s*\d*|"
-                      r"mother|father|parent|caregiver)\s*:)\s*", re.I)
 _DISFLUENCY = re.compile(r"(?<![\w-])(?:um+|uh+|er+m?|hmm+|hm|mm+|mhm|mm-hmm|mm-hm|uh-huh|uh-uh|you know|i mean)"
                          r"(?![\w-])[,.]?\s*", re.I)
 _LIST_MARKER = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|[-*•])\s+")
@@ -149,7 +148,7 @@ _SCALES = {"hundred": 100, "hundreds": 100, "thousand": 1000, "thousands": 1000}
 
 def clean_unit(text: str) -> str:
     """A transcript unit without its speaker tag and disfluencies ("[patient] so, um, ..." -> "so, ...")."""
-    return " ".join(_DISFLUENCY.sub("", _SPEAKER.sub("", text, count=1)).split())
+    return " ".join(_DISFLUENCY.sub("", SPEAKER_TAG.sub("", text, count=1)).split())
 
 
 def _fmt(v: float) -> str:

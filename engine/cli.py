@@ -438,24 +438,32 @@ def cmd_align(args) -> int:
         except CoverageError as exc:
             print(f"error: {sid}: {exc}", file=sys.stderr)
     combined_scores(results)
-    out = open(args.out, "w", encoding="utf-8") if args.out else None
-    for r in results:
-        line = json.dumps({"summary_id": r.summary_id, "coverage": r.coverage, "density": r.density,
-                           "mean_support": r.mean_support, "combined": r.combined,
-                           "sentences": [{"index": a.index, "text": a.text, "support": a.support, "weak": a.weak,
-                                          "citations": a.citations, "citation_verdict": a.citation_verdict,
-                                          "citation_detail": a.citation_detail,
-                                          "aligned": [{"note_id": x.note_id, "sentence": x.sentence,
-                                                       "start": x.start, "end": x.end, "text": x.text,
-                                                       "score": x.score} for x in a.rouge_gain],
-                                          "embed_topk": [{"note_id": x.note_id, "text": x.text, "score": x.score}
-                                                         for x in a.embed_topk]} for a in r.sentences]})
-        print(line)
-        if out:
-            out.write(line + "\n")
-    if out:
-        out.close()
+    _print_jsonl(({"summary_id": r.summary_id, "coverage": r.coverage, "density": r.density,
+                   "mean_support": r.mean_support, "combined": r.combined,
+                   "sentences": [{"index": a.index, "text": a.text, "support": a.support, "weak": a.weak,
+                                  "citations": a.citations, "citation_verdict": a.citation_verdict,
+                                  "citation_detail": a.citation_detail,
+                                  "aligned": [{"note_id": x.note_id, "sentence": x.sentence, "start": x.start,
+                                               "end": x.end, "text": x.text, "score": x.score}
+                                              for x in a.rouge_gain],
+                                  "embed_topk": [{"note_id": x.note_id, "text": x.text, "score": x.score}
+                                                 for x in a.embed_topk]} for a in r.sentences]}
+                  for r in results), args.out)
     return 0
+
+
+def _print_jsonl(rows, out_path: Optional[str]) -> None:
+    """Each row as one JSON line on stdout and, with ``out_path``, in that file too."""
+    out = open(out_path, "w", encoding="utf-8") if out_path else None
+    try:
+        for row in rows:
+            line = json.dumps(row)
+            print(line)
+            if out:
+                out.write(line + "\n")
+    finally:
+        if out:
+            out.close()
 
 
 def cmd_stigma(args) -> int:
@@ -482,16 +490,12 @@ def cmd_stigma(args) -> int:
     except LexiconError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    out = open(args.out, "w", encoding="utf-8") if args.out else None
-    for r in results:
+
+    def row(r) -> dict:
         human = medians(x for x in ds.ratings_for(r.summary_id) if x.rater_group != "llm")
-        line = json.dumps({**r.to_json(), "dataset": name,
-                           "human_median": {k: human.get(k) for k in (NOTES_ITEM, SUMMARY_ITEM)}})
-        print(line)
-        if out:
-            out.write(line + "\n")
-    if out:
-        out.close()
+        return {**r.to_json(), "dataset": name, "human_median": {k: human.get(k) for k in (NOTES_ITEM, SUMMARY_ITEM)}}
+
+    _print_jsonl(map(row, results), args.out)
     return 0
 
 

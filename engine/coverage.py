@@ -37,6 +37,7 @@ import numpy as np
 from .citations import strip as strip_citations
 from .embeddings import EMBEDDING_NAME, Embedder, TokenEmbeddings
 from .models import Case, Summary
+from .salience import SPEAKER_TAG
 from .sentences import split_sentences
 
 DEFAULT_METHOD = "unitcov"  # chosen on the development split of bench/omission_benchmark.py (see the README)
@@ -278,7 +279,6 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
 
 # ------------------------------------------------------------------------------------------------- unitcov
 
-_SPEAKER = re.compile(r"^\s*\[[A-Za-z_ ]{1,30}\]\s*|^\s*(?:doctor|patient|dr|pt|provider|nurse)\s*:\s*", re.I)
 UNIT_MAX_WORDS = 40  # a longer sentence (a run-on turn, a dictated exam) is covered in windows of this many words
 
 
@@ -307,7 +307,7 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
         pos = 0
         for line in t.split("\n"):
             a, pos = pos, pos + len(line) + 1
-            m = _SPEAKER.match(line)
+            m = SPEAKER_TAG.match(line)
             off = m.end() if m else 0
             body = line[off:]
             if not body.strip():

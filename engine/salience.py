@@ -265,7 +265,8 @@ per incl etc think know see say said tell told thing things lot bit little kind 
 
 _BOILER_RE = [re.compile(p, re.I) for p in BOILERPLATE_PATTERNS]
 _SMALL_RE = [re.compile(p, re.I) for p in SMALL_TALK_PATTERNS]
-_SPEAKER_RE = re.compile(r"^\s*(?:\[[^\]\n]{1,30}\]|(?:doctor|patient|dr|pt|provider|clinician|nurse|speaker\s*\d*|"
+# a leading speaker tag ("[doctor]", "Patient:", "Mother:"): the one pattern coverage and alignment use too
+SPEAKER_TAG = re.compile(r"^\s*(?:\[[^\]\n]{1,30}\]|(?:doctor|patient|dr|pt|provider|clinician|nurse|speaker\s*\d*|"
                          r"mother|father|parent|caregiver)\s*:)\s*", re.I)
 _LIST_RE = re.compile(r"^\s*(?:[-*•·]+|\(?\d{1,2}[.)]|\(?[a-h][.)])\s+")
 _ADDRESS_RE = re.compile(r"\b(?:mr|mrs|ms|miss|mx|dr|doctor)\.?\s+[a-z][a-z'-]+", re.I)
@@ -278,7 +279,7 @@ _FILLER_RE = re.compile(r"(?<![\w-])(?:" + "|".join(sorted((re.escape(f) for f i
 
 
 def _strip_prefix(text: str) -> str:
-    t = _SPEAKER_RE.sub("", text, count=1)
+    t = SPEAKER_TAG.sub("", text, count=1)
     return _LIST_RE.sub("", t, count=1).strip()
 
 
@@ -363,12 +364,12 @@ class SegmentSalience:
 
 def is_dialogue_line(text: str) -> bool:
     """The line opens with a speaker tag ("[doctor]", "Patient:")."""
-    return bool(_SPEAKER_RE.match(text))
+    return bool(SPEAKER_TAG.match(text))
 
 
 def is_dialogue(text: str) -> bool:
     """A note is a conversation transcript when at least two of its lines open with a speaker tag."""
-    return sum(1 for line in text.splitlines() if _SPEAKER_RE.match(line)) >= 2
+    return sum(1 for line in text.splitlines() if SPEAKER_TAG.match(line)) >= 2
 
 
 def classify(text: str, dialogue: Optional[bool] = None) -> SegmentSalience:

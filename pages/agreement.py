@@ -3,7 +3,7 @@ seconds, the full tables a click away, one judge configuration at a time, and th
 import streamlit as st
 
 from components import agreement_view as av, state
-from engine import stigma, untrusted
+from engine import untrusted
 from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
                               llm_medians_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
 from engine.judge import JudgeResult
@@ -58,8 +58,7 @@ with t_head:
     # the two stigmatizing-language items: the lexicon detector beside the raters and the LLM judge
     st.markdown("**Stigmatizing language: the detector (lexicon, no LLM) and the LLM judge against the raters**")
     store = state.store()
-    det = state.guarded(lambda: {r.summary_id: r.item_answers for r in stigma.assess_dataset(
-        ds, extra_entries=stigma.workspace_entries(store))}, default={})
+    det = {r.summary_id: r.item_answers for r in state.guarded(state.stigma_results, name, default=[])}
     llm_med = {}
     if config is not None:
         llm_med = llm_medians_from_results(results_for(

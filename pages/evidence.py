@@ -4,7 +4,7 @@ import json
 import streamlit as st
 
 from components import evidence_view, jobs_view, state
-from engine import stigma, untrusted
+from engine import untrusted
 from engine.alignment import combined_scores
 from engine.alignment import result_from_dict as alignment_from
 from engine.evidence import evidence_job
@@ -118,7 +118,7 @@ st.markdown("#### Stigmatizing language")
 st.caption("The lexicon detector (no LLM): which summaries carry stigmatizing language forward from the notes and "
            "which introduce it, per generator and quality group. Details per summary on the Case page's "
            "'Stigmatizing language' tab.")
-stig = state.guarded(lambda: stigma.assess_dataset(ds, extra_entries=stigma.workspace_entries(store)), default=[])
+stig = state.guarded(state.stigma_results, name, default=[])
 stig_rows = [{"summary": r.summary_id, "generator": ds.summary(r.summary_id).generator_model or "",
               "quality group": ds.summary(r.summary_id).quality_group or "",
               "notes stigmatizing": "yes" if r.notes_have_stigma else "no",

@@ -7,18 +7,7 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
-
-TIMEOUT = 180
-
-
-def _run(script: str, **session) -> AppTest:
-    at = AppTest.from_file(str(ROOT / script), default_timeout=TIMEOUT)
-    for k, v in session.items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+from test_smoke_marks import _run
 
 
 def _marks(at: AppTest) -> list[tuple[str, str]]:

@@ -123,17 +123,6 @@ def test_durations_read_well():
 
 
 @pytest.fixture(scope="module")
-def prefix_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("prefix")
-
-
-@pytest.fixture(autouse=True)
-def own_prefix_cache(prefix_dir, monkeypatch):
-    """Saved prompt prefixes go to a folder of this module's, never the user's cache."""
-    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(prefix_dir))
-
-
-@pytest.fixture(scope="module")
 def real_backend():
     from engine.judge import open_llama_backend
 
@@ -155,6 +144,31 @@ def _one_case():
                                                      "medically. <NoteID:2>")])
 
 
+def _cancel_mid_call(be, start_job, settle_s: float):
+    """Start the job ``start_job()`` returns, cancel it ``settle_s`` after the model's first call began (inside
+    that call: prompt evaluation or the first tokens), and return (job, model calls made, seconds to stop)."""
+    calls = {"n": 0}
+    in_call = threading.Event()
+    real_generate = be._generate
+
+    def spy(*a, **k):
+        calls["n"] += 1
+        in_call.set()
+        return real_generate(*a, **k)
+
+    be._generate = spy
+    try:
+        job = start_job()
+        assert in_call.wait(60), job.status()
+        time.sleep(settle_s)
+        t0 = time.monotonic()
+        job.cancel()
+        assert job.wait(10)
+        return job, calls["n"], time.monotonic() - t0
+    finally:
+        be._generate = real_generate
+
+
 def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
     """Cancel while MED-OMIT's first step (fact extraction) is generating: the worker stops within a fraction of a
     second although that single call alone takes several seconds; nothing half-done is stored."""
@@ -162,24 +176,8 @@ def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
 
     be, sha = real_backend
     ds = _one_case()
-    generating = threading.Event()
-    real_generate = be._generate
-
-    def spy(*a, **k):
-        generating.set()
-        return real_generate(*a, **k)
-
-    be._generate = spy
-    try:
-        job = medomit_job(MedOmit(be, sha), ds, ["c1-s1"], dataset_name="one").start()
-        assert generating.wait(60), job.status()
-        time.sleep(0.5)  # well inside the call: prompt evaluation or the first tokens
-        t0 = time.monotonic()
-        job.cancel()
-        assert job.wait(10)
-        stop_s = time.monotonic() - t0
-    finally:
-        be._generate = real_generate
+    job, _, stop_s = _cancel_mid_call(
+        be, lambda: medomit_job(MedOmit(be, sha), ds, ["c1-s1"], dataset_name="one").start(), 0.5)
     st = job.status()
     assert st.state == CANCELLED, st
     assert st.final_text().startswith("MED-OMIT cancelled — 0 of 1 summary done, kept")
@@ -191,31 +189,14 @@ def test_judge_cancel_mid_call_leaves_the_model_exact(real_backend):
     """A judge run cancelled in the middle of generating; afterwards the same prompt gives exactly the reply a
     freshly loaded model gives (the cancelled call left nothing behind in the llama.cpp context)."""
     from engine.judge import Judge, JudgeParams, judge_job, open_llama_backend
+
     be, sha = real_backend
     ds = _one_case()
-    calls = {"n": 0}
-    real_generate = be._generate
-    in_call = threading.Event()
-
-    def spy(*a, **k):
-        calls["n"] += 1
-        in_call.set()
-        return real_generate(*a, **k)
-
-    be._generate = spy
-    try:
-        job = judge_job(Judge(be, sha, JudgeParams(n_samples=3, early_stop=False)), ds, ["c1-s1"], store=None,
-                        dataset_name="one").start()
-        assert in_call.wait(60)
-        time.sleep(0.3)
-        t0 = time.monotonic()
-        job.cancel()
-        assert job.wait(10)
-        stop_s = time.monotonic() - t0
-    finally:
-        be._generate = real_generate
+    job, calls, stop_s = _cancel_mid_call(
+        be, lambda: judge_job(Judge(be, sha, JudgeParams(n_samples=3, early_stop=False)), ds, ["c1-s1"],
+                              store=None, dataset_name="one").start(), 0.3)
     st = job.status()
-    assert st.state == CANCELLED and calls["n"] == 1 and stop_s < 1.0, (st, calls, stop_s)
+    assert st.state == CANCELLED and calls == 1 and stop_s < 1.0, (st, calls, stop_s)
     assert st.final_text().startswith("Judge cancelled — 0 of 1 summary done, kept")
 
     # the model is still exact: the same greedy sample as a fresh model
