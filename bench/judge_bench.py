@@ -13,8 +13,13 @@ Prints, from one run:
  (f) one fresh sample summary judged end to end in a fresh process (python start, model load, judge; early stopping
      on), first with no saved rubric prefix (it is evaluated and saved), then with it (loaded), best of --repeats
      (target <= 30 s); the second process then judges it again with early stopping off for the real-run comparison.
+(g) both embedded models (the 1.5B default judge and the 270M smoke-test model), measured in one run: in a fresh
+     process with the saved rubric prefix (warmed by an earlier process), the three summaries of one sample case,
+     one greedy pass each: seconds per summary for the first (the case's notes read) and the next two (the notes
+     reused: the prompt puts everything the case's summaries share first), prompt and decode tokens per second.
 (a)-(c) run without the saved prefix (no model hash is given), so they measure a cold prompt as before.
-Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdef]
+(a)-(f) measure the model named by SUMCHECK_EMBEDDED_MODEL (default: the 1.5B).
+Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdefg]
 """
 import argparse
 import json
@@ -32,7 +37,7 @@ from engine.judge import Judge, JudgeParams, JudgeResult, open_llama_backend, ru
 from engine.judge_prompt import build_messages  # noqa: E402
 from engine.loading import load_paths  # noqa: E402
 from engine.models import Case, Dataset, Note  # noqa: E402
-from engine.sample import SAMPLE_BUNDLE, SAMPLE_JUDGE  # noqa: E402
+from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,7 +214,8 @@ def early_stop_replay_part(args) -> None:
     from engine.consistency import all_fixed
     from engine.judge import aggregate
 
-    results = [JudgeResult.from_json(x) for x in SAMPLE_JUDGE.read_text().splitlines() if x.strip()]
+    recorded = ROOT / "tests" / "data" / "judge_results_gemma_7samples.jsonl"  # the smoke-test model, 7 samples
+    results = [JudgeResult.from_json(x) for x in recorded.read_text().splitlines() if x.strip()]
     used, t_early, t_full, same = [], 0.0, 0.0, 0
     for r in results:
         n = len(r.samples)
@@ -220,7 +226,7 @@ def early_stop_replay_part(args) -> None:
         early = aggregate(r.samples[:k])
         same += all((early[i].median, early[i].is_na) == (v.median, v.is_na) for i, v in r.items.items())
     hist = {k: used.count(k) for k in sorted(set(used))}
-    print(f"(e) early stopping replayed on the {len(results)} recorded sample results: "
+    print(f"(e) early stopping replayed on the {len(results)} recorded 7-sample results of the smoke-test model: "
           f"mean {statistics.mean(used):.2f} "
           f"of 7 samples (samples used: count {hist}); recorded time {t_early:.1f} s vs {t_full:.1f} s for all 7 "
           f"({t_early / t_full:.3f}); identical medians in {same}/{len(results)}")
@@ -293,12 +299,63 @@ def fresh_process_part(args) -> None:
               f"{full['full_judge']:.2f} s (best of {args.repeats}); medians identical: {full['same']}")
 
 
+# ------------------------------------------------------------------------------------ (g) both models, case reuse
+
+CASE_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from engine.judge import Judge, JudgeParams, open_llama_backend
+from engine.loading import load_paths
+from engine.sample import SAMPLE_BUNDLE
+ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
+be, sha = open_llama_backend("", n_ctx=8192, n_threads=int(sys.argv[3]), embedded_key=sys.argv[4])
+judge = Judge(be, sha, JudgeParams(n_samples=1))
+out = []
+for s in ds.summaries_for(sys.argv[2]):
+    t = time.perf_counter()
+    r = judge.judge(ds, s.summary_id)
+    out.append({"summary": s.summary_id, "seconds": time.perf_counter() - t, "prompt_tokens": r.timing.prompt_tokens,
+                "prompt_s": r.timing.prompt_seconds, "decode_tokens": r.timing.decode_tokens,
+                "decode_s": r.timing.decode_seconds, "prefix_loaded": be.prefix_stats["loaded"], "status": r.status})
+print(json.dumps(out))
+"""
+
+
+def models_part(args) -> None:
+    ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
+    case_id = args.case or ds.cases[-1].case_id
+    print(f"(g) one sample case ({case_id}, {len(ds.summaries_for(case_id))} summaries), one greedy pass each, a fresh "
+          f"process per model with its saved rubric prefix, {args.threads} threads:")
+    with tempfile.TemporaryDirectory() as cache:
+        for key in ("qwen2.5-coder-1.5b", "gemma3-270m"):
+            runs = []
+            for _ in range(2):  # the first process saves the rubric prefix, the second is measured
+                proc = subprocess.run([sys.executable, "-c", CASE_CHILD, str(ROOT), case_id, str(args.threads), key],
+                                      env={**os.environ, "SUMCHECK_CACHE_DIR": cache}, capture_output=True, text=True)
+                if proc.returncode:
+                    print(f"    {key}: failed: {proc.stderr.strip().splitlines()[-1:]}")
+                    break
+                runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            if len(runs) < 2:
+                continue
+            rows = runs[1]
+            first, rest = rows[0], rows[1:]
+            ptps = first["prompt_tokens"] / first["prompt_s"] if first["prompt_s"] else float("nan")
+            dtps = sum(r["decode_tokens"] for r in rows) / max(1e-9, sum(r["decode_s"] for r in rows))
+            print(f"    {key}: first summary {first['seconds']:.1f} s ({first['prompt_tokens']} prompt tokens, "
+                  f"{ptps:.0f} prompt tokens/s after the saved prefix; prefix loaded: {bool(first['prefix_loaded'])}); "
+                  f"next {len(rest)} (notes reused): " + ", ".join(f"{r['seconds']:.1f} s" for r in rest)
+                  + f"; decode {dtps:.1f} tokens/s; case total {sum(r['seconds'] for r in rows):.1f} s "
+                  f"(fresh-summary target <= 45 s -> {'MET' if first['seconds'] <= 45 else 'MISSED'})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--case-tokens", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--parts", default="abcdef", help="which parts to run (a-c run together)")
+    ap.add_argument("--parts", default="abcdefg", help="which parts to run (a-c run together)")
+    ap.add_argument("--case", default="", help="(g) the sample case (default: the last one)")
     ap.add_argument("--latency", type=float, default=0.2, help="(d) the stand-in server's seconds per request")
     ap.add_argument("--summaries", type=int, default=24, help="(d) summaries judged at each concurrency")
     ap.add_argument("--server-samples", type=int, default=2, help="(d) samples per summary")
@@ -313,6 +370,8 @@ def main() -> None:
         early_stop_replay_part(args)
     if "f" in args.parts:
         fresh_process_part(args)
+    if "g" in args.parts:
+        models_part(args)
 
 
 if __name__ == "__main__":

@@ -6,11 +6,16 @@ key terms are in its text) should not be. A reported omitted fact matches a mani
 span overlaps the manifest's source span, or its text contains one of the manifest's key terms.
 
 Two pipelines are measured with the same code path (fact linking, scoring, aggregation):
-  * model   — every LLM step answered by the configured model (default: the embedded Gemma 3 270M);
+  * model   — every LLM step answered by an embedded model (default: the 1.5B default judge; --model gemma3-270m
+              for the smoke-test model);
   * oracle  — every LLM step answered from the manifest's truth (facts = the manifest's pertinent facts, all
               "critical", no DDx clusters, omitted iff a key term is missing from the summary): the pipeline's
               upper bound.
-Usage: python bench/medomit_eval.py [--oracle-only] [--cases N] [--ctx 8192]
+Besides recall and false reports it prints, per model: the share of extracted facts whose evidence span was found
+in the notes, facts and differential diagnoses per case, and minutes per case. Results are kept in
+bench/out/medomit_<model>.sqlite (an interrupted run resumes); --ship writes the model's MED-OMIT results as rows
+the sample import stores (sample_data/medomit_results.jsonl), so the Case page shows them without a run.
+Usage: python bench/medomit_eval.py [--oracle-only] [--cases N] [--ctx 8192] [--model KEY] [--ship PATH]
 """
 import argparse
 import json
@@ -106,22 +111,32 @@ def matches(fact, res, d, case) -> bool:
     return any(k.lower() in f.text.lower() for k in d["key_terms"])
 
 
-def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path):
+def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=None):
     store = Store(store_path)
-    store.import_dataset(ds, name="eval")
+    if "eval" not in store.dataset_names():
+        store.import_dataset(ds, name="eval")
     mo = MedOmit(backend, model_id, cache=store)
     dropped = detected = present = false_reports = incomplete = 0
     weights = []
+    per_case: dict[str, dict] = {}
     t0 = time.perf_counter()
     sids = [s.summary_id for s in ds.summaries if s.case_id in case_ids]
+    results = []
     for res in run_medomit(mo, ds, sids, store=store, dataset_name="eval"):
+        results.append(res)
         case = ds.case(res.case_id)
+        pc = per_case.setdefault(res.case_id, {"t_end": time.perf_counter()})
+        pc["t_end"] = time.perf_counter()
         summary_text = ds.summary(res.summary_id).text.lower()
         own = [d for d in manifest["summaries"][res.summary_id]["defects"] if d["type"] == "dropped_fact"]
         others = [d for d in pertinent_facts(manifest, res.case_id)
                   if d not in own and all(k.lower() in summary_text for k in d["key_terms"])]
         dropped += len(own)
         present += len(others)
+        if res.facts:
+            pc["facts"] = len(res.facts)
+            pc["linked"] = sum(1 for f in res.facts if f.link != "unlinked")
+            pc["ddx"] = len(res.ddx)
         if res.status != "complete":
             incomplete += 1
             continue
@@ -132,12 +147,30 @@ def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path):
                 weights.append(max(s.score for s in hits))
         false_reports += sum(1 for d in others if any(matches(s, res, d, case) for s in res.omitted))
     secs = time.perf_counter() - t0
-    print(f"[{label}] {len(sids)} summaries in {secs:.0f} s; incomplete runs: {incomplete}")
+    print(f"[{label}] {len(sids)} summaries in {secs:.0f} s ({secs / 60 / max(1, len(case_ids)):.1f} min per case, "
+          f"steps found in the store not re-run); incomplete runs: {incomplete}")
+    facts = sum(p.get("facts", 0) for p in per_case.values())
+    linked = sum(p.get("linked", 0) for p in per_case.values())
+    if facts:
+        print(f"[{label}] extracted facts whose evidence span was found in the notes: {linked}/{facts} "
+              f"({linked / facts:.0%}); per case: facts " + ", ".join(str(p.get("facts", 0)) for p in per_case.values())
+              + "; differential diagnoses " + ", ".join(str(p.get("ddx", 0)) for p in per_case.values()))
     print(f"[{label}] injected dropped facts reported as omitted: {detected}/{dropped} "
           f"({detected / dropped:.0%})" + (f"; their weights: mean {sum(weights) / len(weights):.2f}, "
                                             f"values {sorted(set(weights))}" if weights else ""))
     print(f"[{label}] present pertinent facts wrongly reported as omitted: {false_reports}/{present} "
           f"({false_reports / present:.0%})" if present else f"[{label}] no present pertinent facts to test")
+    if ship:
+        from engine.medomit import result_key
+
+        rows = []
+        for res in results:
+            s = ds.summary(res.summary_id)
+            rows.append(json.dumps({"method": "medomit", "summary_id": res.summary_id, "status": res.status,
+                                    "cache_key": result_key(model_id, ds.case(s.case_id), s),
+                                    "result": res.to_json()}, sort_keys=True))
+        Path(ship).write_text("\n".join(rows) + "\n", encoding="utf-8")
+        print(f"[{label}] {len(rows)} MED-OMIT results written to {ship}")
 
 
 def main():
@@ -145,17 +178,25 @@ def main():
     ap.add_argument("--oracle-only", action="store_true")
     ap.add_argument("--cases", type=int, default=0, help="only the first N cases (0 = all)")
     ap.add_argument("--ctx", type=int, default=8192)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model key")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--ship", help="write the model's results as shipped sample rows to this file")
     args = ap.parse_args()
     ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
     manifest = load_manifest()
     case_ids = [c.case_id for c in ds.cases][: args.cases or None]
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         evaluate("oracle pipeline check (true by construction, not a result)", OracleBackend(manifest, ds), "oracle",
                  ds, manifest, case_ids, Path(tmp) / "o.sqlite")
-        if not args.oracle_only:
-            from engine.judge import open_llama_backend
-            be, sha = open_llama_backend("", n_ctx=args.ctx)
-            evaluate("embedded Gemma 3 270M", be, sha, ds, manifest, case_ids, Path(tmp) / "m.sqlite")
+    if not args.oracle_only:
+        from engine.judge import open_llama_backend
+        from engine.modelfiles import EMBEDDED
+
+        be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
+        evaluate(EMBEDDED[args.model].short_label, be, sha, ds, manifest, case_ids,
+                 out / f"medomit_{args.model}.sqlite", args.ship)
 
 
 if __name__ == "__main__":

@@ -37,11 +37,12 @@ def smoke_badge(model: str, what: str = "LLM judge scores") -> None:
 
 
 def render_item_table(rows: list[dict]) -> None:
-    """rows: item, LLM median, spread, expected, human median, difference."""
+    """rows: item, expected score, LLM median, spread, human median, difference."""
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    st.caption("LLM median over the samples (self-consistency); spread = max − min of the sample scores; "
-               "expected = probability-weighted score from the greedy sample's token probabilities "
-               "(P(yes) for yes/no items); human median over the raters.")
+    st.caption("Expected score = the judge's main number: the probability-weighted score from the greedy sample's "
+               "token probabilities (P(yes) for yes/no items); a small model's median hardly moves, its expected "
+               "score does. LLM median over the samples; spread = max − min of the sample scores; human median over "
+               "the raters.")
 
 
 def render_explanations(expl: dict[str, str]) -> None:
@@ -74,6 +75,7 @@ def render_dataset_results(rows: list[dict]) -> None:
         return
     df = pd.DataFrame(rows)
     st.dataframe(df, hide_index=True, width="stretch")
+    st.caption("1-5 items: the expected score; yes/no items: the judge's answer (1 = yes).")
     if "smoke-test model" in df.columns and (df["smoke-test model"] == "yes").any():
         st.caption("smoke-test model = yes: graded by the embedded 270M model; those scores are not clinically "
                    "meaningful.")

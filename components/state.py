@@ -133,11 +133,11 @@ def workspace_label() -> str:
 
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the judge model…")
-def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int):
+def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int, embedded_key: str = ""):
     from engine.judge import open_llama_backend
 
     return open_llama_backend(model_path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
-                              store=store())
+                              store=store(), embedded_key=embedded_key)
 
 
 def judge_backend():
@@ -153,7 +153,10 @@ def judge_backend():
         if cfg.source == SOURCE_SERVER:
             with st.spinner("Asking the model server what it serves…"):
                 return open_judge_backend(cfg)
-        return _judge_backend(cfg.llama_model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers))
+        from engine.settings import SOURCE_EMBEDDED
+
+        return _judge_backend(cfg.llama_model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers),
+                              cfg.embedded_model if cfg.source == SOURCE_EMBEDDED else "")
     except BackendError as exc:
         what = "The model server could not be used" if cfg.source == SOURCE_SERVER else "The model could not be loaded"
         st.error(f"{what}: {untrusted.md(exc)}")
@@ -189,7 +192,7 @@ def require_dataset():
 
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
 def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None):
-    from engine.agreement import analyse, llm_medians_from_results
+    from engine.agreement import analyse, llm_scores_from_results
     from engine.judge import JudgeResult
     from engine.judge_configs import results_for
     from engine.reviews import dataset_with_reviews
@@ -197,7 +200,7 @@ def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, 
     s = _store_for(path)
     ds = dataset_with_reviews(s, name)
     results = [JudgeResult.from_json(x) for x in s.judge_results(name)]
-    llm = llm_medians_from_results(results_for(results, config_key)) if config_key else {}
+    llm = llm_scores_from_results(results_for(results, config_key)) if config_key else {}
     rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
     rep.judge_config = config_key
     return rep

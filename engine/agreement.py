@@ -492,12 +492,15 @@ def _item_correlation(rows: list[dict]) -> dict:
     return {"items": LIKERT, "matrix": [[None if pd.isna(v) else float(v) for v in row] for row in c.to_numpy()]}
 
 
-def llm_medians_from_results(results) -> dict[str, dict[str, Optional[float]]]:
-    """summary id -> item -> the judge's median (None when NA or unscored), from stored JudgeResults."""
+def llm_scores_from_results(results) -> dict[str, dict[str, Optional[float]]]:
+    """summary id -> item -> the judge's primary score (:func:`engine.judge.primary_score`: the expected score for
+    1-5 items, the median answer for yes/no items; None when NA), from stored JudgeResults that were scored."""
+    from .judge import primary_score
+
     out = {}
     for r in results:
         if r.status == "scored":
-            out[r.summary_id] = {k: v.median for k, v in r.items.items()}
+            out[r.summary_id] = {k: primary_score(k, v) for k, v in r.items.items()}
     return out
 
 

@@ -135,6 +135,16 @@ PREFIX_CACHE_MAX_BYTES = 2 << 30  # ... and at most this much (an 8B model's rub
 _PREFIX_MAGIC = b"SUMCHECK-KV-PREFIX-1\n"
 
 
+def gpu_offload_supported() -> bool:
+    """Whether the installed llama.cpp build can offload layers to a GPU (CUDA, Metal, Vulkan …)."""
+    try:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except (ImportError, AttributeError, OSError):
+        return False
+
+
 def prefix_cache_dir() -> Path:
     """Where evaluated prompt prefixes are kept: ``$SUMCHECK_CACHE_DIR/prefix``, else the user cache dir's."""
     env = os.environ.get(PREFIX_CACHE_ENV, "").strip()
@@ -241,7 +251,7 @@ class LlamaCppBackend:
                 "quantization": self.quantization, "architecture": self.arch,
                 "chat_format": "gguf-template" if self._formatter else ("gemma" if self.arch.startswith("gemma")
                                                                         else "chatml"),
-                "llama_cpp_python": llama_cpp.__version__, **self.params}
+                "llama_cpp_python": llama_cpp.__version__, "gpu_offload": gpu_offload_supported(), **self.params}
 
     def _render_text(self, messages: Sequence[dict]) -> str:
         if self._formatter is not None:
@@ -893,9 +903,9 @@ class OpenAIHTTPBackend:
     def _gemma(self):
         if self._gemma_counter is None:
             try:
-                from .modelfiles import embedded_model_path, judge_token_counter
+                from .modelfiles import SMOKE_EMBEDDED, embedded_model_path, judge_token_counter
 
-                counter, how = judge_token_counter(str(embedded_model_path()))
+                counter, how = judge_token_counter(str(embedded_model_path(SMOKE_EMBEDDED)))
                 self._gemma_counter = counter if how == "judge-model tokens" else False
             except Exception:  # no embedded model here: fall back to the estimate
                 self._gemma_counter = False

@@ -118,15 +118,76 @@ def cmd_sample(args) -> int:
 
 
 def cmd_model(args) -> int:
-    from .modelfiles import ModelError, describe_model, resolve_model_path
+    """Assemble the embedded models (the 1.5B judge when its packages are installed, and the smoke-test model) and
+    describe the configured one."""
+    from .modelfiles import EMBEDDED, ModelError, describe_model, embedded_model_path, resolve_model_path
 
+    cfg = load_settings()
+    if not args.path:
+        keys = [args.which] if args.which else list(EMBEDDED)
+        for key in keys:
+            m = EMBEDDED[key]
+            try:
+                path = embedded_model_path(key, rebuild=args.rebuild)
+            except ModelError as exc:
+                if args.which or not m.smoke_test and key != cfg.embedded_model and cfg.embedded_model:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 1
+                print(f"{m.short_label}: not available ({exc})", file=sys.stderr)
+                continue
+            print(f"{m.short_label}: {path}", file=sys.stderr)
     try:
-        path = resolve_model_path(args.path or load_settings().llama_model_path)
+        path = resolve_model_path(args.path or cfg.llama_model_path, cfg.embedded_model if not args.path else "")
     except ModelError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     info = describe_model(path, with_hash=args.hash)
     print(json.dumps(info.__dict__, indent=2))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    """Fit (and store) a calibration of the judge's expected scores to the dataset's raters."""
+    from .calibration import CalibrationRefused, fit_from_store, table_rows
+    from .untrusted import term
+
+    store = _store(args)
+    ds, name = _resolve_dataset(store, args.target, args)
+    try:
+        cal = fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
+    except CalibrationRefused as exc:
+        print(f"calibration refused: {term(str(exc))}", file=sys.stderr)
+        return 1
+    print(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
+          + ("" if args.dry_run else f" · stored as version {cal.version}"))
+    print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
+          "(95 % CIs)")
+    for r in table_rows(cal):
+        if r["status"] != "fitted":
+            print(f"  {r['item']:<15} refused: {term(r['reason'])}")
+            continue
+        print(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
+              f"{r['Spearman before']} -> {r['Spearman after']}; MAE {r['MAE before']} -> {r['MAE after']}")
+    return 0
+
+
+def cmd_export_training(args) -> int:
+    """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
+    from .judge import JudgeResult
+    from .judge_configs import results_for
+    from .training_export import PHI_WARNING, write
+
+    store = _store(args)
+    ds, name = _resolve_dataset(store, args.target, args)
+    results = {r.summary_id: r for r in results_for([JudgeResult.from_json(x) for x in store.judge_results(name)],
+                                                    args.judge_config)}
+    print(f"warning: {PHI_WARNING}", file=sys.stderr)
+    out = Path(args.out)
+    summ = write(ds, args.format, out, args.train_fraction, results)
+    print(f"{summ.rows} rows written to {out} ({args.format}): {summ.train} train ({len(summ.train_cases)} cases), "
+          f"{summ.test} test ({len(summ.test_cases)} cases); {summ.skipped} summaries without a complete reference "
+          "answer left out" + (f"; {summ.rejected_from_judge} rejected answers are the judge's own"
+                              if args.format == "dpo" else ""))
     return 0
 
 
@@ -500,7 +561,7 @@ def cmd_stigma(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    from .agreement import analyse, llm_medians_from_results
+    from .agreement import analyse, llm_scores_from_results
     from .judge import JudgeResult
 
     store = _store(args)
@@ -526,7 +587,7 @@ def cmd_stats(args) -> int:
         return 1
     for c in configs:
         print(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
-    llm = llm_medians_from_results(results_for(results, config.key)) if config else {}
+    llm = llm_scores_from_results(results_for(results, config.key)) if config else {}
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
     rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed)
     rep.judge_config = config.key if config else None
@@ -652,7 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
     sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
     add_server_opts(sp)
-    sp.add_argument("--samples", type=int, default=7, help="self-consistency samples (median), default 7")
+    sp.add_argument("--samples", type=int, default=1,
+                    help="samples per summary: 1 (default) is one greedy pass, which gives the expected scores; more "
+                         "add a self-consistency median")
     sp.add_argument("--shots", type=int, default=0, choices=(0, 1, 3, 5), help="few-shot examples")
     sp.add_argument("--explain", action="store_true", help="ask for a one-sentence reason per item")
     sp.add_argument("--temperature", type=float, default=0.7)
@@ -668,6 +731,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_judge)
+
+    sp = sub.add_parser("calibrate", help="calibrate the judge's expected scores to the dataset's raters (stored, "
+                                          "versioned per judge configuration)")
+    sp.add_argument("target", help="a dataset name in the workspace (e.g. sample)")
+    sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
+    sp.add_argument("--kind", choices=("judge", "judge+evidence"), default="judge",
+                    help="judge: the expected score alone; judge+evidence: with the stored evidence")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the CIs")
+    sp.add_argument("--dry-run", action="store_true", help="print the figures without storing the calibration")
+    sp.set_defaults(func=cmd_calibrate)
+
+    sp = sub.add_parser("export-training", help="training data for a local judge (TRL SFT or DPO JSON lines; "
+                                                "contains the notes: PHI)")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--format", choices=("sft", "dpo"), required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--train-fraction", type=float, default=0.7, help="share of cases in the train split")
+    sp.add_argument("--judge-config", help="dpo: the judge configuration whose disagreeing answers become 'rejected'")
+    sp.set_defaults(func=cmd_export_training)
 
     sp = sub.add_parser("judge-export", help="write a dataset's stored judge results (full provenance) as JSON lines")
     sp.add_argument("dataset")
@@ -736,8 +818,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
     sp.set_defaults(func=cmd_report)
 
-    sp = sub.add_parser("model", help="locate (and assemble) the judge model; print its description")
+    sp = sub.add_parser("model", help="assemble the embedded models; describe the configured judge model")
     sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--which", choices=("qwen2.5-coder-1.5b", "gemma3-270m"),
+                    help="assemble only this embedded model (default: every one whose packages are installed)")
+    sp.add_argument("--rebuild", action="store_true", help="assemble again even when a verified file exists")
     sp.add_argument("--hash", action="store_true", help="also compute the file's sha256")
     sp.set_defaults(func=cmd_model)
 

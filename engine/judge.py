@@ -49,7 +49,8 @@ class ContextTooLong(Exception):
 
 @dataclass(frozen=True)
 class JudgeParams:
-    n_samples: int = 7
+    # one greedy pass: it already yields the expected scores (the primary number); more samples only when asked
+    n_samples: int = 1
     temperature: float = 0.7  # for samples 1..N-1; sample 0 is greedy
     shots: int = 0  # few-shot examples: 0, 1, 3 or 5
     explain: bool = False
@@ -104,6 +105,21 @@ class ItemScore:
     expected: Optional[float] = None  # probability-weighted score from the greedy sample
     expected_mass: Optional[float] = None  # probability mass on the allowed levels (diagnostic)
     explanation: str = ""
+
+
+def primary_score(item_key: str, score: Optional["ItemScore"]) -> Optional[float]:
+    """The judge's main number for one item, used for ranking, triage, charts, calibration and agreement.
+
+    1-5 items: the **expected score** (probability-weighted over the levels the grammar allows, from the greedy
+    sample), which moves with the model's confidence where the median of a small model hardly moves at all; the
+    median when no expected score could be read (a server without log-probs, a split value token). Yes/no items:
+    the median answer (1.0 / 0.0), so that chance-corrected agreement (κ) stays defined. None: NA or not scored."""
+    if score is None or score.is_na:
+        return None
+    item = get_item(item_key)
+    if item.is_likert and score.expected is not None:
+        return float(score.expected)
+    return score.median
 
 
 @dataclass
@@ -805,22 +821,22 @@ def item_label(key: str) -> str:
     return get_item(key).label
 
 
-def open_llama_backend(model_path: str = "", n_ctx: int = 8192, n_threads: int = 0, n_gpu_layers: int = 0,
-                       store=None) -> tuple[Backend, str]:
-    """Resolve the configured GGUF (empty = embedded model), load it, and return it with its sha256
-    (hashed once per file version and remembered in the workspace)."""
+def open_llama_backend(model_path: str = "", n_ctx: int = 8192, n_threads: int = 0, n_gpu_layers: int = -1,
+                       store=None, embedded_key: str = "") -> tuple[Backend, str]:
+    """Resolve the configured GGUF (empty = the embedded model ``embedded_key``, by default the 1.5B judge), load it,
+    and return it with its sha256 (hashed once per file version and remembered in the workspace)."""
     from .backends import LlamaCppBackend
     from .modelfiles import ModelError, describe_model, resolve_model_path, sha256_file
 
     try:
-        path = resolve_model_path(model_path)
+        path = resolve_model_path(model_path, embedded_key)
     except ModelError as exc:
         raise BackendError(str(exc)) from exc
     info = describe_model(path, with_hash=False)
     if info.embedded:
         from .modelfiles import embedded_sha256
 
-        digest = embedded_sha256() or sha256_file(path)
+        digest = embedded_sha256(info.embedded_key) or sha256_file(path)
     elif store is not None:
         digest = store.cached_model_hash(path, sha256_file)
     else:

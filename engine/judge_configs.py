@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from .modelfiles import embedded_sha256
+from .modelfiles import EMBEDDED, embedded_key_of
 
 IGNORED_PARAMS = ("early_stop",)  # cannot change a median
 SMOKE_TEST_FILES = ("gemma-3-270m",)
@@ -57,10 +57,10 @@ def config_key_of(result) -> str:
 def is_smoke_test_model(*model_ids_or_files: Optional[str]) -> bool:
     """Whether any of these model ids (sha256) or file names is the embedded smoke-test model: the one place
     every page, export and pipeline (judge, MED-OMIT) asks."""
-    emb = embedded_sha256()
     for m in model_ids_or_files:
         text = str(m or "").lower()
-        if text and ((emb and text == emb.lower()) or any(s in text for s in SMOKE_TEST_FILES)):
+        key = embedded_key_of(text)
+        if text and ((key and EMBEDDED[key].smoke_test) or any(s in text for s in SMOKE_TEST_FILES)):
             return True
     return False
 

@@ -26,7 +26,7 @@ from .models import Case, Summary
 from .prompt_fence import FENCE_LEN, Fence, read_blocks
 from .rubric import ITEMS, Item, Scale
 
-PROMPT_FAMILY = "pdsqi9-judge-v2"
+PROMPT_FAMILY = "pdsqi9-judge-v3"
 EXPLANATION_MAX_CHARS = 160
 
 SYSTEM_TEMPLATE = """You are an experienced physician who audits summaries of clinical notes written by AI systems. \
@@ -117,11 +117,19 @@ PROMPT_VERSION = _version()
 
 
 def fence_for(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = None) -> Fence:
-    """The fence code of one user message: derived from every data string in it, and in none of them."""
-    data: list[Optional[str]] = [case.target_specialty, summary.text]
+    """The fence code of one user message, which occurs in none of its data strings.
+
+    It is derived from the case's data (specialty and notes) alone, so every summary of a case gets the same code
+    and the same message text up to the summary: a backend that keeps evaluated state reads a case's notes once
+    and reuses them for each of its summaries. Only a summary that happens to contain that code gets a code
+    derived from the summary as well."""
+    data: list[Optional[str]] = [case.target_specialty]
     for n in _notes(case, note_ids):
         data += [n.note_id, n.text, n.date, n.note_type, n.author_specialty]
-    return Fence.for_data(data)
+    fence = Fence.for_data(data)
+    if fence.code in summary.text:
+        fence = Fence.for_data(data + [summary.text])
+    return fence
 
 
 def _notes(case: Case, note_ids: Optional[Sequence[str]]) -> list:

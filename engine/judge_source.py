@@ -47,7 +47,8 @@ def open_judge_backend(settings: AppSettings, store=None) -> tuple[Backend, Opti
     from .judge import open_llama_backend
 
     return open_llama_backend(settings.llama_model_path, n_ctx=int(settings.n_ctx), n_threads=int(settings.n_threads),
-                              n_gpu_layers=int(settings.n_gpu_layers), store=store)
+                              n_gpu_layers=int(settings.n_gpu_layers), store=store,
+                              embedded_key=settings.embedded_model if settings.source == SOURCE_EMBEDDED else "")
 
 
 # Interactive checks (List models, Check server) answer within seconds: one retry, short timeouts.

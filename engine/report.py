@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 
 from . import untrusted
 from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_p, headline,
-                        llm_medians_from_results, llm_vs_human_rows, mixed_model_rows)
+                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows)
 from .judge_configs import JudgeConfig, configurations, find, results_for
 from .rubric import ITEMS, get_item
 
@@ -128,7 +128,7 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
         raise ReportError(f"no judge configuration {judge_config!r} in dataset {name!r}; present: "
                           + (", ".join(c.key for c in configs) or "none"))
     results = results_for(all_results, config.key) if config else []
-    llm = llm_medians_from_results(results)
+    llm = llm_scores_from_results(results)
     kwargs = {"count_tokens": count_tokens} if count_tokens else {}
     rep = analyse(ds, llm or None, n_boot=n_boot, **kwargs)
     rep.judge_config = config.key if config else None

@@ -12,7 +12,7 @@ from .store import ImportResult, Store
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"
 SAMPLE_BUNDLE = SAMPLE_ROOT / "pdsqi_sample"
 SAMPLE_MANIFEST = SAMPLE_ROOT / "manifest.json"
-# The embedded model's PDSQI-9 judge results for the sample (7 samples each), recorded with
+# The default judge's (Qwen2.5-Coder-1.5B) PDSQI-9 results for the sample (one greedy pass each), recorded with
 # `python -m engine judge sample` + `python -m engine judge-export sample --out sample_data/judge_results.jsonl`,
 # so the Agreement page has LLM figures without a 20-minute CPU run. Regenerate them when the prompt changes.
 SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
@@ -22,6 +22,11 @@ SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
 # code or other content is never shown: it simply does not match and that summary is recomputed.
 SAMPLE_EVIDENCE = SAMPLE_ROOT / "evidence_results.jsonl"
 EVIDENCE_METHODS = (f"coverage:{DEFAULT_COVERAGE_METHOD}", "alignment")  # the default coverage method's
+# The default judge's MED-OMIT results for the sample (bench/medomit_eval.py --ship), keyed by method version, model
+# hash and content like any MED-OMIT result: shown on the Case page without a run; a row whose key no longer
+# matches what the current code would compute is never shown as current.
+SAMPLE_MEDOMIT = SAMPLE_ROOT / "medomit_results.jsonl"
+MEDOMIT_METHODS = ("medomit",)
 SAMPLE_NAME = "sample"
 
 
@@ -48,10 +53,11 @@ def ensure_sample(store: Store) -> ImportResult | None:
             warnings.warn(f"the recorded judge results {SAMPLE_JUDGE} were not imported (regenerate them): {exc}",
                           stacklevel=2)
     import_shipped_evidence(store)
+    import_shipped_evidence(store, SAMPLE_MEDOMIT, MEDOMIT_METHODS)
     return res
 
 
-def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE) -> int:
+def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE, methods: tuple = EVIDENCE_METHODS) -> int:
     """Store the shipped evidence rows for the sample (idempotent). Rows for unknown summaries or methods, or that
     are not JSON objects, are skipped; a stale row is harmless (its key matches nothing). Returns rows stored."""
     if not path.is_file() or SAMPLE_NAME not in store.dataset_names():
@@ -61,7 +67,7 @@ def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE) -> int:
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
-            ok = (isinstance(row, dict) and row.get("method") in EVIDENCE_METHODS and row.get("summary_id") in known
+            ok = (isinstance(row, dict) and row.get("method") in methods and row.get("summary_id") in known
                   and isinstance(row.get("cache_key"), str) and isinstance(json.loads(row["result"]), dict))
         except (ValueError, TypeError, KeyError):
             ok = False

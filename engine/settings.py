@@ -39,10 +39,11 @@ class SettingsError(ValueError):
 
 @dataclass
 class AppSettings:
-    model_path: str = ""  # empty = the embedded smoke-test model (Gemma 3 270M Q4_K_M)
+    model_path: str = ""  # empty = an embedded model (embedded_model)
+    embedded_model: str = ""  # engine.modelfiles.EMBEDDED key; empty = the default (the 1.5B judge)
     n_ctx: int = 8192
     n_threads: int = 0  # 0 = all physical cores
-    n_gpu_layers: int = 0  # 0 = CPU only; -1 = offload every layer
+    n_gpu_layers: int = -1  # -1 = every layer on the GPU where llama.cpp is built with GPU support; 0 = CPU only
     workspace_path: str = ""  # empty = default location
     max_file_mb: float = DEFAULT_MAX_FILE_MB  # largest input file an import reads (SUMCHECK_MAX_FILE_MB overrides)
     judge_source: str = ""  # one of SOURCES; empty = from model_path (older settings files): GGUF file or embedded
@@ -69,6 +70,10 @@ class AppSettings:
         if self.judge_source and self.judge_source not in SOURCES:
             raise SettingsError(f"judge model source {self.judge_source!r} is unknown; use one of "
                                 + ", ".join(SOURCES))
+        from .modelfiles import EMBEDDED
+
+        if self.embedded_model and self.embedded_model not in EMBEDDED:
+            raise SettingsError(f"embedded model {self.embedded_model!r} is unknown; use one of " + ", ".join(EMBEDDED))
         if not 1 <= int(self.concurrency) <= MAX_CONCURRENCY:
             raise SettingsError(f"requests in flight must be 1 to {MAX_CONCURRENCY}")
         if not 512 <= int(self.n_ctx) <= 1_048_576:

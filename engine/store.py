@@ -222,6 +222,19 @@ MIGRATIONS += (
         CREATE UNIQUE INDEX stigma_entries_one_active_term ON stigma_entries(lower(term)) WHERE active = 1;
     """),
 )
+MIGRATIONS += (
+    Migration(8, "calibrations of the judge to the local raters, versioned per dataset and judge configuration", """
+        CREATE TABLE calibrations (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            config_key TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, config_key, version)
+        );
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -530,6 +543,29 @@ class Store:
             seen.add(sid)
             out.append(res)
         return out
+
+    # -- calibrations ---------------------------------------------------------------------------------
+    def put_calibration(self, cal) -> int:
+        """Store an :class:`engine.calibration.Calibration` as the next version for its dataset and judge
+        configuration; returns that version (1, 2, …)."""
+        with self.transaction() as con:
+            did = self._dataset_id(con, cal.dataset)
+            row = con.execute("SELECT COALESCE(MAX(version), 0) FROM calibrations WHERE dataset_id=? AND "
+                              "config_key=?", (did, cal.config_key)).fetchone()
+            cal.version = int(row[0]) + 1
+            con.execute("INSERT INTO calibrations VALUES (?,?,?,?,?,?)",
+                        (did, cal.config_key, cal.version, cal.kind, cal.created_at, cal.to_json()))
+        return cal.version
+
+    def calibrations(self, dataset: str, config_key: Optional[str] = None) -> list[str]:
+        """Stored calibrations (JSON) of a dataset, newest version first; only ``config_key``'s when given."""
+        with self.connect() as con:
+            did = self._dataset_id(con, dataset)
+            sql = "SELECT payload FROM calibrations WHERE dataset_id=?"
+            args: tuple = (did,)
+            if config_key is not None:
+                sql, args = sql + " AND config_key=?", (did, config_key)
+            return [r[0] for r in con.execute(sql + " ORDER BY config_key, version DESC", args).fetchall()]
 
     def cached_model_hash(self, path: Path, compute) -> str:
         st = path.stat()

@@ -22,6 +22,10 @@ other people. Each *sink* has exactly one function here:
   with ``=``, ``+``, ``-``, ``@``, tab or carriage return) gets a leading apostrophe; numbers (also numbers
   written as text, e.g. ``-0.5``) stay numbers.
 * :func:`filename` — a data string used as a download file name.
+* :func:`term` — text printed to a terminal by the CLI. Control characters (C0 but tab, DEL, C1, ESC and so
+  every escape sequence) and bidirectional overrides / isolates are shown as visible escapes (``\x1b``,
+  ``\u202e``), so data can neither recolour, move the cursor, overwrite a line nor reorder what is shown;
+  line breaks are shown as ``\n`` too, so one value stays on one line.
 
 Places that show text verbatim by construction (``st.text``, ``st.code``, ``st.json``, ``st.dataframe`` cells,
 selectbox options) need no escaping, and must not get it (the backslashes would show).
@@ -44,6 +48,17 @@ _TEXT_REWRITE = re.compile(r"(?<=[:@])|(?<=www)(?=\.)", re.IGNORECASE)
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _FILENAME_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+_TERM_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def term(value: Any) -> str:
+    """Text for a terminal: every control or bidi-control character shown as a visible escape."""
+
+    def esc(m: re.Match) -> str:
+        c = ord(m.group(0))
+        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+    return _TERM_UNSAFE.sub(esc, str(value))
 
 
 def md(value: Any) -> str:

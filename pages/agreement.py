@@ -3,13 +3,14 @@ seconds, the full tables a click away, one judge configuration at a time, and th
 import streamlit as st
 
 from components import agreement_view as av, state
-from engine import untrusted
+from engine import calibration, untrusted
 from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                              llm_medians_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
+                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
 from engine.judge import JudgeResult
 from engine.judge_configs import results_for
 from engine.report import forest_svg
 from engine.rubric import get_item
+from engine.store import StoreError
 
 st.title("Agreement")
 name, ds = state.require_dataset()
@@ -44,8 +45,9 @@ st.caption(f"{rep.n_summaries} summaries · raters: {untrusted.md(', '.join(rep.
            f"computed in {rep.seconds:.1f} s (cached until the data change)")
 
 rows = headline(rep)
-t_head, t_rel, t_dist, t_len, t_llm, t_dis, t_fa = st.tabs(
-    ["Headline", "Full table", "Distributions", "Note length", "LLM vs humans", "Disagreements", "Structure"])
+t_head, t_rel, t_dist, t_len, t_llm, t_cal, t_dis, t_fa = st.tabs(
+    ["Headline", "Full table", "Distributions", "Note length", "LLM vs humans", "Calibration", "Disagreements",
+     "Structure"])
 with t_head:
     av.headline(forest_svg(rows, "humans", "Raters' agreement (ICC(3,k); yes/no items: AC1), 95% CI"),
                 forest_svg(rows, "llm", "LLM judge vs raters (ICC(2,1); yes/no items: AC1), 95% CI")
@@ -61,7 +63,7 @@ with t_head:
     det = {r.summary_id: r.item_answers for r in state.guarded(state.stigma_results, name, default=[])}
     llm_med = {}
     if config is not None:
-        llm_med = llm_medians_from_results(results_for(
+        llm_med = llm_scores_from_results(results_for(
             [JudgeResult.from_json(x) for x in state.guarded(store.judge_results, name, default=[])], config.key))
     stig_rows = []
     for a in detector_agreement(ds, det, llm_med):
@@ -130,6 +132,37 @@ with t_llm:
             av.table(mixed_model_rows(rep.mixed_model), "mixed_model")
         else:
             st.info(f"Not fitted: {untrusted.md(rep.mixed_model.get('error', 'unknown reason'))}")
+with t_cal:
+    st.markdown("**Calibrate the judge to these raters.** Per 1–5 item a monotone (isotonic) map from the judge's "
+                "expected score to the raters' median, evaluated by leave-one-case-out cross-validation. A "
+                "calibration belongs to the judge configuration chosen above and is applied only to its results.")
+    if config is None:
+        st.info("Needs LLM judge results: run the judge on the Judge page.")
+    else:
+        store = state.store()
+        kind = st.radio("Inputs", list(calibration.KINDS), horizontal=True, key="cal_kind",
+                        format_func=lambda k: {"judge": "judge's expected score",
+                                               "judge+evidence": "expected score + evidence (coverage, support, "
+                                                                 "citations, stigma, length)"}[k])
+        if st.button("Fit calibration", key="cal_fit"):
+            try:
+                with st.spinner("Fitting and cross-validating…"):
+                    fitted = calibration.fit_from_store(store, name, config.key, kind)
+            except calibration.CalibrationRefused as exc:
+                st.error(f"Calibration refused: {untrusted.md(exc)}")
+            except StoreError as exc:
+                state.show_store_error(exc)
+            else:
+                st.success(f"Stored as version {fitted.version}: {untrusted.md(fitted.label)}.")
+        current = state.guarded(calibration.latest, store, name, config.key, default=None)
+        if current is None:
+            st.info("No calibration stored for this judge configuration yet.")
+        else:
+            st.caption(f"Version {current.version} · {untrusted.md(current.label)} · inputs: "
+                       f"{untrusted.md(current.kind)} · fitted {untrusted.md(current.created_at)}. 'Before' is the raw "
+                       "expected score, 'after' the cross-validated calibrated score; ICC(2,1) with its F-based 95% "
+                       "CI, Spearman ρ and mean absolute error with case-bootstrap 95% CIs.")
+            av.table(calibration.table_rows(current), "calibration")
 with t_dis:
     c1, c2, c3, c4 = st.columns(4)
     item = c1.selectbox("Item", ["all"] + LIKERT, key="dis_item",

@@ -4,12 +4,12 @@ from dataclasses import asdict
 import streamlit as st
 
 from components import jobs_view, judge_view, state
-from engine import untrusted
+from engine import calibration, untrusted
 from engine.backends import BackendError
-from engine.judge import JudgeParams, JudgeResult, Judge, judge_job
-from engine.judge_configs import is_smoke_test
+from engine.judge import JudgeParams, JudgeResult, Judge, judge_job, primary_score
+from engine.judge_configs import config_key_of, is_smoke_test
 from engine.judge_source import describe_source, has_param, make_params
-from engine.modelfiles import EMBEDDED_MODEL_LABEL
+from engine.modelfiles import embedded
 from engine.ratings import judge_cell, medians, reference_cell
 from engine.rubric import ITEMS
 from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
@@ -20,9 +20,13 @@ name, ds = state.require_dataset()
 cfg = state.settings()
 source = describe_source(cfg)
 if cfg.source == SOURCE_EMBEDDED:
-    st.warning(f"Model: **{EMBEDDED_MODEL_LABEL}** — a smoke-test-sized model. It proves the pipeline runs; its "
-               "grades are not clinically meaningful. Choose a real model on the Settings page: a GGUF file, one "
-               "that Ollama or LM Studio already has, a model server, or a download.")
+    emb = embedded(cfg.embedded_model)
+    if emb.smoke_test:
+        st.warning(f"Model: **{emb.short_label}** — a quick check. It proves the pipeline runs; its grades are not "
+                   "clinically meaningful. The default judge is chosen on the Settings page.")
+    else:
+        st.caption(f"Model: **{emb.label}** (embedded default judge) · context {untrusted.md(cfg.n_ctx)}. Its main "
+                   "number is the expected score per item; see the Settings page for its measured validity.")
 elif cfg.source == SOURCE_SERVER:
     st.caption(f"Model server: {untrusted.md(source['endpoint'])} · model {untrusted.md(source['model'])} · "
                f"{untrusted.md(source['concurrency'])} requests in flight for a whole dataset")
@@ -42,7 +46,8 @@ sid = st.sidebar.radio("Summary", sids, format_func=untrusted.md_inline)
 
 with st.form("judge_params"):
     c1, c2, c3, c4 = st.columns(4)
-    n_samples = c1.number_input("Samples (median of)", 1, 15, 7)
+    n_samples = c1.number_input("Samples", 1, 15, 1, help="1 = one greedy pass, which gives the expected scores "
+                                "(the main number); more samples add a median over them and take longer")
     shots = c2.selectbox("Few-shot examples", [0, 1, 3, 5])
     temperature = c3.number_input("Temperature (samples 2…N)", 0.0, 1.5, 0.7, step=0.1)
     scope = c4.radio("Run on", ["This summary", "Whole dataset"])
@@ -107,6 +112,9 @@ else:
                                                   res.created_at),
                              (res.provenance.model_file or "embedded model") if is_smoke_test(res) else "")
     human = medians(r for r in ds.ratings_for(sid) if r.rater_group != "llm")
+    cal, calibrated = state.guarded(calibration.calibrated_scores, store, name, config_key_of(res), [res],
+                                    default=(None, {}))
+    cal_row = calibrated.get(sid, {})
     rows = []
     for item in ITEMS:
         sc = res.items.get(item.key)
@@ -116,12 +124,17 @@ else:
         hm = human.get(item.key, "")
         hm_txt = reference_cell(item, ds.ratings_for(sid)) if item.key in human else ""
         diff = (sc.median - hm) if (item.is_likert and sc.median is not None and isinstance(hm, float)) else None
-        rows.append({"item": item.label, "LLM median": llm,
-                     "spread": "" if sc.spread is None else f"{sc.spread:g}",
-                     "expected": "" if sc.expected is None else f"{sc.expected:.2f}",
+        cal_v = cal_row.get(item.key)
+        rows.append({"item": item.label,
+                     "expected score": "" if sc.expected is None else f"{sc.expected:.2f}",
+                     **({"calibrated": "" if cal_v is None else f"{cal_v:.2f}"} if cal is not None else {}),
+                     "LLM median": llm, "spread": "" if sc.spread is None else f"{sc.spread:g}",
                      "human median": hm_txt, "LLM − human": "" if diff is None else f"{diff:+g}"})
     if rows:
         judge_view.render_item_table(rows)
+        if cal is not None:
+            st.caption(f"Calibrated: {untrusted.md(cal.label)} (version {cal.version} of this judge configuration, "
+                       "fitted on the Agreement page); blank where the item could not be calibrated.")
     judge_view.render_explanations({k: v.explanation for k, v in res.items.items() if v.explanation})
     judge_view.render_samples([asdict(s) for s in res.samples])
     judge_view.render_provenance(asdict(res.provenance), {**asdict(res.timing),
@@ -130,7 +143,8 @@ else:
 
 st.markdown("#### All judged summaries in this dataset")
 judge_view.render_dataset_results([
-    {"summary": r.summary_id, "status": r.status, **{i.label: ("NA" if r.items[i.key].is_na else r.items[i.key].median)
-                                                     for i in ITEMS if i.key in r.items},
+    {"summary": r.summary_id, "status": r.status,
+     **{i.label: ("NA" if r.items[i.key].is_na else primary_score(i.key, r.items[i.key])) for i in ITEMS
+        if i.key in r.items},
      "model": r.provenance.model_file, "smoke-test model": "yes" if is_smoke_test(r) else "", "judged": r.created_at}
     for r in stored.values()])

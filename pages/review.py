@@ -6,16 +6,18 @@ shortcuts (``components.review_form.render_shortcuts``) set levels, move between
 import pandas as pd
 import streamlit as st
 
-from components import case_view, state
+from components import case_view, state, triage_view
 from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
                                     render_shortcuts)
-from engine import citations, untrusted
+from engine import citations, triage, untrusted
 from engine.judge import JudgeResult
 from engine.ratings import display_table, judge_cell
 from engine.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
                             review_history, reviews_as_ratings, save_review)
 from engine.rubric import ITEMS
 from engine.store import StoreError
+
+
 
 NOTES_HEIGHT = 460  # px: the notes and the summary scroll inside these, the form beside them stays in view
 SUMMARY_HEIGHT = 300
@@ -39,6 +41,35 @@ def _step(delta: int) -> None:
     j = max(0, min(len(ORDER) - 1, i + delta))
     st.session_state["case_id"], st.session_state["review_summary"] = ORDER[j]
 
+
+
+
+def _open(sid_key: str) -> None:
+    """Callback: open the summary picked in the triage queue."""
+    picked = st.session_state.get(sid_key)
+    for c, s in ORDER:
+        if s == picked:
+            st.session_state["case_id"], st.session_state["review_summary"] = c, s
+
+
+with st.expander("Review these first — triage queue", expanded=False):
+    entries, score_source = state.guarded(triage.for_dataset, store, name, ds, default=([], ""))
+    blind_queue = st.session_state.get("review_blinded", True)
+    if entries:
+        st.caption(f"Ranked by the judge's scores ({untrusted.md(score_source)}) and the evidence: coverage, "
+                   "sentence support, citations, stigmatizing language. "
+                   + ("Blinded: reasons name the judge's lowest items without their scores." if blind_queue else ""))
+        sample_n = st.number_input("Stratified spot-check sample (0 = the whole queue)", 0, len(entries), 0,
+                                   key="triage_sample_n",
+                                   help="Draws across the thirds of the queue in turn (review first, middle, lowest "
+                                        "risk), so a sample also checks summaries the judge liked.")
+        shown = triage.stratified_sample(entries, int(sample_n), seed=0) if sample_n else entries
+        triage_view.render(shown, blind_queue)
+        st.selectbox("Open", [e.summary_id for e in shown], key="triage_open", on_change=_open,
+                     args=("triage_open",), index=None, placeholder="Pick a summary to review it",
+                     format_func=untrusted.md_inline)
+    else:
+        st.info("Nothing to rank yet.")
 
 case = state.case_picker(ds)
 case_id = case.case_id

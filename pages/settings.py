@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from components import state
+from components import settings_view, state
 from engine import untrusted
-from engine.backends import BackendError
+from engine.backends import BackendError, gpu_offload_supported
 from engine.judge_source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.local_models import lmstudio_dirs, ollama_dirs
 from engine.model_download import CATALOG, DownloadError, default_models_dir, download
-from engine.modelfiles import EMBEDDED_MODEL_LABEL, ModelError, resolve_model_path
+from engine.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
 from engine.settings import (ENV_HUB_ENDPOINT, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF,
                              SOURCE_LOCAL, SOURCE_SERVER, SettingsError, default_workspace_path, hub_endpoint,
                              save_settings, workspace_path)
@@ -86,12 +86,23 @@ source = SOURCE_BY_LABEL[st.radio("Model source", list(SOURCE_LABELS.values()), 
 model_path = cur.model_path
 local_name = ""
 
+embedded_key = cur.embedded_model
 if source == SOURCE_EMBEDDED:
-    st.warning(f"The embedded model is **{EMBEDDED_MODEL_LABEL}**: a smoke-test-sized model that proves the "
-               "pipeline works end to end. Its scores are not clinically meaningful. For real evaluations use a "
-               "real model: a GGUF file, a model Ollama or LM Studio already has, a model server, or download one "
-               "below (e.g. Llama 3.1 8B Instruct Q4_K_M).")
+    keys = list(EMBEDDED)
+    ss.setdefault("set_embedded", cur.embedded_model or default_embedded_key())
+    embedded_key = st.radio("Embedded model", keys, key="set_embedded", horizontal=True,
+                            format_func=lambda k: EMBEDDED[k].short_label)
+    chosen_model = EMBEDDED[embedded_key]
+    if chosen_model.smoke_test:
+        st.warning(f"**{chosen_model.short_label}** — a quick check: it proves the pipeline runs end to end and is "
+                   "fast, but its scores are not clinically meaningful.")
+    else:
+        st.caption(f"**{chosen_model.label}** — the default judge and MED-OMIT model. Installed by "
+                   f"`{chosen_model.install_hint}`.")
     model_path = ""
+    st.markdown("Measured validity of the embedded models (our own labelled set, test split: Spearman of the "
+                "score with the known defect severity, AUROC defect vs clean; higher is better)")
+    settings_view.render_validity({k: validity_figures(k) for k in keys}, {k: EMBEDDED[k].short_label for k in keys})
 elif source == SOURCE_GGUF:
     model_path = st.text_input("Path to a .gguf file", key="set_gguf_path",
                                placeholder="/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf").strip()
@@ -173,6 +184,10 @@ if source != SOURCE_SERVER:
     c1.number_input("Context size (tokens)", 512, 1_048_576, key="set_n_ctx", step=512)
     c2.number_input("CPU threads (0 = automatic)", 0, 256, key="set_threads")
     c3.number_input("GPU layers (0 = CPU, -1 = all)", -1, 1000, key="set_gpu")
+    st.caption("GPU: this llama.cpp build offloads to a GPU, so the judge puts every layer there by default (-1)."
+               if gpu_offload_supported() else
+               "GPU: this llama.cpp build is CPU-only, so the judge runs on the CPU whatever the GPU-layers value "
+               "(rebuild llama-cpp-python with GPU support to use one; see the README).")
 
 st.markdown("#### Workspace")
 ws = st.text_input("Workspace file (SQLite)", key="set_ws", placeholder=str(default_workspace_path()))
@@ -182,6 +197,7 @@ st.caption(f"In use now: {md(state.workspace_label())}"
 
 if st.button("Save settings", type="primary"):
     new = replace(cur, judge_source=source, model_path=model_path if source != SOURCE_SERVER else cur.model_path,
+                  embedded_model=embedded_key if source == SOURCE_EMBEDDED else cur.embedded_model,
                   local_model_name=local_name if source == SOURCE_LOCAL else "",
                   n_ctx=int(ss.get("set_n_ctx", cur.n_ctx)), n_threads=int(ss.get("set_threads", cur.n_threads)),
                   n_gpu_layers=int(ss.get("set_gpu", cur.n_gpu_layers)), workspace_path=(ws or "").strip(),
@@ -202,7 +218,7 @@ if source != SOURCE_SERVER:
     with st.expander("Check the model file"):
         if st.button("Locate model"):
             try:
-                p = resolve_model_path(model_path)
+                p = resolve_model_path(model_path, embedded_key if source == SOURCE_EMBEDDED else "")
             except ModelError as exc:
                 st.error(md(exc))
             else:

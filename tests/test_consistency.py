@@ -1,12 +1,12 @@
 """Exact early stopping: the medians after stopping equal the full run's, proven on recorded real results."""
 import json
+from pathlib import Path
 
 import pytest
 
 from engine.consistency import all_fixed, possible_outcomes
 from engine.judge import JudgeResult, SampleReply, aggregate
 from engine.rubric import get_item
-from engine.sample import SAMPLE_JUDGE
 
 
 def test_likert_median_fixed_once_a_majority_agrees():
@@ -45,8 +45,13 @@ def _replay(result: JudgeResult):
     return n
 
 
+# The smoke-test model's 7-sample results for the 36 sample summaries (an earlier prompt version), kept as recorded
+# replies of a real model for the early-stopping logic.
+RECORDED = Path(__file__).resolve().parent / "data" / "judge_results_gemma_7samples.jsonl"
+
+
 def recorded():
-    return [JudgeResult.from_json(line) for line in SAMPLE_JUDGE.read_text().splitlines() if line.strip()]
+    return [JudgeResult.from_json(line) for line in RECORDED.read_text().splitlines() if line.strip()]
 
 
 def test_replaying_the_recorded_sample_results_gives_identical_medians():

@@ -138,7 +138,7 @@ def test_recorded_judge_results_belong_to_this_sample_and_prompt(ds):
     either changes, this test says to regenerate them."""
     from engine.judge import JudgeParams, JudgeResult, cache_key
     from engine.judge_prompt import PROMPT_VERSION
-    from engine.modelfiles import embedded_sha256
+    from engine.modelfiles import QWEN_KEY, embedded_sha256
     from engine.sample import SAMPLE_JUDGE
 
     lines = [x for x in SAMPLE_JUDGE.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -146,7 +146,7 @@ def test_recorded_judge_results_belong_to_this_sample_and_prompt(ds):
     for line in lines:
         r = JudgeResult.from_json(line)
         assert r.provenance.prompt_version == PROMPT_VERSION, "prompt changed: regenerate sample_data/judge_results"
-        assert r.provenance.model_sha256 == embedded_sha256()
+        assert r.provenance.model_sha256 == embedded_sha256(QWEN_KEY)  # the 1.5B default judge, not the smoke model
         s = ds.summary(r.summary_id)
         key = cache_key(r.provenance.model_sha256, JudgeParams(**r.provenance.params), r.provenance.n_ctx,
                         ds.case(s.case_id), s, [])

@@ -1,0 +1,162 @@
+"""Judge validity on summaries with known, graded defects (bench/validity_set.py).
+
+For each embedded model and sample count, judges every variant (results kept in ``bench/out/validity.sqlite``,
+so an interrupted run resumes) and prints, per item, on the **test split** (cases never used for choices):
+
+* Spearman ρ between the judge's score and the known severity (sign flipped: a good judge scores a worse summary
+  lower, so higher is better), over the clean control and that item's defect variants of each test case;
+  for the raw expected score, the calibrated score (isotonic map fitted on the development split's variants,
+  target 5 − 2·severity) and the median of the samples;
+* AUROC defect vs clean control (expected score; P(yes) for the stigmatizing item);
+* seconds per summary.
+
+    python bench/judge_validity.py [--models qwen2.5-coder-1.5b gemma3-270m] [--samples 1 3] [--split test]
+
+A figure here is measured on data we wrote ourselves; it says whether the judge moves with the defects we put in,
+not how it agrees with clinicians on real summaries.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+from validity_set import ITEM_OF_KIND, all_variants, dataset  # noqa: E402
+
+GOAL_ITEMS = ("thorough", "accurate", "cited", "succinct", "organized")
+OUT = ROOT / "bench" / "out"
+
+
+def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str, dict]:
+    from engine.judge import Judge, JudgeParams, open_llama_backend, run_batch
+
+    backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
+    judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
+    ds = dataset(variants, f"validity-{key}-{samples}")
+    if ds.name not in store.dataset_names():
+        store.import_dataset(ds, name=ds.name)
+    ids = [v.summary_id for v in variants]
+    out, t0 = {}, time.perf_counter()
+    for i, r in enumerate(run_batch(judge, ds, ids, store=store, dataset_name=ds.name)):
+        out[r.summary_id] = r
+        if not r.from_cache:
+            el = time.perf_counter() - t0
+            print(f"  [{key} ×{samples}] {i + 1}/{len(ids)} {r.summary_id} {r.status} "
+                  f"{r.timing.total_seconds:.1f} s (elapsed {el / 60:.1f} min)", file=sys.stderr, flush=True)
+    return out
+
+
+def _score(result, item: str, kind: str):
+    from engine.judge import primary_score
+
+    sc = result.items.get(item) if result and result.status == "scored" else None
+    if sc is None:
+        return None
+    if kind == "median":
+        return sc.median
+    if item == "stigmatizing_summary":
+        return None if sc.expected is None else 1.0 - sc.expected  # P(no): higher = better, like the others
+    return primary_score(item, sc)
+
+
+def _spearman(x, y):
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
+        return None
+    return float(spearmanr(x, y).statistic)
+
+
+def _auroc(scores, defect):
+    from sklearn.metrics import roc_auc_score
+
+    if len(set(defect)) < 2:
+        return None
+    return float(roc_auc_score(defect, -np.asarray(scores, float)))
+
+
+def evaluate(variants, results) -> list[dict]:
+    from engine.calibration import isotonic_knots
+
+    rows = []
+    for item in sorted(set(ITEM_OF_KIND.values()), key=lambda k: (k not in GOAL_ITEMS, k)):
+        kinds = [k for k, v in ITEM_OF_KIND.items() if v == item]
+        rel = [v for v in variants if v.kind == "clean" or v.kind in kinds]
+        dev = [v for v in rel if v.split == "dev" and results.get(v.summary_id) is not None]
+        test = [v for v in rel if v.split == "test" and results.get(v.summary_id) is not None]
+        raw = {v.summary_id: _score(results[v.summary_id], item, "expected") for v in dev + test}
+        med = {v.summary_id: _score(results[v.summary_id], item, "median") for v in test}
+        row = {"item": item, "n_test": len(test)}
+        t_ok = [v for v in test if raw[v.summary_id] is not None]
+        sev = [-v.severity for v in t_ok]
+        row["spearman_raw"] = _spearman([raw[v.summary_id] for v in t_ok], sev)
+        m_ok = [v for v in test if med[v.summary_id] is not None]
+        row["spearman_median"] = _spearman([med[v.summary_id] for v in m_ok], [-v.severity for v in m_ok])
+        d_ok = [v for v in dev if raw[v.summary_id] is not None]
+        if len({v.severity for v in d_ok}) >= 2 and item != "stigmatizing_summary":
+            xk, yk = isotonic_knots(np.array([raw[v.summary_id] for v in d_ok]),
+                                    np.array([5.0 - 2 * v.severity for v in d_ok]))
+            cal = [float(np.interp(raw[v.summary_id], xk, yk)) for v in t_ok]
+            row["spearman_calibrated"] = _spearman(cal, sev)
+        else:
+            row["spearman_calibrated"] = None
+        row["auroc"] = _auroc([raw[v.summary_id] for v in t_ok], [int(v.severity > 0) for v in t_ok])
+        rows.append(row)
+    return rows
+
+
+def fmt(v):
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["qwen2.5-coder-1.5b", "gemma3-270m"])
+    ap.add_argument("--samples", nargs="+", type=int, default=[1])
+    ap.add_argument("--split", choices=("test", "both"), default="both",
+                    help="which variants to judge: test only (no calibrated figure), or dev and test")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--json", default=str(OUT / "judge_validity.json"))
+    args = ap.parse_args(argv)
+    from engine.store import Store
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    store = Store(OUT / "validity.sqlite")
+    variants = all_variants()
+    todo = variants if args.split == "both" else [v for v in variants if v.split == "test"]
+    # the test split first: its figures are what is reported
+    todo = sorted(todo, key=lambda v: (v.split != "test", v.case_id))
+    report = []
+    for key in args.models:
+        for k in args.samples:
+            results = run_model(key, k, todo, store, args.threads)
+            fresh = [r for r in results.values() if r.status == "scored"]
+            secs = float(np.median([r.timing.total_seconds for r in fresh])) if fresh else None
+            for row in evaluate(variants, results):
+                report.append({"model": key, "samples": k, "sec_per_summary_median": secs, **row})
+    print(f"Judge validity on the test split ({len({v.case_id for v in variants if v.split == 'test'})} cases; "
+          "Spearman of score vs −severity; AUROC defect vs clean)")
+    print(f"{'model':<20} {'N':>2} {'item':<22} {'n':>3} {'ρ raw':>6} {'ρ cal':>6} {'ρ med':>6} {'AUROC':>6} "
+          f"{'s/summary':>9}")
+    for r in report:
+        print(f"{r['model']:<20} {r['samples']:>2} {r['item']:<22} {r['n_test']:>3} {fmt(r['spearman_raw']):>6} "
+              f"{fmt(r['spearman_calibrated']):>6} {fmt(r['spearman_median']):>6} {fmt(r['auroc']):>6} "
+              f"{fmt(r['sec_per_summary_median']):>9}")
+    Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""The triage queue as a table (plain data in, nothing computed here)."""
+import pandas as pd
+import streamlit as st
+
+
+def rows(entries, blind: bool) -> list[dict]:
+    """Table rows of :class:`engine.triage.TriageEntry` items; ``blind`` hides the judge's scores in the reasons."""
+    return [{"rank": i + 1, "summary": e.summary_id, "case": e.case_id, "priority": f"{e.priority:.2f}",
+             "stratum": e.stratum, "why": "; ".join(e.blind_reasons if blind else e.reasons)}
+            for i, e in enumerate(entries)]
+
+
+def render(entries, blind: bool) -> None:
+    st.dataframe(pd.DataFrame(rows(entries, blind)), hide_index=True, width="stretch",
+                 column_config={"why": st.column_config.TextColumn("why", width="large")})

@@ -1,0 +1,131 @@
+"""Calibration of the judge's expected scores to local raters: fitting, leave-one-case-out figures, refusals,
+versioned storage per judge configuration, no pooling, application to unrated summaries; and the CLI."""
+import numpy as np
+import pytest
+
+from conftest import BUNDLE
+from engine import calibration as cal
+from engine.cli import main
+from engine.judge_configs import config_key_of
+from engine.loading import load_paths
+from fakes import judge_result
+
+
+def _rows(n_cases=6, per_case=5, seed=0, noise=0.15):
+    """Rows where the human median is a monotone (but not identity) function of the expected score, plus noise."""
+    rng = np.random.default_rng(seed)
+    rows, human = [], {}
+    for c in range(n_cases):
+        for j in range(per_case):
+            e = 4.2 + 0.8 * rng.random()  # the judge squeezes everything into 4.2-5.0
+            h = float(np.clip(round(1 + 4 * (e - 4.2) / 0.8 + rng.normal(0, noise)), 1, 5))
+            sid = f"c{c}-s{j}"
+            rows.append((sid, f"c{c}", {k: e for k in cal.LIKERT_KEYS}, None))
+            human[sid] = {k: h for k in cal.LIKERT_KEYS}
+    return rows, human
+
+
+def test_fit_moves_scores_onto_the_raters_scale_and_reports_cross_validated_figures():
+    rows, human = _rows()
+    c = cal.fit("d", "cfg", rows, human, n_raters=3, n_boot=200)
+    ic = c.items["accurate"]
+    assert ic.status == "fitted" and ic.n_rated == 30
+    # raw expected scores sit far from the raters' levels; the cross-validated calibrated scores do not
+    assert ic.before.mae.value > 1.0
+    assert ic.after.mae.value < 0.6 * ic.before.mae.value
+    assert ic.after.spearman.value > 0.7
+    lo, hi = ic.after.mae.ci
+    assert lo <= ic.after.mae.value <= hi
+    assert ic.after.icc.value > ic.before.icc.value
+    # the map is monotone and stays on the scale
+    xs = np.linspace(4.0, 5.0, 21)
+    ys = [ic.apply(float(x)) for x in xs]
+    assert all(b >= a for a, b in zip(ys, ys[1:])) and 1.0 <= min(ys) and max(ys) <= 5.0
+    assert c.label == "calibrated on 30 summaries rated by 3 raters"
+
+
+def test_too_few_rated_summaries_is_refused_with_the_reason():
+    rows, human = _rows(n_cases=3, per_case=4)
+    with pytest.raises(cal.CalibrationRefused, match="only 12 rated summaries"):
+        cal.fit("d", "cfg", rows, human, n_raters=3)
+
+
+def test_a_level_without_example_refuses_that_item():
+    rows, human = _rows()
+    for sid in human:  # accurate only ever 2 or 4: level 3 has no example
+        human[sid]["accurate"] = 2.0 if human[sid]["accurate"] <= 3 else 4.0
+    c = cal.fit("d", "cfg", rows, human, n_raters=3, n_boot=50)
+    assert c.items["accurate"].status == "refused" and "level 3" in c.items["accurate"].reason
+    assert c.items["accurate"].apply(4.5) is None
+    assert c.items["thorough"].status == "fitted"
+
+
+def test_constant_raters_are_refused():
+    assert "same level" in cal.refusal_reason([4.0] * 25)
+    assert cal.refusal_reason([3.0, 4.0, 5.0] * 8) == ""
+
+
+def test_evidence_kind_uses_the_features():
+    rows, human = _rows(noise=0.0)
+    rng = np.random.default_rng(3)
+    rows = [(sid, cid, sc, cal.Features(omission=float(rng.random()), log_words=4.0)) for sid, cid, sc, _ in rows]
+    c = cal.fit("d", "cfg", rows, human, n_raters=3, kind="judge+evidence", n_boot=50)
+    ic = c.items["thorough"]
+    assert ic.status == "fitted" and len(ic.coef) == 1 + len(cal.FEATURE_NAMES)
+    assert ic.after.spearman.value > 0.7
+    back = cal.Calibration.from_json(c.to_json())
+    assert back.items["thorough"].apply(4.6, cal.Features(omission=0.2)) == ic.apply(4.6, cal.Features(omission=0.2))
+
+
+@pytest.fixture
+def sample_store(store):
+    ds, _ = load_paths([BUNDLE], name="sample")
+    store.import_dataset(ds, name="sample")
+    return store, ds
+
+
+def _store_results(store, ds, model, shift=0.0):
+    """One result per summary whose expected scores follow the raters' median (squeezed into 4-5)."""
+    from engine.ratings import medians
+
+    res = []
+    for i, s in enumerate(ds.summaries):
+        m = medians(r for r in ds.ratings_for(s.summary_id))
+        exp = {k: 4.0 + (m.get(k, 3.0) - 1) / 4 + shift + 0.01 * (i % 3) for k in cal.LIKERT_KEYS}
+        res.append(judge_result(s.summary_id, s.case_id, exp, model=model))
+    store.put_judge_results("sample", res)
+    return res
+
+
+def test_stored_versioned_per_configuration_and_never_pooled(sample_store):
+    store, ds = sample_store
+    a = _store_results(store, ds, "model-a.gguf")
+    b = _store_results(store, ds, "model-b.gguf", shift=-3.0)  # another configuration with other numbers
+    key_a, key_b = config_key_of(a[0]), config_key_of(b[0])
+    c1 = cal.fit_from_store(store, "sample", key_a, n_boot=50)
+    c2 = cal.fit_from_store(store, "sample", key_a, n_boot=50)
+    assert (c1.version, c2.version) == (1, 2) and c1.config_key == key_a
+    assert len(c1.summary_ids) == 36 and c1.n_raters == 7
+    assert cal.latest(store, "sample", key_a).version == 2
+    assert cal.latest(store, "sample", key_b) is None  # a calibration belongs to its configuration only
+    # applying A's calibration to B's results gives nothing: B's results are left out
+    got_cal, scores = cal.calibrated_scores(store, "sample", key_a, b)
+    assert got_cal.version == 2 and scores == {}
+    _, scores = cal.calibrated_scores(store, "sample", key_a, a)
+    assert len(scores) == 36 and all(1.0 <= v <= 5.0 for s in scores.values() for v in s.values() if v is not None)
+    # B alone: its fit uses B's numbers, not A's (a pooled fit would see both ranges)
+    cb = cal.fit_from_store(store, "sample", key_b, n_boot=50, save=False)
+    fitted = cb.items[cb.fitted_items[0]]
+    assert max(fitted.x_knots) < 3.0
+
+
+def test_cli_calibrate_prints_before_after_and_refuses_without_results(sample_store, monkeypatch, capsys):
+    store, ds = sample_store
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(store.path))
+    assert main(["calibrate", "sample", "--boot", "50"]) == 1
+    assert "no judge results" in capsys.readouterr().err
+    _store_results(store, ds, "model-a.gguf")
+    assert main(["calibrate", "sample", "--boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated on 36 summaries rated by 7 raters" in out and "stored as version 1" in out
+    assert "Accurate" in out and "->" in out

@@ -1,0 +1,47 @@
+"""Triage queue: priority from judge scores and evidence, reasons per summary, blinded reasons, strata."""
+from types import SimpleNamespace
+
+from engine.calibration import Features
+from engine.evidence_features import EvidenceSummary
+from engine.triage import STRATA, queue, stratified_sample
+
+
+def _ev(flag=False, weak=0, sents=10, cit=0, n_cit=10, stigma=()):
+    f = Features(omission=0.4 if flag else 0.05, weak_support=weak / sents, citation_problems=cit / n_cit,
+                 stigma_hits=float(len(stigma)), log_words=5.0)
+    return EvidenceSummary(f, flag, weak, sents, cit, n_cit, tuple(stigma))
+
+
+def _s(i):
+    return SimpleNamespace(summary_id=f"s{i}", case_id=f"c{i // 3}")
+
+
+def test_low_scores_and_bad_evidence_come_first_with_reasons():
+    sums = [_s(i) for i in range(9)]
+    scores = {f"s{i}": {"accurate": 4.8, "thorough": 4.9} for i in range(9)}
+    scores["s4"] = {"accurate": 2.1, "thorough": 4.9}  # the judge says inaccurate
+    ev = {f"s{i}": _ev() for i in range(9)}
+    ev["s7"] = _ev(flag=True, weak=4, cit=3, stigma=("noncompliant",))  # the evidence says many things
+    q = queue(sums, scores, "expected score", ev)
+    assert [e.summary_id for e in q[:2]] == ["s4", "s7"] or [e.summary_id for e in q[:2]] == ["s7", "s4"]
+    top = {e.summary_id: e for e in q}
+    assert any("Accurate 2.1" in r for r in top["s4"].reasons)
+    assert not any("2.1" in r for r in top["s4"].blind_reasons) and any("Accurate" in r for r in top["s4"].blind_reasons)
+    r7 = " ".join(top["s7"].reasons)
+    assert "coverage flags omissions" in r7 and "4 of 10 sentences" in r7 and "noncompliant" in r7
+    assert [e.stratum for e in q] == [STRATA[0]] * 3 + [STRATA[1]] * 3 + [STRATA[2]] * 3
+    assert all(a.priority >= b.priority for a, b in zip(q, q[1:]))
+
+
+def test_unjudged_summary_is_not_treated_as_safe():
+    q = queue([_s(0), _s(1)], {"s0": {"accurate": 5.0}}, "expected score", {})
+    assert q[0].summary_id == "s1" and "not judged yet" in q[0].reasons
+
+
+def test_stratified_sample_covers_every_stratum():
+    sums = [_s(i) for i in range(12)]
+    scores = {f"s{i}": {"accurate": 1.0 + i * 0.3} for i in range(12)}
+    q = queue(sums, scores, "x", {})
+    pick = stratified_sample(q, 3, seed=1)
+    assert sorted(e.stratum for e in pick) == sorted(STRATA)
+    assert stratified_sample(q, 3, seed=1) == pick
