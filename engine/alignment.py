@@ -593,7 +593,7 @@ def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> 
     import json
 
     key = alignment_key(case, summary)
-    hit = store.get_evidence(dataset, "alignment", key) if store is not None else None
+    hit = store.get_evidence(dataset, "alignment", key, summary.summary_id) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))
     res = align_summary(case, summary, emb if isinstance(emb, Embedder) else emb())

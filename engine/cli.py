@@ -12,6 +12,7 @@ from .coverage import METHODS as COVERAGE_METHODS
 from .loading import LoadOptions, RatingsMapping, load_paths
 from .settings import SettingsError, load_settings, workspace_path
 from .store import Store, StoreBusy, StoreError
+from .untrusted import term
 from .validation import DatasetInvalid
 
 
@@ -37,6 +38,10 @@ def cmd_validate(args) -> int:
 
 def cmd_import(args) -> int:
     store = _store(args)
+    if args.replace and args.into:
+        print("error: --replace cannot be combined with --into ('into' adds records to a dataset, 'replace' replaces "
+              "a whole dataset); use one of them", file=sys.stderr)
+        return 1
     context = store.load_dataset(args.into) if args.into else None
     try:
         ds, report = load_paths(args.paths, _options(args), context=context, name=args.name)
@@ -44,14 +49,18 @@ def cmd_import(args) -> int:
         print(exc.report.format_text())
         return 1
     res = store.import_dataset(ds, name=args.name, into=args.into, replace=args.replace,
-                               files=tuple(str(p) for p in args.paths))
+                               files=tuple(str(p) for p in args.paths), force=args.force)
     print(report.format_text())
     if res.unchanged:
-        print(f"dataset {res.dataset!r}: this content was imported before; nothing changed")
-    else:
-        verb = "created" if res.created else "added to"
-        print(f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
-              + f" (workspace {store.path})")
+        print(term(f"dataset {res.dataset!r}: this content was imported before; nothing changed"))
+        return 0
+    verb = "created" if res.created else "replaced" if res.carried else "added to"
+    print(term(f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
+               + f" (workspace {store.path})"))
+    for c in res.carried:
+        print(term(f"  {c.text()}"))
+    if res.backup:
+        print(term(f"  backup of the workspace before the replace: {res.backup}"))
     return 0
 
 
@@ -62,20 +71,57 @@ def cmd_datasets(args) -> int:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
     if not infos:
-        print(f"no datasets in {store.path}; import one with 'python -m engine import PATH'")
+        print(term(f"no datasets in {store.path}; import one with 'python -m engine import PATH'"))
     for i in infos:
-        print(f"{i.name}\t{i.n_cases} cases\t{i.n_summaries} summaries\t{i.n_ratings} ratings "
-              f"by {i.n_raters} raters\t{i.created_at}\t{i.source}")
+        print("\t".join(term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
+                                           f"{i.n_ratings} ratings by {i.n_raters} raters", i.created_at, i.source)))
     return 0
 
 
 def cmd_delete(args) -> int:
     store = _store(args)
     if not args.yes:
-        print(f"this deletes dataset {args.name!r} with all its ratings and results; add --yes to confirm")
+        print(term(f"this deletes dataset {args.name!r} with all its ratings, reviews and results (a backup of the "
+                   "workspace is written first); add --yes to confirm"))
         return 2
-    store.delete_dataset(args.name)
-    print(f"deleted dataset {args.name!r}")
+    path = store.delete_dataset(args.name)
+    print(term(f"deleted dataset {args.name!r}; backup of the workspace before the delete: {path}"))
+    return 0
+
+
+def cmd_backup(args) -> int:
+    from .backup import backup
+
+    store = _store(args)
+    print(term(str(backup(store, args.reason))))
+    return 0
+
+
+def cmd_backups(args) -> int:
+    from .backup import list_backups
+
+    store = _store(args)
+    infos = list_backups(store.path)
+    if args.json:
+        print(json.dumps([i.__dict__ for i in infos], indent=2))
+        return 0
+    if not infos:
+        print(term(f"no backups of {store.path} yet"))
+    for b in infos:
+        print("\t".join(term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
+    return 0
+
+
+def cmd_restore(args) -> int:
+    from .backup import restore
+
+    store = _store(args)
+    if not args.yes:
+        print(term(f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
+                   "backed up first); add --yes to confirm"))
+        return 2
+    before = restore(store, Path(args.path))
+    print(term(f"restored {args.path} into {store.path}; the state before the restore is in {before}"))
     return 0
 
 
@@ -688,7 +734,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_load_opts(sp)
     sp.add_argument("--name", help="dataset name (default: the first path's name)")
     sp.add_argument("--into", help="add to this existing dataset (e.g. more ratings)")
-    sp.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+    sp.add_argument("--replace", action="store_true",
+                    help="replace a dataset of the same name (reviews and results of unchanged summaries are kept; "
+                         "a backup is written first)")
+    sp.add_argument("--force", action="store_true",
+                    help="with --replace: drop the reviews and results whose summaries are gone (refused otherwise)")
     sp.set_defaults(func=cmd_import)
 
     sp = sub.add_parser("datasets", help="list datasets in the workspace")
@@ -699,6 +749,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("name")
     sp.add_argument("--yes", action="store_true", help="confirm")
     sp.set_defaults(func=cmd_delete)
+
+    sp = sub.add_parser("backup", help="write a backup of the workspace into backups/ beside it")
+    sp.add_argument("--reason", default="manual", help="a word or two kept in the file name")
+    sp.set_defaults(func=cmd_backup)
+
+    sp = sub.add_parser("backups", help="list the workspace's backups, newest first")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_backups)
+
+    sp = sub.add_parser("restore", help="replace the workspace with a backup (the current state is backed up first)")
+    sp.add_argument("path")
+    sp.add_argument("--yes", action="store_true", help="confirm")
+    sp.set_defaults(func=cmd_restore)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",

@@ -637,7 +637,7 @@ def coverage_cached(store, dataset: str, case: Case, summary: Summary, emb,
 
     key = coverage_key(case, summary, params, EMBEDDING_NAME)
     method = f"coverage:{params.method}"
-    hit = store.get_evidence(dataset, method, key) if store is not None else None
+    hit = store.get_evidence(dataset, method, key, summary.summary_id) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))
     res = score_coverage(case, summary, emb if isinstance(emb, Embedder) else emb(), params)

@@ -34,8 +34,8 @@ class EvidenceBatch:
         return sum(o.computed for o in self.outcomes)
 
 
-def _stored(store, name: str, method: str, key: str) -> bool:
-    return store is not None and store.get_evidence(name, method, key) is not None
+def _stored(store, name: str, method: str, key: str, summary_id: str) -> bool:
+    return store is not None and store.get_evidence(name, method, key, summary_id) is not None
 
 
 def compute_evidence(store, name: str, ds: Dataset, summary_ids: Sequence[str], emb,
@@ -51,8 +51,8 @@ def compute_evidence(store, name: str, ds: Dataset, summary_ids: Sequence[str], 
         check_cancelled()
         s = ds.summary(sid)
         case = ds.case(s.case_id)
-        have = (_stored(store, name, f"coverage:{params.method}", coverage_key(case, s, params, EMBEDDING_NAME))
-                and _stored(store, name, "alignment", alignment_key(case, s)))
+        have = (_stored(store, name, f"coverage:{params.method}", coverage_key(case, s, params, EMBEDDING_NAME), sid)
+                and _stored(store, name, "alignment", alignment_key(case, s), sid))
         refused = ""
         if not have:
             report(done=done, item=sid, step=EVIDENCE_STEPS[0], step_index=0)

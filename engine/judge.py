@@ -675,7 +675,7 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
         prepared = judge.prepare(ds, sid)
         key = prepared[3]
         if store is not None:
-            cached = store.get_judge_result(dataset_name or ds.name, key)
+            cached = store.get_judge_result(dataset_name or ds.name, key, sid, prepared[0].case_id)
             if cached is not None:
                 res = JudgeResult.from_json(cached, from_cache=True)
                 progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, "cached"))
@@ -763,7 +763,8 @@ def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
                 idx, sid = next_submit, ids[next_submit]
                 next_submit += 1
                 prepared = judge.prepare(ds, sid)
-                cached = store.get_judge_result(name, prepared[3]) if store is not None else None
+                cached = (store.get_judge_result(name, prepared[3], sid, prepared[0].case_id) if store is not None
+                          else None)
                 if cached is not None:
                     res = JudgeResult.from_json(cached, from_cache=True)
                     finished[idx] = res

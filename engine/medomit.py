@@ -645,7 +645,7 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
         summary = ds.summary(sid)
         case = ds.case(summary.case_id)
         key = result_key(medomit.model_id, case, summary)
-        cached = store.get_evidence(name, "medomit", key) if store is not None else None
+        cached = store.get_evidence(name, "medomit", key, sid) if store is not None else None
         if cached is not None and MedOmitResult.from_json(cached).status == "complete":
             progress(done + 1, len(summary_ids), sid, "cached")
             yield MedOmitResult.from_json(cached)

@@ -235,6 +235,39 @@ MIGRATIONS += (
         );
     """),
 )
+MIGRATIONS += (
+    Migration(9, "judge and evidence results per summary: identical content keeps a row under every summary id", """
+        CREATE TABLE judge_results_v9 (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            cache_key TEXT NOT NULL,
+            summary_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            model_file TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, cache_key, summary_id)
+        );
+        INSERT INTO judge_results_v9 SELECT * FROM judge_results;
+        DROP TABLE judge_results;
+        ALTER TABLE judge_results_v9 RENAME TO judge_results;
+        CREATE INDEX judge_results_by_summary ON judge_results(dataset_id, summary_id, created_at);
+        CREATE TABLE evidence_results_v9 (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            method TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            summary_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            result TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, method, cache_key, summary_id)
+        );
+        INSERT INTO evidence_results_v9 SELECT * FROM evidence_results;
+        DROP TABLE evidence_results;
+        ALTER TABLE evidence_results_v9 RENAME TO evidence_results;
+        CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -256,6 +289,8 @@ class ImportResult:
     created: bool  # a new dataset was made
     unchanged: bool  # the same content had been imported before: nothing was written
     counts: dict[str, int]
+    carried: tuple = ()  # replace: per kind of reviewer work, kept / re-attached / dropped (engine.carry_over)
+    backup: Optional[str] = None  # replace: the automatic backup written first
 
 
 def _now() -> str:
@@ -422,18 +457,29 @@ class Store:
         return row[0]
 
     def import_dataset(self, ds: Dataset, name: Optional[str] = None, into: Optional[str] = None,
-                       replace: bool = False, files: tuple[str, ...] = ()) -> ImportResult:
+                       replace: bool = False, files: tuple[str, ...] = (), force: bool = False) -> ImportResult:
         """Write ``ds`` in one transaction.
 
         * ``into``: add the records to an existing dataset (e.g. more ratings); validation against that
-          dataset must have been done by the loader (``context=``).
+          dataset must have been done by the loader (``context=``). ``replace`` with ``into`` is an error.
         * otherwise a new dataset ``name`` (default ``ds.name``). If a dataset of that name already holds
           exactly this content, nothing is written; if it holds other content, ``replace=True`` replaces it,
           else :class:`StoreError` is raised.
+        * replacing keeps the reviewer's work whose summary content is unchanged (:mod:`engine.carry_over`) and
+          refuses to drop any (naming the counts) unless ``force``; an automatic backup is written first
+          (:mod:`engine.backup`).
         """
+        if replace and into is not None:
+            raise StoreError("--replace cannot be combined with --into: 'into' adds records to a dataset, 'replace' "
+                             "replaces a whole dataset; use one of them")
         h = ds.content_hash()
         counts = {"cases": len(ds.cases), "notes": sum(len(c.notes) for c in ds.cases),
                   "summaries": len(ds.summaries), "ratings": len(ds.ratings)}
+        backup_path = None
+        if replace and into is None and (name or ds.name) in self.dataset_names():
+            from .backup import backup
+
+            backup_path = str(backup(self, f"before-replace-{name or ds.name}"))
         with self.transaction() as con:
             if into is not None:
                 did = self._dataset_id(con, into)
@@ -445,6 +491,7 @@ class Store:
                 return ImportResult(into, False, False, counts)
             name = name or ds.name
             row = con.execute("SELECT dataset_id, content_hash FROM datasets WHERE name = ?", (name,)).fetchone()
+            carry = None
             if row is not None:
                 if row["content_hash"] == h and not replace:
                     return ImportResult(name, False, True, counts)
@@ -452,6 +499,15 @@ class Store:
                     raise StoreError(f"a dataset named {name!r} already exists with different content. "
                                      "Import under another name, or replace it (CLI --replace, or the "
                                      "'replace' box on the Data page).")
+                from . import carry_over
+
+                carry = carry_over.plan(con, row["dataset_id"], carry_over.dataset_content_keys(ds))
+                if carry.dropped_total and not force:
+                    raise StoreError(f"replacing dataset {name!r} would drop {carry.dropped_text()} whose summaries "
+                                     "are no longer in the new content (nothing was changed). Keep those summaries, "
+                                     f"or confirm with --force (the Data page's 'drop them' box) to drop these "
+                                     f"{carry.dropped_total}" + (f"; a backup was written to {backup_path}"
+                                                                 if backup_path else ""))
                 con.execute("DELETE FROM datasets WHERE dataset_id = ?", (row["dataset_id"],))
             cur = con.execute("INSERT INTO datasets (name, content_hash, source, created_at) VALUES (?,?,?,?)",
                               (name, h, ds.source or ", ".join(files), _now()))
@@ -459,6 +515,11 @@ class Store:
             self._insert(con, did, ds)
             con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
                         "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), _now()))
+            if carry is not None:
+                from . import carry_over
+
+                carry_over.apply(con, did, carry, {s.summary_id: s.case_id for s in ds.summaries})
+                return ImportResult(name, False, False, counts, tuple(carry.counts.values()), backup_path)
             return ImportResult(name, True, False, counts)
 
     @staticmethod
@@ -483,10 +544,18 @@ class Store:
         con.executemany("INSERT INTO ratings VALUES (?,?,?,?,?,?)",
                         [(did, r.summary_id, r.rater_id, r.rater_group, r.item, r.value) for r in ds.ratings])
 
-    def delete_dataset(self, name: str) -> None:
+    def delete_dataset(self, name: str) -> str:
+        """Delete a dataset with everything stored for it, after writing an automatic backup of the workspace
+        (:mod:`engine.backup`); returns the backup's path."""
+        with self.connect() as con:
+            self._dataset_id(con, name)  # an unknown name is refused before any backup is written
+        from .backup import backup
+
+        path = backup(self, f"before-delete-{name}")
         with self.transaction() as con:
             did = self._dataset_id(con, name)
             con.execute("DELETE FROM datasets WHERE dataset_id = ?", (did,))
+        return str(path)
 
     def load_dataset(self, name: str) -> Dataset:
         with self.connect() as con:
@@ -509,15 +578,34 @@ class Store:
 
 
     # -- judge results -----------------------------------------------------------------------------
-    def get_judge_result(self, dataset: str, cache_key: str) -> Optional[str]:
+    def get_judge_result(self, dataset: str, cache_key: str, summary_id: Optional[str] = None,
+                         case_id: Optional[str] = None) -> Optional[str]:
+        """The stored result with this cache key. With ``summary_id``: that summary's own row, else the row of a
+        summary with identical content, relabelled with ``summary_id`` (and ``case_id``) and stored under it, so every
+        summary keeps its own result (computed once)."""
         with self.connect() as con:
             did = self._dataset_id(con, dataset)
-            row = con.execute("SELECT result FROM judge_results WHERE dataset_id=? AND cache_key=?",
-                              (did, cache_key)).fetchone()
-        return row[0] if row else None
+            row = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? AND cache_key=? "
+                              "ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
+                              (did, cache_key, summary_id)).fetchone()
+        if row is None:
+            return None
+        if summary_id is None or row[0] == summary_id:
+            return row[1]
+        d = json.loads(row[1])
+        d["summary_id"] = summary_id
+        if case_id is not None:
+            d["case_id"] = case_id
+        text = json.dumps(d)
+        with self.transaction() as con:
+            con.execute("INSERT OR IGNORE INTO judge_results SELECT dataset_id, cache_key, ?, status, prompt_version, "
+                        "model_file, created_at, ? FROM judge_results WHERE dataset_id=? AND cache_key=? AND "
+                        "summary_id=?", (summary_id, text, did, cache_key, row[0]))
+        return text
 
     def put_judge_result(self, dataset: str, result) -> None:
-        """Store a :class:`engine.judge.JudgeResult` (replacing one with the same cache key)."""
+        """Store a :class:`engine.judge.JudgeResult` (replacing one with the same cache key and summary id: summaries
+        with identical content keep a row each)."""
         self.put_judge_results(dataset, [result])
 
     def put_judge_results(self, dataset: str, results) -> int:
@@ -597,12 +685,31 @@ class Store:
             con.execute("INSERT OR REPLACE INTO evidence_results VALUES (?,?,?,?,?,?,?)",
                         (did, method, cache_key, summary_id, status, _now(), result_json))
 
-    def get_evidence(self, dataset: str, method: str, cache_key: str) -> Optional[str]:
+    def get_evidence(self, dataset: str, method: str, cache_key: str, summary_id: Optional[str] = None
+                     ) -> Optional[str]:
+        """The stored evidence with this cache key. With ``summary_id``: that summary's own row, else the row of a
+        summary with identical content, relabelled and stored under ``summary_id`` (computed once, kept for each)."""
         with self.connect() as con:
             did = self._dataset_id(con, dataset)
-            row = con.execute("SELECT result FROM evidence_results WHERE dataset_id=? AND method=? AND cache_key=?",
-                              (did, method, cache_key)).fetchone()
-        return row[0] if row else None
+            row = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? AND "
+                              "cache_key=? ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
+                              (did, method, cache_key, summary_id)).fetchone()
+        if row is None:
+            return None
+        if summary_id is None or row[0] == summary_id:
+            return row[1]
+        try:
+            d = json.loads(row[1])
+        except ValueError:
+            return row[1]
+        if isinstance(d, dict) and "summary_id" in d:
+            d["summary_id"] = summary_id
+        text = json.dumps(d)
+        with self.transaction() as con:
+            con.execute("INSERT OR IGNORE INTO evidence_results SELECT dataset_id, method, cache_key, ?, status, "
+                        "created_at, ? FROM evidence_results WHERE dataset_id=? AND method=? AND cache_key=? AND "
+                        "summary_id=?", (summary_id, text, did, method, cache_key, row[0]))
+        return text
 
     def evidence_results(self, dataset: str, method: str) -> dict[str, str]:
         """Latest stored result per summary for a method: summary id -> JSON."""
