@@ -26,6 +26,13 @@ def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict],
         st.caption(untrusted.md(more))
 
 
+def render_backups(rows: list[dict]) -> None:
+    if not rows:
+        st.info("No backup of this workspace yet.")
+        return
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
 def render_datasets(rows: list[dict]) -> None:
     if not rows:
         st.info("The workspace has no dataset yet.")

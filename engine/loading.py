@@ -95,6 +95,40 @@ class RatingsMapping:
     default_rater_group: str = "unknown"
     rename: dict[str, str] = field(default_factory=dict)
 
+    def problems(self, header: Optional[Sequence[str]] = None) -> list[tuple[str, str]]:
+        """Collisions of the mapping as a whole, as (field, message): two renames onto one name, a column both
+        renamed and ignored, one column mapped to two items or to an item and an id, and — given a file's
+        ``header`` (or a case JSON object's keys) — a rename onto a column the file already has, which would
+        overwrite it. Checked before any row is read."""
+        out: list[tuple[str, str]] = []
+        targets: dict[str, list[str]] = {}
+        for src, dst in self.rename.items():
+            targets.setdefault(dst, []).append(src)
+        for dst, srcs in targets.items():
+            if len(srcs) > 1:
+                out.append((dst, f"rename maps {', '.join(repr(x) for x in srcs)} all onto {dst!r}: only one column "
+                                 "can become it"))
+        for src in self.rename:
+            if src in self.ignore:
+                out.append((src, f"column {src!r} is both renamed (to {self.rename[src]!r}) and ignored"))
+        uses: dict[str, list[str]] = {}
+        for key, col in self.items.items():
+            uses.setdefault(col, []).append(f"item {key!r}")
+        for attr in ("summary_col", "rater_col", "rater_group_col"):
+            col = getattr(self, attr)
+            if col:
+                uses.setdefault(col, []).append(attr)
+        for col, what in uses.items():
+            if len(what) > 1:
+                out.append((col, f"column {col!r} is mapped twice ({' and '.join(what)})"))
+        if header is not None:
+            present = set(header)
+            for src, dst in self.rename.items():
+                if src in present and dst in present and dst != src and dst not in self.rename and dst not in self.ignore:
+                    out.append((dst, f"rename {src!r} -> {dst!r}: the file already has a column {dst!r}, which would "
+                                     "be overwritten"))
+        return out
+
     def apply(self, header: Sequence[str], rows: list["_Row"]) -> tuple[list[str], list["_Row"]]:
         """``header`` and ``rows`` with ignored columns dropped and renamed columns renamed."""
         if not self.ignore and not self.rename:
@@ -433,13 +467,43 @@ def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float
     return data
 
 
-def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
+_BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
+         (b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xfe\xff", "utf-16-be", "UTF-16"), (b"\xff\xfe", "utf-16-le", "UTF-16"))
+
+
+def guess_encoding(raw: bytes) -> str:
+    """A plain-words guess at the encoding of bytes that are not UTF-8 and have no byte-order mark."""
+    head = raw[:4096]
+    if head and head.count(b"\x00") > len(head) // 4:
+        return "UTF-16 or UTF-32 without a byte-order mark"
     try:
-        return raw.decode("utf-8-sig")
+        head.decode("cp1252")
+        return "Windows-1252 (cp1252)"
+    except UnicodeDecodeError:
+        return "Latin-1 (ISO-8859-1) or another 8-bit encoding"
+
+
+def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
+    """Text of a file: UTF-8, or UTF-16 / UTF-32 / UTF-8 with a byte-order mark; anything else gets one message
+    that names the encoding it looks like."""
+    for bom, codec, label in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom):].decode(codec)
+            except UnicodeDecodeError as exc:
+                report.add(Issue(str(path), f"starts with a {label} byte-order mark but is not valid {label} "
+                                             f"(bad data at byte {exc.start + len(bom)})",
+                                 hint="export the file again, as UTF-8"))
+                return None
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        report.add(Issue(str(path), f"not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                         line=line, hint="re-save the file as UTF-8 (e.g. 'iconv -f cp1252 -t utf-8')"))
+        enc = guess_encoding(raw)
+        report.add(Issue(str(path), f"is not UTF-8 text: it looks like {enc} (byte 0x{raw[exc.start]:02x} at offset "
+                                     f"{exc.start})", line=line,
+                         hint="re-save the file as UTF-8 (in a spreadsheet: 'CSV UTF-8'; or "
+                              "'iconv -f cp1252 -t utf-8')"))
         return None
 
 
@@ -506,6 +570,10 @@ def _read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple
                              hint="the file may be truncated or a field has an unquoted comma; export it again"))
             continue
         rows.append(_Row(number, start_line, dict(zip(header, rec))))
+    if number == 0:
+        report.add(Issue(fname, "no rows after the header", line=1,
+                         hint="the file holds only its column names: export it again with its data"))
+        return None
     return header, rows
 
 
@@ -898,6 +966,9 @@ def _read_wide_ratings(c: _Collector, report: ValidationReport, path: Path, head
     guess = RatingsMapping.guess(header)
     mapping = opts.mapping.merged_over(guess) if opts.mapping else guess
     problems = False
+    for fld, msg in mapping.problems():
+        report.add(Issue(fname, f"column mapping: {msg}", line=1, field=fld, hint="correct the column mapping"))
+        problems = True
     for attr, what in (("summary_col", "summary id"), ("rater_col", "rater id")):
         col = getattr(mapping, attr)
         if not col:
@@ -986,9 +1057,14 @@ def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: s
     except JsonProblem as exc:
         report.add(Issue(str(path), str(exc), line=exc.line, hint=exc.hint))
     else:
-        if mapping is not None:
-            obj = mapping.apply_keys(obj)
-        _read_case_obj(c, report, path, obj)
+        clash = mapping.problems(list(obj)) if mapping is not None and isinstance(obj, dict) else []
+        for fld, msg in clash:
+            report.add(Issue(str(path), f"column mapping: {msg}", field=fld,
+                             hint="correct the mapping's 'rename' / 'ignore' entries"))
+        if not clash:
+            if mapping is not None:
+                obj = mapping.apply_keys(obj)
+            _read_case_obj(c, report, path, obj)
     if report.error_count > before:
         cid, sids = _case_json_ids(obj, path.stem)
         c.rejected_cases.add(cid)
@@ -1204,6 +1280,12 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
           name: Optional[str]) -> tuple[Dataset, ValidationReport]:
     report = ValidationReport()
     c = _Collector()
+    if opts.mapping is not None:
+        clash = opts.mapping.problems()
+        for fld, msg in clash:
+            report.add(Issue("column mapping", msg, field=fld, hint="correct the mapping's entries"))
+        if clash:
+            raise DatasetInvalid(report)
     for path in _expand(paths, report):
         fname = str(path)
         report.files.append(fname)
@@ -1239,6 +1321,13 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             continue
         header, rows = parsed
         if opts.mapping is not None:
+            clash = opts.mapping.problems(header)
+            for fld, msg in clash:
+                report.add(Issue(fname, f"column mapping: {msg}", line=1, field=fld,
+                                 hint="correct the mapping's 'rename' / 'ignore' entries"))
+            if clash:
+                c.broken.update(supplies)
+                continue
             header, rows = opts.mapping.apply(header, rows)
         table = _detect_table(path, header)
         if table == "dialogue":
@@ -1301,7 +1390,10 @@ def _read_head(path: Path) -> Optional[str]:
         return None
     finally:
         os.close(fd)
-    return head.decode("utf-8-sig", errors="ignore")
+    for bom, codec, _ in _BOMS:
+        if head.startswith(bom):
+            return head[len(bom):].decode(codec, errors="ignore")
+    return head.decode("utf-8", errors="ignore")
 
 
 def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:

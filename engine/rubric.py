@@ -18,6 +18,7 @@ means the rater explicitly answered NA.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass
 from enum import Enum
@@ -197,6 +198,10 @@ class ValueError_(ValueError):
     """Raised by :func:`parse_value` with a message fit for a validation report."""
 
 
+_ASCII_LEVEL = re.compile(r"[0-9]{1,3}(?:\.0+)?", re.ASCII)  # "4", or "4.0" as spreadsheets export it
+_ASCII_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
+
+
 def parse_value(item: Item, raw: object) -> Optional[float]:
     """Parse one rating value for ``item``. Returns the stored float, or ``None`` for NA.
 
@@ -234,12 +239,14 @@ def parse_value(item: Item, raw: object) -> Optional[float]:
         if low in _NO or low == "0.0":
             return 0.0
         raise ValueError_(f"{item.label}: {shown!r} is not a yes/no value; expected {describe_scale(item)}")
-    try:
-        if len(text) > 40:
-            raise ValueError(text)
-        num = float(text)
-    except ValueError:
-        raise ValueError_(f"{item.label}: {shown!r} is not a number; expected {describe_scale(item)}") from None
+    if not _ASCII_LEVEL.fullmatch(text):
+        # only ASCII digits, as written by people and spreadsheets: no exponent (4e0), sign, other scripts'
+        # digits (Arabic-Indic, full-width) or anything else that float() would quietly read as a level
+        if _ASCII_NUMBER.fullmatch(text):
+            raise ValueError_(f"{item.label}: {shown} is outside the scale; expected {describe_scale(item)}")
+        raise ValueError_(f"{item.label}: {shown!r} is not a number written with the digits 0-9; expected "
+                          f"{describe_scale(item)}")
+    num = float(text)
     if not math.isfinite(num):
         raise ValueError_(f"{item.label}: {shown!r} is not a finite number; expected {describe_scale(item)}")
     if num != int(num) or not 1 <= num <= 5:

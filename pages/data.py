@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from components import report as report_view, state, uploads
-from engine import untrusted
+from engine import backup as backup_mod, untrusted
 from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_header, sniff_wide_ratings
 from engine.rubric import ITEMS
 from engine.store import StoreError
@@ -58,7 +58,12 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
     name = c1.text_input("New dataset name", value=Path(paths[0]).stem if paths else "")
     into = c2.selectbox("…or add to existing dataset", ["(new dataset)"] + existing)
     specialty = c3.text_input("Target specialty for inputs without one (dialogue CSV)", value="Unspecified")
-    replace = st.checkbox("Replace a dataset of the same name")
+    replace = st.checkbox("Replace a dataset of the same name",
+                          help="Reviews, adjudications and results of summaries whose content is unchanged are "
+                               "kept (re-attached when only the id changed); a backup is written first.")
+    force = st.checkbox("…and drop the reviews and results of summaries that are gone", value=False,
+                        disabled=not replace, key="replace_force",
+                        help="Without this, a replace that would drop any reviewer's work is refused with the count.")
 
     mapping = None
     wide = [(p, sniff_wide_ratings(p)) for p in paths]
@@ -119,7 +124,7 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
             if do_import:
                 try:
                     res = store.import_dataset(ds, name=name or None, into=target, replace=replace,
-                                               files=tuple(Path(p).name for p in paths))
+                                               files=tuple(Path(p).name for p in paths), force=bool(force))
                 except StoreError as exc:
                     state.show_store_error(exc)
                 else:
@@ -129,7 +134,9 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
                                 "nothing changed.")
                     else:
                         st.success(f"Imported into '{untrusted.md(res.dataset)}': "
-                                   + ", ".join(untrusted.md(f"{v} {k}") for k, v in res.counts.items()))
+                                   + ", ".join(untrusted.md(f"{v} {k}") for k, v in res.counts.items())
+                                   + "".join(f" · {untrusted.md(c.text())}" for c in res.carried)
+                                   + (f" · backup first: {untrusted.md(res.backup)}" if res.backup else ""))
                         st.session_state["dataset"] = res.dataset
 
 st.markdown("#### Datasets in the workspace")
@@ -145,10 +152,46 @@ if infos:
                            key="delete_sure")
         if st.button("Delete", disabled=not sure):
             try:
-                store.delete_dataset(victim)
+                saved = store.delete_dataset(victim)
             except StoreError as exc:
                 state.show_store_error(exc)
             else:
                 state.bump_data_version()
-                st.success(f"Deleted '{untrusted.md(victim)}'.")
+                st.session_state["data_flash"] = (f"Deleted '{untrusted.md(victim)}'; the workspace before the "
+                                                  f"delete is backed up in {untrusted.md(saved)}.")
+                st.rerun()
+
+flash = st.session_state.pop("data_flash", None)
+if flash:
+    st.success(flash)
+
+st.markdown("#### Backups")
+st.caption("A backup of the whole workspace is written automatically before every delete and replace, and on "
+           "request; the newest are kept (SUMCHECK_BACKUPS_KEEP, default 20). Restoring backs up the current state "
+           "first.")
+if st.button("Back up now", key="backup_now"):
+    try:
+        made = backup_mod.backup(store, "manual")
+    except StoreError as exc:
+        state.show_store_error(exc)
+    else:
+        st.success(f"Backup written: {untrusted.md(made)}")
+backups = backup_mod.list_backups(store.path)
+report_view.render_backups([{"written (UTC)": b.created_at, "reason": b.reason, "MB": round(b.size_bytes / 1e6, 2),
+                             "file": b.path} for b in backups])
+if backups:
+    with st.expander("Restore a backup"):
+        chosen = st.selectbox("Backup", [b.path for b in backups], key="restore_pick",
+                              format_func=lambda p: next(f"{b.created_at} · {b.reason}" for b in backups
+                                                         if b.path == p))
+        sure_r = st.checkbox("Yes, replace everything in the workspace with this backup", key="restore_sure")
+        if st.button("Restore", disabled=not sure_r, key="restore_go"):
+            try:
+                before = backup_mod.restore(store, chosen)
+            except StoreError as exc:
+                state.show_store_error(exc)
+            else:
+                state.bump_data_version()
+                st.session_state["data_flash"] = (f"Restored {untrusted.md(chosen)}; the state before the restore "
+                                                  f"is in {untrusted.md(before)}.")
                 st.rerun()

@@ -250,3 +250,24 @@ def test_kill_9_during_a_command_leaves_every_review(tmp_path, what):
         assert _counts(fresh)["reviews"] == 23, (what, delay)
         assert not [p for p in (tmp_path / "backups").glob("*.sqlite") if p.stat().st_size == 0]
     shutil.rmtree(tmp_path / "backups", ignore_errors=True)
+
+
+def test_data_page_backs_up_and_restores():
+    from streamlit.testing.v1 import AppTest
+
+    from engine.settings import workspace_path
+
+    st_ = Store(workspace_path())
+    _sample(st_)
+    at = AppTest.from_file(str(ROOT / "pages/data.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    next(b for b in at.button if b.key == "backup_now").click().run()
+    assert any("Backup written" in s.value for s in at.success)
+    st_.delete_dataset("s")
+    at.run()
+    at.selectbox(key="restore_pick").set_value(list_backups(st_.path)[-1].path).run()
+    at.checkbox(key="restore_sure").check().run()
+    next(b for b in at.button if b.key == "restore_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "s" in Store(workspace_path()).dataset_names()

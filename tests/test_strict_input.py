@@ -1,0 +1,106 @@
+"""Input that used to import wrong data without an error: colliding column mappings, lenient rating values, a
+header-only file, UTF-16 files with a byte-order mark and files in another encoding."""
+import json
+
+import pytest
+
+from conftest import BUNDLE, FORMATS
+from engine.loading import LoadOptions, RatingsMapping, load_paths
+from engine.validation import DatasetInvalid
+
+
+def _fail(paths, mapping=None) -> str:
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([str(p) for p in paths], LoadOptions(mapping=mapping))
+    return exc.value.report.format_text()
+
+
+def _bundle_copy(tmp_path, **tables):
+    d = tmp_path / "b"
+    d.mkdir()
+    for p in BUNDLE.glob("*.csv"):
+        (d / p.name).write_text(tables.get(p.stem, p.read_text(encoding="utf-8")), encoding="utf-8")
+    return d
+
+
+def test_two_renames_onto_one_name_are_refused_before_reading(tmp_path):
+    m = RatingsMapping.from_dict({"rename": {"a": "text", "b": "text"}})
+    out = _fail([BUNDLE], m)
+    assert "'a', 'b' all onto 'text'" in out and "column mapping" in out
+
+
+def test_rename_onto_a_column_the_file_already_has_is_refused(tmp_path):
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO((BUNDLE / "notes.csv").read_text(encoding="utf-8"), newline="")))
+    buf = io.StringIO()
+    csv.writer(buf).writerows([rows[0] + ["draft"]] + [r + ["a draft"] for r in rows[1:] if r])
+    d = _bundle_copy(tmp_path, notes=buf.getvalue())
+    m = RatingsMapping.from_dict({"rename": {"draft": "text"}})
+    out = _fail([d], m)
+    assert "rename 'draft' -> 'text'" in out and "would be overwritten" in out
+
+
+def test_case_json_rename_cannot_replace_the_real_summary(tmp_path):
+    f = tmp_path / "case1.json"
+    f.write_text(json.dumps({"target_specialty": "Cardiology", "notes": {"1": "Note text."},
+                             "summary": "The real summary.", "draft": "A draft."}))
+    out = _fail([f], RatingsMapping.from_dict({"rename": {"draft": "summary"}}))
+    assert "rename 'draft' -> 'summary'" in out
+
+
+def test_one_wide_column_mapped_to_two_items_is_refused():
+    m = RatingsMapping.from_dict({"summary_col": "record_id", "rater_col": "rater",
+                                  "items": {"accurate": "q_acc", "thorough": "q_acc"}})
+    out = _fail([FORMATS / "redcap_ratings.csv"], m)
+    assert "column 'q_acc' is mapped twice" in out
+
+
+@pytest.mark.parametrize("bad", ["4e0", "\u0664", "\uff14", "+4", "4,0"])
+def test_rating_values_must_be_ascii_integers(tmp_path, bad):
+    ratings = (BUNDLE / "ratings.csv").read_text(encoding="utf-8").split("\n")
+    header, first = ratings[0], ratings[1].split(",")
+    cols = header.split(",")
+    first[cols.index("value")] = f'"{bad}"'
+    d = _bundle_copy(tmp_path, ratings="\n".join([header, ",".join(first), *ratings[2:]]))
+    out = _fail([d])
+    assert "row 1" in out and "field 'value'" in out
+
+
+def test_surrounding_spaces_are_trimmed(tmp_path):
+    ratings = (BUNDLE / "ratings.csv").read_text(encoding="utf-8").split("\n")
+    header, first = ratings[0], ratings[1].split(",")
+    cols = header.split(",")
+    if first[cols.index("item")] in ("abstraction", "stigmatizing_notes", "stigmatizing_summary"):
+        pytest.skip("first row is a yes/no item")
+    first[cols.index("value")] = f'"{first[cols.index("value")]} "'
+    d = _bundle_copy(tmp_path, ratings="\n".join([header, ",".join(first), *ratings[2:]]))
+    load_paths([str(d)])
+
+
+def test_a_header_only_file_is_an_error(tmp_path):
+    header = (BUNDLE / "ratings.csv").read_text(encoding="utf-8").split("\n")[0]
+    d = _bundle_copy(tmp_path, ratings=header + "\n")
+    assert "no rows after the header" in _fail([d])
+
+
+@pytest.mark.parametrize("codec,bom", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"),
+                                       ("utf-32-le", b"\xff\xfe\x00\x00")])
+def test_utf16_and_utf32_with_a_bom_are_read(tmp_path, codec, bom):
+    d = tmp_path / "u"
+    d.mkdir()
+    for p in BUNDLE.glob("*.csv"):
+        (d / p.name).write_bytes(bom + p.read_text(encoding="utf-8").encode(codec))
+    ds, rep = load_paths([str(d)])
+    ref, _ = load_paths([str(BUNDLE)])
+    assert rep.ok and ds.content_hash() == ref.content_hash()
+
+
+def test_another_encoding_without_bom_gets_one_clear_message(tmp_path):
+    d = _bundle_copy(tmp_path)
+    notes = (d / "notes.csv").read_text(encoding="utf-8").replace("approx.", "approx. caf\u00e9", 1)
+    (d / "notes.csv").write_bytes(notes.encode("cp1252"))
+    out = _fail([d])
+    assert "is not UTF-8 text: it looks like Windows-1252 (cp1252)" in out
+    assert out.count("notes.csv") >= 1 and "unknown column" not in out and "missing column" not in out
