@@ -143,6 +143,8 @@ def check_workspace_file(path: Path) -> int:
 def restore(store, path: Path) -> Path:
     """Replace the workspace's content with the backup at ``path`` (after backing up the current state, whose path
     is returned). The restored workspace is migrated to the current schema when it is older."""
+    if store.read_only:
+        raise store.read_only_error()
     check_workspace_file(Path(path))
     before = backup(store, "before-restore")
     try:

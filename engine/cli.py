@@ -16,9 +16,13 @@ from .untrusted import term
 from .validation import DatasetInvalid
 
 
-def _store(args) -> Store:
+def _store(args, write: bool = False) -> Store:
+    """The workspace; with ``write`` a read-only workspace is refused at once (before any input is read)."""
     path = Path(args.workspace) if getattr(args, "workspace", None) else workspace_path()
-    return Store(path)
+    store = Store(path)
+    if write and store.read_only:
+        raise store.read_only_error()
+    return store
 
 
 def _options(args) -> LoadOptions:
@@ -37,7 +41,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_import(args) -> int:
-    store = _store(args)
+    store = _store(args, write=True)
     if args.replace and args.into:
         print("error: --replace cannot be combined with --into ('into' adds records to a dataset, 'replace' replaces "
               "a whole dataset); use one of them", file=sys.stderr)
@@ -79,7 +83,7 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_delete(args) -> int:
-    store = _store(args)
+    store = _store(args, write=True)
     if not args.yes:
         print(term(f"this deletes dataset {args.name!r} with all its ratings, reviews and results (a backup of the "
                    "workspace is written first); add --yes to confirm"))
@@ -115,7 +119,7 @@ def cmd_backups(args) -> int:
 def cmd_restore(args) -> int:
     from .backup import restore
 
-    store = _store(args)
+    store = _store(args, write=True)
     if not args.yes:
         print(term(f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
                    "backed up first); add --yes to confirm"))
@@ -128,7 +132,7 @@ def cmd_restore(args) -> int:
 def cmd_sample(args) -> int:
     from .sample import ensure_sample
 
-    store = _store(args)
+    store = _store(args, write=True)
     res = ensure_sample(store)
     print("sample dataset already in workspace" if res is None else
           f"sample dataset imported: {res.counts}")
@@ -694,7 +698,7 @@ def cmd_judge_export(args) -> int:
 def cmd_judge_import(args) -> int:
     from .judge import import_results_file
 
-    store = _store(args)
+    store = _store(args, write=True)
     try:
         res = import_results_file(store, args.dataset, args.file)
     except DatasetInvalid as exc:

@@ -209,10 +209,7 @@ def max_file_mb(settings: AppSettings | None = None) -> float:
                                 "such as 500, or unset it for the default of 200")
         return mb
     if settings is None:
-        try:
-            settings = load_settings()
-        except SettingsError:
-            return DEFAULT_MAX_FILE_MB  # an unreadable settings file is reported where settings are edited
+        settings = load_settings()  # an unreadable settings file is refused here as by every other command
     try:
         mb = float(settings.max_file_mb)
     except (TypeError, ValueError):

@@ -36,6 +36,63 @@ class StoreBusy(StoreError):
     """Another process held the workspace's write lock for longer than the busy timeout. Retrying later works."""
 
 
+class StoreReadOnly(StoreError):
+    """The workspace can be read but not written (file or folder permissions, a read-only medium)."""
+
+
+def _path_problem(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be a workspace file ('' / None when it may be): a folder, a symlink loop, no permission."""
+    import errno
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path} is a symbolic link that loops back on itself (a symlink loop); point to a real file"
+        if exc.errno == errno.EACCES:
+            return f"{path} cannot be reached: permission denied on one of its folders"
+        return f"{path} cannot be opened: {exc.strerror or exc}"
+    import stat as stat_
+
+    if stat_.S_ISDIR(st.st_mode):
+        return f"{path} is a folder; the workspace is a file (e.g. {path / 'workspace.sqlite'})"
+    return None
+
+
+def inspect_workspace_file(path: Path) -> tuple[int, set[str]]:
+    """(schema version, table names) of an existing file, opened read-only: nothing is ever written to it. Raises
+    StoreError naming the cause when it cannot be read or is not an SQLite database."""
+    if not os.access(path, os.R_OK):
+        raise StoreError(f"cannot read the workspace {path}: permission denied. Ask for read access or choose "
+                         "another workspace in Settings (SUMCHECK_WORKSPACE).")
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if _is_busy(exc):
+            raise StoreBusy(f"the workspace {path} is locked by another program; retry in a moment") from exc
+        try:  # a WAL database in a folder we may not write: read it as immutable to inspect it
+            con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            try:
+                version = con.execute("PRAGMA user_version").fetchone()[0]
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc2:
+            raise StoreError(f"{path} is not a workspace database ({exc2}). Point the workspace setting to a new "
+                             "file or a valid workspace.") from exc2
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a workspace database ({exc}). Point the workspace setting to a new file "
+                         "or a valid workspace.") from exc
+    return version, tables
+
+
 ENV_BUSY_TIMEOUT = "SUMCHECK_BUSY_TIMEOUT"
 DEFAULT_BUSY_TIMEOUT = 30.0
 
@@ -309,11 +366,37 @@ class Store:
         if not (isinstance(busy_timeout, (int, float)) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise StoreError(f"busy timeout {busy_timeout!r} is not a non-negative number of seconds")
         self.busy_timeout = float(busy_timeout)
+        self.read_only = False
+        problem = _path_problem(self.path)
+        if problem:
+            raise StoreError(problem)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            # inspect before anything could write to it: a file that is not a workspace is never modified
+            version, tables = inspect_workspace_file(self.path)
+            if tables and "datasets" not in tables:
+                raise StoreError(f"{self.path} is an SQLite database but not a SumCheck workspace (it has the tables "
+                                 f"{', '.join(sorted(tables)[:8])}); it was not changed. Point the workspace setting "
+                                 "to a new file or a valid workspace.")
+            self._check_not_newer(version)
+            if not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+                if version < SCHEMA_VERSION:
+                    raise StoreReadOnly(f"the workspace {self.path} is read-only (permission denied) and was made by "
+                                        f"an older version (schema {version} < {SCHEMA_VERSION}), so it cannot be "
+                                        "upgraded; ask for write access or open a writable copy")
+                self.read_only = True
+                self._lock = threading.Lock()
+                return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the workspace folder {self.path.parent}: {exc.strerror}. "
                              "Choose another workspace path in Settings or set SUMCHECK_WORKSPACE.") from exc
+        if self.path.exists() and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+            raise StoreReadOnly(f"the workspace {self.path} cannot be created or written here (permission denied); "
+                                "choose a writable workspace in Settings or SUMCHECK_WORKSPACE")
+        if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
+            raise StoreReadOnly(f"a workspace cannot be created in {self.path.parent} (permission denied); choose a "
+                                "writable folder in Settings or SUMCHECK_WORKSPACE")
         self._lock = threading.Lock()
         self.migrate(migrate_to)
 
@@ -327,7 +410,16 @@ class Store:
     def connect(self) -> Iterator[sqlite3.Connection]:
         """A connection; any "database is locked"/"busy" error inside the block becomes :class:`StoreBusy`."""
         try:
-            con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            if self.read_only:
+                con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=self.busy_timeout,
+                                      isolation_level=None)
+                try:
+                    con.execute("PRAGMA user_version").fetchone()
+                except sqlite3.OperationalError:  # WAL files cannot be made in a read-only folder
+                    con.close()
+                    con = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, isolation_level=None)
+            else:
+                con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         except sqlite3.Error as exc:
             if _is_busy(exc):
                 raise self._busy(exc) from exc
@@ -344,8 +436,21 @@ class Store:
         finally:
             con.close()
 
+    def read_only_error(self) -> StoreReadOnly:
+        import getpass
+
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
+        return StoreReadOnly(f"the workspace {self.path} is read-only for {user} (permission denied on the file or its "
+                             "folder): it can be viewed but nothing can be imported, deleted, judged or saved. Ask for "
+                             "write access, or choose a writable workspace in Settings (SUMCHECK_WORKSPACE).")
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise self.read_only_error()
         with self._lock, self.connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
@@ -469,6 +574,8 @@ class Store:
           refuses to drop any (naming the counts) unless ``force``; an automatic backup is written first
           (:mod:`engine.backup`).
         """
+        if self.read_only:
+            raise self.read_only_error()
         if replace and into is not None:
             raise StoreError("--replace cannot be combined with --into: 'into' adds records to a dataset, 'replace' "
                              "replaces a whole dataset; use one of them")
@@ -547,6 +654,8 @@ class Store:
     def delete_dataset(self, name: str) -> str:
         """Delete a dataset with everything stored for it, after writing an automatic backup of the workspace
         (:mod:`engine.backup`); returns the backup's path."""
+        if self.read_only:
+            raise self.read_only_error()
         with self.connect() as con:
             self._dataset_id(con, name)  # an unknown name is refused before any backup is written
         from .backup import backup
