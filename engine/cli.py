@@ -16,6 +16,12 @@ from .untrusted import term
 from .validation import DatasetInvalid
 
 
+def say(text: object = "", **kw) -> None:
+    """Print one line made from data: every control character is shown as a visible escape (engine.untrusted.term),
+    so a name, key, header or note cannot recolour, move or forge terminal output."""
+    print(term(text), **kw)
+
+
 def _store(args, write: bool = False) -> Store:
     """The workspace; with ``write`` a read-only workspace is refused at once (before any input is read)."""
     path = Path(args.workspace) if getattr(args, "workspace", None) else workspace_path()
@@ -56,15 +62,15 @@ def cmd_import(args) -> int:
                                files=tuple(str(p) for p in args.paths), force=args.force)
     print(report.format_text())
     if res.unchanged:
-        print(term(f"dataset {res.dataset!r}: this content was imported before; nothing changed"))
+        say((f"dataset {res.dataset!r}: this content was imported before; nothing changed"))
         return 0
     verb = "created" if res.created else "replaced" if res.carried else "added to"
-    print(term(f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
+    say((f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
                + f" (workspace {store.path})"))
     for c in res.carried:
-        print(term(f"  {c.text()}"))
+        say((f"  {c.text()}"))
     if res.backup:
-        print(term(f"  backup of the workspace before the replace: {res.backup}"))
+        say((f"  backup of the workspace before the replace: {res.backup}"))
     return 0
 
 
@@ -75,7 +81,7 @@ def cmd_datasets(args) -> int:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
     if not infos:
-        print(term(f"no datasets in {store.path}; import one with 'python -m engine import PATH'"))
+        say((f"no datasets in {store.path}; import one with 'python -m engine import PATH'"))
     for i in infos:
         print("\t".join(term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
                                            f"{i.n_ratings} ratings by {i.n_raters} raters", i.created_at, i.source)))
@@ -85,11 +91,11 @@ def cmd_datasets(args) -> int:
 def cmd_delete(args) -> int:
     store = _store(args, write=True)
     if not args.yes:
-        print(term(f"this deletes dataset {args.name!r} with all its ratings, reviews and results (a backup of the "
+        say((f"this deletes dataset {args.name!r} with all its ratings, reviews and results (a backup of the "
                    "workspace is written first); add --yes to confirm"))
         return 2
     path = store.delete_dataset(args.name)
-    print(term(f"deleted dataset {args.name!r}; backup of the workspace before the delete: {path}"))
+    say((f"deleted dataset {args.name!r}; backup of the workspace before the delete: {path}"))
     return 0
 
 
@@ -97,7 +103,7 @@ def cmd_backup(args) -> int:
     from .backup import backup
 
     store = _store(args)
-    print(term(str(backup(store, args.reason))))
+    say((str(backup(store, args.reason))))
     return 0
 
 
@@ -110,7 +116,7 @@ def cmd_backups(args) -> int:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
     if not infos:
-        print(term(f"no backups of {store.path} yet"))
+        say((f"no backups of {store.path} yet"))
     for b in infos:
         print("\t".join(term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
     return 0
@@ -121,11 +127,11 @@ def cmd_restore(args) -> int:
 
     store = _store(args, write=True)
     if not args.yes:
-        print(term(f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
+        say((f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
                    "backed up first); add --yes to confirm"))
         return 2
     before = restore(store, Path(args.path))
-    print(term(f"restored {args.path} into {store.path}; the state before the restore is in {before}"))
+    say((f"restored {args.path} into {store.path}; the state before the restore is in {before}"))
     return 0
 
 
@@ -134,8 +140,7 @@ def cmd_sample(args) -> int:
 
     store = _store(args, write=True)
     res = ensure_sample(store)
-    print("sample dataset already in workspace" if res is None else
-          f"sample dataset imported: {res.counts}")
+    say("sample dataset already in workspace" if res is None else f"sample dataset imported: {res.counts}")
     if args.precompute:
         from .embeddings import Embedder
         from .evidence import evidence_job
@@ -155,15 +160,15 @@ def cmd_sample(args) -> int:
 
         st = run_in_foreground(evidence_job(store, SAMPLE_NAME, ds, [s.summary_id for s in ds.summaries], emb))
         if st.state != "done":
-            print(f"error: {st.final_text()}", file=sys.stderr)
+            say(f"error: {st.final_text()}", file=sys.stderr)
             return 1
-        print(f"coverage and sentence support ready for {st.total} sample summaries: "
+        say(f"coverage and sentence support ready for {st.total} sample summaries: "
               f"{st.counts.get('from the workspace', 0)} already stored (shipped in "
               f"sample_data/evidence_results.jsonl or computed before), {st.counts.get('new', 0)} computed now "
               f"({st.elapsed_s:.1f} s)")
         if args.export_evidence:
             n = export_evidence(store, Path(args.export_evidence))
-            print(f"{n} evidence results written to {args.export_evidence}")
+            say(f"{n} evidence results written to {args.export_evidence}")
     return 0
 
 
@@ -181,15 +186,15 @@ def cmd_model(args) -> int:
                 path = embedded_model_path(key, rebuild=args.rebuild)
             except ModelError as exc:
                 if args.which or not m.smoke_test and key != cfg.embedded_model and cfg.embedded_model:
-                    print(f"error: {exc}", file=sys.stderr)
+                    say(f"error: {exc}", file=sys.stderr)
                     return 1
-                print(f"{m.short_label}: not available ({exc})", file=sys.stderr)
+                say(f"{m.short_label}: not available ({exc})", file=sys.stderr)
                 continue
-            print(f"{m.short_label}: {path}", file=sys.stderr)
+            say(f"{m.short_label}: {path}", file=sys.stderr)
     try:
         path = resolve_model_path(args.path or cfg.llama_model_path, cfg.embedded_model if not args.path else "")
     except ModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
     info = describe_model(path, with_hash=args.hash)
     print(json.dumps(info.__dict__, indent=2))
@@ -206,17 +211,17 @@ def cmd_calibrate(args) -> int:
     try:
         cal = fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
     except CalibrationRefused as exc:
-        print(f"calibration refused: {term(str(exc))}", file=sys.stderr)
+        say(f"calibration refused: {term(str(exc))}", file=sys.stderr)
         return 1
-    print(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
+    say(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
           + ("" if args.dry_run else f" · stored as version {cal.version}"))
     print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
           "(95 % CIs)")
     for r in table_rows(cal):
         if r["status"] != "fitted":
-            print(f"  {r['item']:<15} refused: {term(r['reason'])}")
+            say(f"  {r['item']:<15} refused: {term(r['reason'])}")
             continue
-        print(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
+        say(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
               f"{r['Spearman before']} -> {r['Spearman after']}; MAE {r['MAE before']} -> {r['MAE after']}")
     return 0
 
@@ -231,10 +236,10 @@ def cmd_export_training(args) -> int:
     ds, name = _resolve_dataset(store, args.target, args)
     results = {r.summary_id: r for r in results_for([JudgeResult.from_json(x) for x in store.judge_results(name)],
                                                     args.judge_config)}
-    print(f"warning: {PHI_WARNING}", file=sys.stderr)
+    say(f"warning: {PHI_WARNING}", file=sys.stderr)
     out = Path(args.out)
     summ = write(ds, args.format, out, args.train_fraction, results)
-    print(f"{summ.rows} rows written to {out} ({args.format}): {summ.train} train ({len(summ.train_cases)} cases), "
+    say(f"{summ.rows} rows written to {out} ({args.format}): {summ.train} train ({len(summ.train_cases)} cases), "
           f"{summ.test} test ({len(summ.test_cases)} cases); {summ.skipped} summaries without a complete reference "
           "answer left out" + (f"; {summ.rejected_from_judge} rejected answers are the judge's own"
                               if args.format == "dpo" else ""))
@@ -253,11 +258,11 @@ def cmd_models(args) -> int:
         print(json.dumps([{**asdict(m), "label": m.label} for m in found], indent=2))
         return 0
     if not found:
-        print("no Ollama or LM Studio model found; looked in: "
+        say("no Ollama or LM Studio model found; looked in: "
               + ", ".join(str(d) for d in [*ollama_dirs(), *lmstudio_dirs()]))
         return 0
     for m in found:
-        print(f"{m.name}\t{m.source}\t{m.size_bytes / 1e9:.1f} GB\t{m.quantization}\t{m.path}")
+        print("\t".join(term(x) for x in (m.name, m.source, f"{m.size_bytes / 1e9:.1f} GB", m.quantization, m.path)))
     return 0
 
 
@@ -270,7 +275,7 @@ def cmd_get_model(args) -> int:
 
     if args.list or not args.key:
         for e in CATALOG:
-            print(f"{e.key}\t{e.label}\t~{e.approx_gb:g} GB download\t~{e.ram_gb:g} GB RAM\t{e.licence}"
+            say(f"{e.key}\t{e.label}\t~{e.approx_gb:g} GB download\t~{e.ram_gb:g} GB RAM\t{e.licence}"
                   + (f"\t{e.note}" if e.note else ""))
         if not args.list:
             print("error: name a model to download, e.g. 'python -m engine get-model " + CATALOG[0].key + "'",
@@ -279,11 +284,11 @@ def cmd_get_model(args) -> int:
         return 0
     entry = CATALOG_BY_KEY.get(args.key)
     if entry is None:
-        print(f"error: no catalog model {args.key!r}; choose one of: {', '.join(CATALOG_BY_KEY)}", file=sys.stderr)
+        say(f"error: no catalog model {args.key!r}; choose one of: {', '.join(CATALOG_BY_KEY)}", file=sys.stderr)
         return 1
     dest = Path(args.dir).expanduser() if args.dir else default_models_dir()
     endpoint = args.endpoint or hub_endpoint()
-    print(f"downloading {entry.label} (~{entry.approx_gb:g} GB) from {endpoint or 'the Hugging Face hub'} "
+    say(f"downloading {entry.label} (~{entry.approx_gb:g} GB) from {endpoint or 'the Hugging Face hub'} "
           f"into {dest}", file=sys.stderr)
     last = [0.0]
 
@@ -293,19 +298,21 @@ def cmd_get_model(args) -> int:
             return
         last[0] = now
         pct = f" ({done / total:.0%})" if total else ""
-        print(f"\r{entry.key}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{pct}", end="", file=sys.stderr, flush=True)
+        print("\r" + term(f"{entry.key}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{pct}"), end="", file=sys.stderr,
+              flush=True)
 
     try:
         got = download(entry, dest, endpoint=endpoint, progress=progress)
     except DownloadError as exc:
-        print(f"\nerror: {exc}", file=sys.stderr)
+        print(file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         if last[0]:
             print(file=sys.stderr)
-    print(got.path)
-    print(f"sha256 {got.sha256}")
-    print(f"use it with --model {got.path}, or choose it on the Settings page", file=sys.stderr)
+    say(str(got.path))
+    say(f"sha256 {got.sha256}")
+    say(f"use it with --model {got.path}, or choose it on the Settings page", file=sys.stderr)
     return 0
 
 
@@ -323,7 +330,7 @@ def _resolve_dataset(store: Store, target: str, args):
     ds, _ = load_paths([target], _options(args))
     res = store.import_dataset(ds, files=(target,))
     if not res.unchanged:
-        print(f"imported {target} as dataset {res.dataset!r}", file=sys.stderr)
+        say(f"imported {target} as dataset {res.dataset!r}", file=sys.stderr)
     return store.load_dataset(res.dataset), res.dataset
 
 
@@ -357,7 +364,7 @@ def cmd_judge(args) -> int:
     try:
         backend, sha = _open_backend(args, store)
     except BackendError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
     judge = Judge(backend, sha, params)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
@@ -374,7 +381,7 @@ def cmd_judge(args) -> int:
 
     def progress(p):
         if not args.quiet:
-            print(f"[{p.done}/{p.total}] {p.summary_id}: {p.message} {p.sample}/{p.n_samples}", file=sys.stderr)
+            say(f"[{p.done}/{p.total}] {p.summary_id}: {p.message} {p.sample}/{p.n_samples}", file=sys.stderr)
 
     try:
         for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
@@ -394,7 +401,7 @@ def cmd_judge(args) -> int:
                   "model_file": r.provenance.model_file, "model_sha256": r.provenance.model_sha256,
                   "prompt_version": r.provenance.prompt_version, "cache_key": r.cache_key})
     except BackendError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         elapsed = time.perf_counter() - t0
@@ -477,11 +484,11 @@ def cmd_omissions(args) -> int:
         try:
             backend, sha = _open_backend(args, store)
         except BackendError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            say(f"error: {exc}", file=sys.stderr)
             return 1
         mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
         prog = (lambda d, t, sid, m: None) if args.quiet else (
-            lambda d, t, sid, m: print(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
+            lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
         from .judge_source import accepts
 
         extra = {"concurrency": _concurrency(args, backend)} if accepts(run_medomit, "concurrency") else {}
@@ -547,7 +554,7 @@ def cmd_align(args) -> int:
         try:
             results.append(align_summary(ds.case(s.case_id), s, emb))
         except CoverageError as exc:
-            print(f"error: {sid}: {exc}", file=sys.stderr)
+            say(f"error: {sid}: {exc}", file=sys.stderr)
     combined_scores(results)
     _print_jsonl(({"summary_id": r.summary_id, "coverage": r.coverage, "density": r.density,
                    "mean_support": r.mean_support, "combined": r.combined,
@@ -593,13 +600,13 @@ def cmd_stigma(args) -> int:
     if args.extra_lexicon:
         more = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
         if not isinstance(more, list):
-            print(f"error: {args.extra_lexicon}: expected a JSON list of lexicon entries", file=sys.stderr)
+            say(f"error: {args.extra_lexicon}: expected a JSON list of lexicon entries", file=sys.stderr)
             return 1
         extra = [*extra, *more]
     try:
         results = assess_dataset(ds, ids, extra_entries=extra)
     except LexiconError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
 
     def row(r) -> dict:
@@ -632,11 +639,11 @@ def cmd_stats(args) -> int:
     configs = configurations(results)
     config = find(configs, args.judge_config)
     if args.judge_config and config is None:
-        print(f"no judge configuration {args.judge_config!r} in {name!r}; present: "
+        say(f"no judge configuration {args.judge_config!r} in {name!r}; present: "
               + (", ".join(c.key for c in configs) or "none"), file=sys.stderr)
         return 1
     for c in configs:
-        print(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
+        say(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
     llm = llm_scores_from_results(results_for(results, config.key)) if config else {}
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
     rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed)
@@ -644,7 +651,7 @@ def cmd_stats(args) -> int:
     text = json.dumps(rep.to_dict(), indent=1)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"report written to {args.out} ({rep.n_summaries} summaries, LLM results for {len(llm)}, "
+        say(f"report written to {args.out} ({rep.n_summaries} summaries, LLM results for {len(llm)}, "
               f"{rep.seconds:.1f} s)")
     else:
         print(text)
@@ -660,7 +667,7 @@ def cmd_report(args) -> int:
     if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
         ensure_sample(store)  # "sample" always means the bundled synthetic dataset
     if args.target not in store.dataset_names():
-        print(f"no dataset named {args.target!r} in the workspace; known: "
+        say(f"no dataset named {args.target!r} in the workspace; known: "
               f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
         return 1
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
@@ -668,10 +675,10 @@ def cmd_report(args) -> int:
         data = write(store, args.target, Path(args.out), Path(args.pdf) if args.pdf else None, args.judge_config,
                      args.boot, count)
     except ReportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1
     cfg = data.config.label if data.config else "no LLM judge results"
-    print(f"report written to {args.out}" + (f" and {args.pdf}" if args.pdf else "") + f" (judge: {cfg})")
+    say(f"report written to {args.out}" + (f" and {args.pdf}" if args.pdf else "") + f" (judge: {cfg})")
     return 0
 
 
@@ -681,7 +688,7 @@ def _judge_token_counter():
 
     count, what = judge_token_counter(load_settings().llama_model_path)
     if what != "judge-model tokens":
-        print(f"warning: note length counted in {what}", file=sys.stderr)
+        say(f"warning: note length counted in {what}", file=sys.stderr)
     return count
 
 
@@ -691,7 +698,7 @@ def cmd_judge_export(args) -> int:
     store = _store(args)
     lines = export_results(store, args.dataset)
     Path(args.out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    print(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
+    say(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
     return 0
 
 
@@ -704,7 +711,7 @@ def cmd_judge_import(args) -> int:
     except DatasetInvalid as exc:
         print(exc.report.format_text(), file=sys.stderr)
         return 1
-    print(f"{res.imported} judge results imported into dataset {args.dataset!r}")
+    say(f"{res.imported} judge results imported into dataset {args.dataset!r}")
     return 0
 
 
@@ -927,11 +934,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except StoreBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 2
     except DatasetInvalid as exc:
         print(exc.report.format_text(), file=sys.stderr)
         return 1
     except (StoreError, SettingsError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", file=sys.stderr)
         return 1

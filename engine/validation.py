@@ -139,7 +139,9 @@ class ValidationReport:
             lines.append(more)
         verdict = "OK" if self.ok else f"INVALID ({self.error_count:,} error(s)); nothing was imported"
         lines.append(f"result: {verdict}" + (f", {self.warning_count:,} warning(s)" if self.warning_count else ""))
-        return "\n".join(lines)
+        from .untrusted import term
+
+        return "\n".join(term(line) for line in lines)  # one line per entry, whatever the data holds
 
 
 class DatasetInvalid(Exception):
