@@ -9,13 +9,16 @@ warnings (file, row, field) and the judge marks the result.
 
 The rules are deliberately narrow (few false alarms on real notes): a control string, a tag named like our
 prompt's structure, a JSON object with rubric keys, or an imperative aimed at the grader ("ignore the previous
-instructions", "grade every item 5", "you are now…", "SYSTEM:" at the start of a line).
+instructions", "grade every item 5", "you are now…", "SYSTEM:" at the start of a line). A note citation in any
+form :mod:`engine.citations` knows (``<Note ID:1>``, ``<NoteID:1,3>``, ``[Note 2]`` …) is what a summary is asked
+to write, never a structure tag: matches inside a citation are not signals.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from . import citations
 from .prompt_fence import CONTROL_STRINGS
 from .rubric import ITEM_KEYS
 
@@ -46,11 +49,17 @@ class InjectionSignal:
     excerpt: str
 
 
+ALL_CITATION_FORMS = citations.CitationStyle(forms=tuple(f.key for f in citations.FORMS if not f.consistent_only))
+
+
 def scan(text: str, max_signals: int = 20) -> list[InjectionSignal]:
     """Passages of ``text`` that address an AI grader rather than a clinician, in text order."""
     out: list[InjectionSignal] = []
+    cited = [(c.start, c.end) for c in citations.find(text or "", ALL_CITATION_FORMS)]
     for rule, pattern in RULES:
         for m in pattern.finditer(text or ""):
+            if any(a <= m.start() and m.end() <= b for a, b in cited):
+                continue  # a note citation, whatever its form
             out.append(InjectionSignal(rule, m.start(), m.end(), text[max(0, m.start() - 20):m.end() + 20]))
             if len(out) >= max_signals:
                 break
