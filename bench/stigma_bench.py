@@ -164,8 +164,9 @@ def run(n_boot: int = 1000, seed: int = 0) -> dict:
            "sample_manifest": _score(sample_texts(ds, lab, with_added=False), hits_of),
            "sample_with_added": _score(sample_texts(ds, lab, with_added=True), hits_of),
            "dev": _score(snippet_texts(lab, "dev"), hits_of),
-           "heldout": _score(snippet_texts(lab, "heldout"), hits_of)}
-    res["n_snippets"] = {sp: sum(s["split"] == sp for s in lab["snippets"]) for sp in ("dev", "heldout")}
+           "heldout": _score(snippet_texts(lab, "heldout"), hits_of),
+           "heldout2": _score(snippet_texts(lab, "heldout2"), hits_of)}
+    res["n_snippets"] = {sp: sum(s["split"] == sp for s in lab["snippets"]) for sp in ("dev", "heldout", "heldout2")}
     results = assess_dataset(ds)
     res["items"] = item_agreement(ds, results, n_boot, seed)
     res["seconds"] = round(time.perf_counter() - t0, 2)
@@ -193,7 +194,9 @@ def report(res: dict) -> str:
     L.append(f"    sample near-misses that fired: {a['near_miss_false_alarms']}/{a['near_misses']}"
              + (f" {a['near_misses_fired']}" if a["near_misses_fired"] else ""))
     for split, what in (("dev", "dev snippets, written with the lexicon in view (pipeline check)"),
-                        ("heldout", "HELD-OUT snippets, written before the lexicon")):
+                        ("heldout", "HELD-OUT snippets, written before the lexicon"),
+                        ("heldout2", "HELD-OUT part 2, written before the word-family matcher and the added "
+                                     "credibility / disapproval entries")):
         r = res[split]
         L.append(f"(b) {what}: {res['n_snippets'][split]} snippets")
         L.append(f"    precision {r['true_hits']}/{r['hits']} = {_pct(r['precision'])}, recall {r['found']}/{r['spans']}"

@@ -197,9 +197,33 @@ def _slug(term: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_") or "term"
 
 
+_LAST_WORD = re.compile(r"(?<![A-Za-z(|])([A-Za-z]{3,})$")
+
+
+def word_family(term: str) -> str:
+    """``term`` with its final plain word widened to the word's family (term syntax): an '-ing' word to its agent
+    nouns and third person (seeking -> seek(ing|er|ers|s)), an '-ive' / '-ent' / '-al' / '-ic' adjective to its
+    adverb, any other word to its plural. A term ending in a group or a '*' is left as written (it lists its forms)."""
+    m = _LAST_WORD.search(term)
+    if not m:
+        return term
+    word = m.group(1)
+    low = word.lower()
+    if low.endswith("ing") and len(low) > 5:
+        family = f"{word[:-3]}(ing|er|ers|s)"
+    elif low.endswith(("ive", "ent", "al", "ic")):
+        family = f"{word}(|ly)"
+    elif low.endswith(("ss", "us", "is", "ly", "y")):
+        family = word
+    else:
+        family = f"{word}(|s)"
+    return term[:m.start(1)] + family
+
+
 def _compile_term(term: str) -> re.Pattern:
-    """The regular expression of a term in the lexicon's term syntax (see the data file's ``about``)."""
-    src = term.replace(" * ", "\x00")
+    """The regular expression of a term in the lexicon's term syntax (see the data file's ``about``), its final
+    word widened to its family (:func:`word_family`)."""
+    src = word_family(term).replace(" * ", "\x00")
     if src.startswith("* ") or src.endswith(" *") or src == "*" or "*" in src.replace(" * ", ""):
         raise LexiconError(f"term {term!r}: '*' must stand alone between two words")
     pos = 0
