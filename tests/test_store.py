@@ -165,7 +165,7 @@ def test_busy_timeout_from_the_environment(tmp_path, monkeypatch):
     other = _hold_write_lock(path)
     try:
         with pytest.raises(StoreBusy):
-            store.delete_dataset("nope")
+            store.put_llm_step("k0", "s", "m", "v")
         with pytest.raises(StoreBusy):  # a fresh Store migrating an existing, locked file: nothing to migrate
             Store(path).put_llm_step("k", "s", "m", "v")
     finally:
