@@ -36,7 +36,7 @@ from .rubric import ITEMS
 
 MIN_RATED = 20
 CALIBRATION_VERSION = "calib-v1"
-KINDS = ("judge", "judge+evidence")
+KINDS = ("judge+evidence", "judge")  # the first is the default
 FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words")
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
 N_BOOT = 1000
@@ -310,7 +310,7 @@ def apply(cal: Calibration, scores: Mapping[str, Optional[float]], feats: Option
 # ------------------------------------------------------------------------------------ from a workspace
 
 
-def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: str = "judge",
+def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: str = "judge+evidence",
                    n_boot: int = N_BOOT, save: bool = True) -> Calibration:
     """Fit a calibration on a stored dataset: its imported ratings (the raters' median; the judge and adjudicated
     scores left out) against one judge configuration's results (``config_key`` None: the configuration covering

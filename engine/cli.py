@@ -810,8 +810,9 @@ def build_parser() -> argparse.ArgumentParser:
                                           "versioned per judge configuration)")
     sp.add_argument("target", help="a dataset name in the workspace (e.g. sample)")
     sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
-    sp.add_argument("--kind", choices=("judge", "judge+evidence"), default="judge",
-                    help="judge: the expected score alone; judge+evidence: with the stored evidence")
+    sp.add_argument("--kind", choices=("judge+evidence", "judge"), default="judge+evidence",
+                    help="judge+evidence (default): the expected score with the stored evidence (coverage, support, "
+                         "citations, stigma, length); judge: the expected score alone")
     sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the CIs")
     sp.add_argument("--dry-run", action="store_true", help="print the figures without storing the calibration")
     sp.set_defaults(func=cmd_calibrate)

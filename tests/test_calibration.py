@@ -102,9 +102,9 @@ def test_stored_versioned_per_configuration_and_never_pooled(sample_store):
     a = _store_results(store, ds, "model-a.gguf")
     b = _store_results(store, ds, "model-b.gguf", shift=-3.0)  # another configuration with other numbers
     key_a, key_b = config_key_of(a[0]), config_key_of(b[0])
-    c1 = cal.fit_from_store(store, "sample", key_a, n_boot=50)
-    c2 = cal.fit_from_store(store, "sample", key_a, n_boot=50)
-    assert (c1.version, c2.version) == (1, 2) and c1.config_key == key_a
+    c1 = cal.fit_from_store(store, "sample", key_a, kind="judge", n_boot=50)
+    c2 = cal.fit_from_store(store, "sample", key_a, n_boot=50)  # the default: with the evidence
+    assert (c1.version, c2.version) == (1, 2) and c1.config_key == key_a and c2.kind == "judge+evidence"
     assert len(c1.summary_ids) == 36 and c1.n_raters == 7
     assert cal.latest(store, "sample", key_a).version == 2
     assert cal.latest(store, "sample", key_b) is None  # a calibration belongs to its configuration only
@@ -114,7 +114,7 @@ def test_stored_versioned_per_configuration_and_never_pooled(sample_store):
     _, scores = cal.calibrated_scores(store, "sample", key_a, a)
     assert len(scores) == 36 and all(1.0 <= v <= 5.0 for s in scores.values() for v in s.values() if v is not None)
     # B alone: its fit uses B's numbers, not A's (a pooled fit would see both ranges)
-    cb = cal.fit_from_store(store, "sample", key_b, n_boot=50, save=False)
+    cb = cal.fit_from_store(store, "sample", key_b, kind="judge", n_boot=50, save=False)
     fitted = cb.items[cb.fitted_items[0]]
     assert max(fitted.x_knots) < 3.0
 
