@@ -129,6 +129,8 @@ def main(argv=None) -> int:
                     help="which variants to judge: test only (no calibrated figure), or dev and test")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default=str(OUT / "judge_validity.json"))
+    ap.add_argument("--record", action="store_true",
+                    help="also write these models' rows into engine/data/judge_validity.json (shown on Settings)")
     args = ap.parse_args(argv)
     from engine.store import Store
 
@@ -155,6 +157,15 @@ def main(argv=None) -> int:
               f"{fmt(r['spearman_calibrated']):>6} {fmt(r['spearman_median']):>6} {fmt(r['auroc']):>6} "
               f"{fmt(r['sec_per_summary_median']):>9}")
     Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    if args.record:
+        from engine.modelfiles import VALIDITY_FILE
+
+        try:
+            kept = [r for r in json.loads(VALIDITY_FILE.read_text(encoding="utf-8")) if r["model"] not in args.models]
+        except (OSError, ValueError):
+            kept = []
+        VALIDITY_FILE.write_text(json.dumps(kept + report, indent=1) + "\n", encoding="utf-8")
+        print(f"recorded in {VALIDITY_FILE}")
     return 0
 
 

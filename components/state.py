@@ -199,7 +199,7 @@ def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, 
 
     s = _store_for(path)
     ds = dataset_with_reviews(s, name)
-    results = [JudgeResult.from_json(x) for x in s.judge_results(name)]
+    results = [JudgeResult.from_json(x) for x in s.judge_results(name, latest_only=False)]
     llm = llm_scores_from_results(results_for(results, config_key)) if config_key else {}
     rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
     rep.judge_config = config_key
@@ -211,7 +211,7 @@ def judge_configurations(name: str):
     from engine.judge import JudgeResult
     from engine.judge_configs import configurations
 
-    return configurations([JudgeResult.from_json(x) for x in store().judge_results(name)])
+    return configurations([JudgeResult.from_json(x) for x in store().judge_results(name, latest_only=False)])
 
 
 @st.cache_resource(show_spinner=False)
@@ -230,7 +230,7 @@ def agreement(name: str, n_boot: int = 1000, config_key: str | None = None):
     """The dataset's agreement report (humans, reviews, and the LLM judge results of ONE judge configuration —
     never pooled); cached until the data change."""
     s = store()
-    judge_key = str(len(s.judge_results(name)))
+    judge_key = str(len(s.judge_results(name, latest_only=False)))
     return _agreement(str(s.path), name, data_version(), judge_key, n_boot, config_key)
 
 

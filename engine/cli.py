@@ -234,8 +234,8 @@ def cmd_export_training(args) -> int:
 
     store = _store(args)
     ds, name = _resolve_dataset(store, args.target, args)
-    results = {r.summary_id: r for r in results_for([JudgeResult.from_json(x) for x in store.judge_results(name)],
-                                                    args.judge_config)}
+    every = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
+    results = {r.summary_id: r for r in results_for(every, args.judge_config)}
     say(f"warning: {PHI_WARNING}", file=sys.stderr)
     out = Path(args.out)
     summ = write(ds, args.format, out, args.train_fraction, results)
@@ -635,7 +635,7 @@ def cmd_stats(args) -> int:
         pass
     from .judge_configs import configurations, find, results_for
 
-    results = [JudgeResult.from_json(x) for x in store.judge_results(name)]
+    results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
     configs = configurations(results)
     config = find(configs, args.judge_config)
     if args.judge_config and config is None:

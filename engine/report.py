@@ -121,7 +121,7 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
     from .reviews import dataset_with_reviews
 
     ds = dataset_with_reviews(store, name)
-    all_results = [JudgeResult.from_json(x) for x in store.judge_results(name)]
+    all_results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
     configs = configurations(all_results)
     config = find(configs, judge_config)
     if judge_config is not None and config is None:

@@ -64,7 +64,8 @@ with t_head:
     llm_med = {}
     if config is not None:
         llm_med = llm_scores_from_results(results_for(
-            [JudgeResult.from_json(x) for x in state.guarded(store.judge_results, name, default=[])], config.key))
+            [JudgeResult.from_json(x) for x in state.guarded(store.judge_results, name, latest_only=False, default=[])],
+            config.key))
     stig_rows = []
     for a in detector_agreement(ds, det, llm_med):
         stig_rows.append({"item": a.label, "summaries": a.n, "raters: yes": a.reference_yes,

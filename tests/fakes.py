@@ -27,6 +27,6 @@ def judge_result(summary_id: str, case_id: str, expected: dict, model: str = "fa
     sha = hashlib.sha256(model.encode()).hexdigest()
     prov = Provenance("fake", model, sha, "Q4_K_M", {}, PROMPT_VERSION,
                       {**JudgeParams(n_samples=n_samples).__dict__}, None, [], [], 8192)
-    key = hashlib.sha256(f"{model}|{summary_id}".encode()).hexdigest()
+    key = hashlib.sha256(f"{model}|{n_samples}|{summary_id}".encode()).hexdigest()  # like a cache key: params too
     return JudgeResult(summary_id, case_id, "scored", "", items, [SampleReply(0, 0.0, 1234, "{}")], prov, Timing(),
                        key, created_at)
