@@ -31,6 +31,7 @@ class JudgeConfig:
     n_results: int  # stored results (latest per summary) in this configuration
     n_scored: int
     smoke_test: bool  # the embedded 270M model: grades not clinically meaningful
+    judged_at: str = ""  # the newest result's time (UTC)
 
     @property
     def label(self) -> str:
@@ -41,8 +42,9 @@ class JudgeConfig:
         if p.get("explain"):
             bits.append("explained")
         smoke = " (smoke-test model)" if self.smoke_test else ""
+        when = f" · judged {self.judged_at[:16].replace('T', ' ')}" if self.judged_at else ""
         return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
-                f"{self.n_scored} of {self.n_results} summaries scored · [{self.key}]")
+                f"{self.n_scored} of {self.n_results} summaries scored{when} · [{self.key}]")
 
 
 def config_key_of(result) -> str:
@@ -91,7 +93,8 @@ def configurations(results: Sequence) -> list[JudgeConfig]:
         prov = first.provenance
         out.append(JudgeConfig(key, prov.model_file, prov.model_sha256, prov.backend, prov.prompt_version,
                                {k: v for k, v in prov.params.items() if k not in IGNORED_PARAMS}, len(latest),
-                               sum(1 for r in latest.values() if r.status == "scored"), is_smoke_test(first)))
+                               sum(1 for r in latest.values() if r.status == "scored"), is_smoke_test(first),
+                               max(r.created_at for r in rs)))
     out.sort(key=lambda c: (-c.n_scored, -c.n_results, c.key))
     return out
 
