@@ -30,3 +30,27 @@ def judge_result(summary_id: str, case_id: str, expected: dict, model: str = "fa
     key = hashlib.sha256(f"{model}|{n_samples}|{summary_id}".encode()).hexdigest()  # like a cache key: params too
     return JudgeResult(summary_id, case_id, "scored", "", items, [SampleReply(0, 0.0, 1234, "{}")], prov, Timing(),
                        key, created_at)
+
+
+SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"
+
+
+def sample_results_as_smoke_test(store, dataset: str = "sample") -> int:
+    """Replace the dataset's stored judge results by the same results relabelled as the embedded smoke-test model's
+    (file name and hash), for tests of the smoke-test marks; returns how many."""
+    import json
+
+    from engine.modelfiles import GEMMA_KEY, embedded_sha256
+
+    rows = store.judge_results(dataset, latest_only=False)
+    out = []
+    for text in rows:
+        d = json.loads(text)
+        d["provenance"]["model_file"] = SMOKE_FILE
+        d["provenance"]["model_sha256"] = embedded_sha256(GEMMA_KEY)
+        d["cache_key"] = hashlib.sha256(("smoke|" + d["cache_key"]).encode()).hexdigest()
+        out.append(JudgeResult.from_json(json.dumps(d), from_cache=False))
+    with store.transaction() as con:
+        con.execute("DELETE FROM judge_results WHERE dataset_id = (SELECT dataset_id FROM datasets WHERE name = ?)",
+                    (dataset,))
+    return store.put_judge_results(dataset, out)

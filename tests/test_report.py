@@ -32,6 +32,10 @@ def sample_store(tmp_path_factory):
         for line in SAMPLE_JUDGE.read_text().splitlines():
             if line.strip():
                 st.put_judge_result("sample", JudgeResult.from_json(line))
+    # the report's smoke-test marks are checked on the sample's results relabelled as the smoke-test model's
+    from fakes import sample_results_as_smoke_test
+
+    sample_results_as_smoke_test(st)
     return st, d
 
 

@@ -7,7 +7,20 @@ from conftest import ROOT
 from engine.untrusted import md_inline
 
 TIMEOUT = 120
-SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results come from the embedded model
+SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results, relabelled as the smoke-test model's
+
+
+def _smoke_sample():
+    """The sample in the test workspace, its recorded judge results relabelled as the smoke-test model's."""
+    from engine.sample import ensure_sample
+    from engine.settings import workspace_path
+    from engine.store import Store
+    from fakes import sample_results_as_smoke_test
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    assert sample_results_as_smoke_test(store) == 36
+    return store
 
 
 def _run(script: str, **session) -> AppTest:
@@ -26,8 +39,7 @@ def _seed_medomit(model_file: str):
     from engine.store import Store
     from test_medomit import ScriptedBackend
 
-    store = Store(workspace_path())
-    ensure_sample(store)
+    store = _smoke_sample()
     ds = store.load_dataset("sample")
     sid = ds.summaries[0].summary_id
     res = list(run_medomit(MedOmit(ScriptedBackend(model_file=model_file), "scripted"), ds, [sid], store=store,
@@ -66,6 +78,7 @@ def test_case_page_no_medomit_badge_for_a_real_model():
 
 
 def test_judge_page_status_and_badge():
+    _smoke_sample()
     at = _run("pages/judge.py")
     scored = [s.value for s in at.success if s.value.startswith("Scored")]
     assert scored and md_inline("from the workspace cache (judged on") in scored[0]
@@ -155,6 +168,7 @@ def test_disagreements_exclude_argument():
 
 
 def test_disagreements_tab_excludes_smoke_test_results():
+    _smoke_sample()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
     at.switch_page("pages/agreement.py").run()
