@@ -61,15 +61,7 @@ def backup(store, reason: str = "manual") -> Path:
     tmp = folder / f".{dest.name}.{os.getpid()}.partial"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        src = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True, timeout=store.busy_timeout)
-        try:
-            dst = sqlite3.connect(tmp)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
-        finally:
-            src.close()
+        _copy(store.path, tmp, store.busy_timeout)
         os.replace(tmp, dest)
     except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"could not write a backup of {store.path} to {folder}: {exc}. Nothing was changed; "
@@ -120,24 +112,32 @@ def prune(workspace: Path, keep: int = 0) -> int:
 
 def check_workspace_file(path: Path) -> int:
     """The schema version of a workspace file, opened read-only (never modified); raises BackupError otherwise."""
-    from .store import SCHEMA_VERSION
+    from .store import SCHEMA_VERSION, inspect_workspace_file
 
     if not Path(path).is_file():
         raise BackupError(f"{path} is not a file")
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
+        version, tables = inspect_workspace_file(Path(path))
+    except StoreError as exc:
         raise BackupError(f"{path} is not a SumCheck workspace ({exc})") from exc
     if "datasets" not in tables or version < 1:
         raise BackupError(f"{path} is not a SumCheck workspace (no datasets table)")
     if version > SCHEMA_VERSION:
         raise BackupError(f"{path} has schema version {version}, newer than this program understands")
     return version
+
+
+def _copy(src: Path, dst: Path, timeout: float) -> None:
+    """Copy the database ``src`` (opened read-only) into ``dst`` with SQLite's online backup API."""
+    s = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=timeout)
+    try:
+        d = sqlite3.connect(dst, timeout=timeout)
+        try:
+            s.backup(d)
+        finally:
+            d.close()
+    finally:
+        s.close()
 
 
 def restore(store, path: Path) -> Path:
@@ -148,15 +148,7 @@ def restore(store, path: Path) -> Path:
     check_workspace_file(Path(path))
     before = backup(store, "before-restore")
     try:
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            dst = sqlite3.connect(store.path, timeout=store.busy_timeout)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
-        finally:
-            src.close()
+        _copy(Path(path), store.path, store.busy_timeout)
     except sqlite3.Error as exc:
         raise BackupError(f"could not restore {path} into {store.path}: {exc}. The workspace is unchanged; the "
                           f"state before the attempt is also in {before}") from exc

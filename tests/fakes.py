@@ -32,6 +32,34 @@ def judge_result(summary_id: str, case_id: str, expected: dict, model: str = "fa
                        key, created_at)
 
 
+class EchoBackend:
+    """Answers every judge call with one fixed reply (a dict) and counts the calls; logic tests only."""
+
+    name = "fake"
+    n_ctx = 100_000
+
+    def __init__(self, reply: dict):
+        self.reply = reply
+        self.calls = 0
+
+    def describe(self):
+        return {"backend": "fake", "model_file": "fake.gguf", "quantization": "none"}
+
+    def render(self, messages):
+        return "\n".join(m["content"] for m in messages)
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
+        import json
+
+        from engine.backends import Generation
+
+        self.calls += 1
+        return Generation(json.dumps(self.reply), 10, 10, 0.0, 0.0, "stop")
+
+
 SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 

@@ -19,7 +19,7 @@ from engine.loading import load_paths
 from engine.models import Dataset, Summary
 from engine.reviews import ADJUDICATION, SPOT_CHECK, current_reviews, save_review
 from engine.store import Store, StoreError
-from fakes import judge_result
+from fakes import EchoBackend, judge_result
 
 FULL = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
         "succinct": 4, "abstraction": "yes", "synthesized": 3, "stigmatizing_notes": "no",
@@ -155,31 +155,6 @@ def test_cli_backup_backups_restore(tmp_path, capsys, monkeypatch):
 # ------------------------------------------------------------------ identical content: a result per summary id
 
 
-class _Echo:
-    name = "fake"
-    n_ctx = 100_000
-
-    def __init__(self):
-        self.calls = 0
-
-    def describe(self):
-        return {"backend": "fake", "model_file": "fake.gguf", "quantization": "none"}
-
-    def render(self, messages):
-        return "\n".join(m["content"] for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        import json
-
-        from engine.backends import Generation
-
-        self.calls += 1
-        return Generation(json.dumps(FULL), 10, 10, 0.0, 0.0, "stop")
-
-
 def test_identical_summaries_keep_their_own_judge_result(store, tmp_path, capsys, monkeypatch):
     ds, _ = load_paths([BUNDLE], name="d")
     case = ds.cases[0]
@@ -187,7 +162,7 @@ def test_identical_summaries_keep_their_own_judge_result(store, tmp_path, capsys
     same = [Summary(f"gen{i}", case.case_id, text, f"model-{i}") for i in range(3)]
     d = Dataset("d", [case], same)
     store.import_dataset(d, name="d")
-    be = _Echo()
+    be = EchoBackend(FULL)
     results = list(run_batch(Judge(be, "sha", JudgeParams()), d, [s.summary_id for s in same], store=store,
                              dataset_name="d"))
     assert be.calls == 1  # computed once
