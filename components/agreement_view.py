@@ -138,29 +138,34 @@ def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None
 
 
 def report_button(dataset: str, config_key: str | None) -> None:
-    """Make the committee report (self-contained HTML, and a PDF when Chromium is installed) and offer both."""
+    """Make the committee report (self-contained HTML, and a PDF when Chromium is installed) once and offer both:
+    the files are kept for this dataset, configuration and data version, so downloading one leaves the other (no
+    second generation); the download buttons do not rerun the page."""
     import tempfile
     from pathlib import Path
 
+    from components import state
     from engine import report
 
-    if not st.button("Make the committee report (HTML + PDF)", key="make_report"):
+    key = (dataset, config_key, state.data_version())
+    if st.button("Make the committee report (HTML + PDF)", key="make_report"):
+        with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
+            html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
+            try:
+                report.write(state.store(), dataset, html, pdf if report.chromium_path() else None, config_key,
+                             count_tokens=state.token_counter())
+            except report.ReportError as exc:
+                st.error(untrusted.md(exc))
+                return
+            st.session_state["committee_report"] = {"key": key, "html": html.read_bytes(),
+                                                    "pdf": pdf.read_bytes() if pdf.exists() else None}
+    made = st.session_state.get("committee_report")
+    if not made or made["key"] != key:
         return
-    from components import state
-
-    with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
-        html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
-        try:
-            report.write(state.store(), dataset, html, pdf if report.chromium_path() else None, config_key,
-                         count_tokens=state.token_counter())
-        except report.ReportError as exc:
-            st.error(untrusted.md(exc))
-            return
-        st.download_button("Download the report (HTML)", html.read_bytes(),
-                           untrusted.filename(dataset, "-pdsqi9-report.html"), "text/html", key="dl_report_html")
-        if pdf.exists():
-            st.download_button("Download the report (PDF)", pdf.read_bytes(),
-                               untrusted.filename(dataset, "-pdsqi9-report.pdf"), "application/pdf",
-                               key="dl_report_pdf")
-        else:
-            st.caption("No Chromium found to print a PDF: open the HTML file and print it from a browser.")
+    st.download_button("Download the report (HTML)", made["html"], untrusted.filename(dataset, "-pdsqi9-report.html"),
+                       "text/html", key="dl_report_html", on_click="ignore")
+    if made["pdf"] is not None:
+        st.download_button("Download the report (PDF)", made["pdf"], untrusted.filename(dataset, "-pdsqi9-report.pdf"),
+                           "application/pdf", key="dl_report_pdf", on_click="ignore")
+    else:
+        st.caption("No Chromium found to print a PDF: open the HTML file and print it from a browser.")

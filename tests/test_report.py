@@ -156,3 +156,7 @@ def test_report_button_on_the_agreement_page(sample_store, monkeypatch):
     assert "Download the report (HTML)" in labels
     if CHROMIUM:
         assert "Download the report (PDF)" in labels
+    at.run()  # any rerun (a download used to be one) keeps both files of the one generation
+    assert not at.exception
+    again = [d.proto.label for d in at.get("download_button")]
+    assert "Download the report (HTML)" in again and (not CHROMIUM or "Download the report (PDF)" in again)
