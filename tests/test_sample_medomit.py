@@ -1,0 +1,21 @@
+"""The sample's shipped MED-OMIT results come from the 1.5B default judge and are stored with the sample, so the Case
+page shows them without a run."""
+import json
+
+from engine.medomit import MedOmitResult, result_key
+from engine.modelfiles import QWEN_SHA256
+from engine.sample import SAMPLE_MEDOMIT, ensure_sample
+
+
+def test_shipped_medomit_rows_are_the_default_judges_and_import_with_the_sample(store):
+    rows = [json.loads(x) for x in SAMPLE_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert rows and {r["method"] for r in rows} == {"medomit"}
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    stored = store.evidence_results("sample", "medomit")
+    for r in rows:
+        res = MedOmitResult.from_json(stored[r["summary_id"]])
+        assert res.provenance["model"] == QWEN_SHA256 and not res.smoke_test
+        s = ds.summary(r["summary_id"])
+        assert r["cache_key"] == result_key(QWEN_SHA256, ds.case(s.case_id), s)  # keyed by content and model hash
+        assert res.facts and res.status in ("complete", "incomplete")
