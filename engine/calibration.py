@@ -367,7 +367,9 @@ def calibrated_scores(store, dataset: str, config_key: str, results, cal: Option
     if cal.kind == "judge+evidence":
         from .evidence_features import evidence_for
 
-        feats = {k: v.features for k, v in evidence_for(store, dataset, store.load_dataset(dataset)).items()}
+        ids = [r.summary_id for r in results if r.status == "scored" and config_key_of(r) == config_key]
+        feats = {k: v.features for k, v in evidence_for(store, dataset, store.load_dataset(dataset),
+                                                         summary_ids=ids).items()}
     out = {}
     for r in results:
         if r.status != "scored" or config_key_of(r) != config_key:

@@ -37,15 +37,19 @@ def _json(text: Optional[str]) -> Optional[dict]:
     return d if isinstance(d, dict) else None
 
 
-def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=()) -> dict[str, EvidenceSummary]:
-    """summary id -> its evidence numbers; stored evidence that is missing leaves that feature None."""
+def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=None) -> dict[str, EvidenceSummary]:
+    """summary id -> its evidence numbers (only ``summary_ids`` when given); stored evidence that is missing leaves
+    that feature None."""
     from . import stigma
 
     cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
     ali = store.evidence_results(dataset, "alignment") if store is not None else {}
     lexicon = stigma.load_lexicon(extra_stigma)
     out: dict[str, EvidenceSummary] = {}
+    wanted = None if summary_ids is None else set(summary_ids)
     for s in ds.summaries:
+        if wanted is not None and s.summary_id not in wanted:
+            continue
         c, a = _json(cov.get(s.summary_id)), _json(ali.get(s.summary_id))
         omission = flag = None
         if c and isinstance(c.get("global_score"), (int, float)):
