@@ -134,10 +134,27 @@ def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None
     st.caption("Bands after Koo & Li (2016): below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent.")
     for v in verdicts:
         st.markdown(f"**{untrusted.md(v['label'])}.** {untrusted.md(v['verdict'])}"
+                    + (f" {untrusted.md(v['secondary'])} (secondary)." if v.get("secondary") else "")
                     + (f" *({untrusted.md(v['warning'])})*" if v["warning"] else ""))
+        if v.get("block"):
+            st.caption(untrusted.md(v["block"]))
 
 
-def report_button(dataset: str, config_key: str | None) -> None:
+def spot_checks(vs_panel: list[dict], pairs: list[dict], in_reference: bool) -> None:
+    """The clinicians' spot checks as their own comparison, apart from the panel."""
+    st.markdown("**Clinicians' spot checks** — each clinician against the panel's median of the same summaries; "
+                "the panel figures above never include them. Human reference: "
+                + ("panel median **with** the spot checks." if in_reference else "panel median only."))
+    if not vs_panel:
+        st.caption("No spot check saved yet (Spot-check page).")
+        return
+    table(vs_panel, "spot_checks_vs_panel")
+    if pairs:
+        st.caption("Clinicians who spot-checked the same summaries, against each other:")
+        table(pairs, "spot_checks_pairs")
+
+
+def report_button(dataset: str, config_key: str | None, spot_checks_in_reference: bool = False) -> None:
     """Make the committee report (self-contained HTML, and a PDF when Chromium is installed) once and offer both:
     the files are kept for this dataset, configuration and data version, so downloading one leaves the other (no
     second generation); the download buttons do not rerun the page."""
@@ -147,13 +164,13 @@ def report_button(dataset: str, config_key: str | None) -> None:
     from components import state
     from engine import report
 
-    key = (dataset, config_key, state.data_version())
+    key = (dataset, config_key, state.data_version(), spot_checks_in_reference)
     if st.button("Make the committee report (HTML + PDF)", key="make_report"):
         with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
             html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
             try:
                 report.write(state.store(), dataset, html, pdf if report.chromium_path() else None, config_key,
-                             count_tokens=state.token_counter())
+                             count_tokens=state.token_counter(), spot_checks_in_reference=spot_checks_in_reference)
             except report.ReportError as exc:
                 st.error(untrusted.md(exc))
                 return

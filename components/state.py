@@ -191,7 +191,8 @@ def require_dataset():
 
 
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
-def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None):
+def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None,
+               spot_checks: bool = False):
     from engine.agreement import analyse, llm_scores_from_results
     from engine.judge import JudgeResult
     from engine.judge_configs import results_for
@@ -201,7 +202,7 @@ def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, 
     ds = dataset_with_reviews(s, name)
     results = [JudgeResult.from_json(x) for x in s.judge_results(name, latest_only=False)]
     llm = llm_scores_from_results(results_for(results, config_key)) if config_key else {}
-    rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot)
+    rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot, spot_checks_in_reference=spot_checks)
     rep.judge_config = config_key
     return rep
 
@@ -226,12 +227,13 @@ def token_counter():
     return _token_counter(settings().llama_model_path)
 
 
-def agreement(name: str, n_boot: int = 1000, config_key: str | None = None):
-    """The dataset's agreement report (humans, reviews, and the LLM judge results of ONE judge configuration —
-    never pooled); cached until the data change."""
+def agreement(name: str, n_boot: int = 1000, config_key: str | None = None, spot_checks: bool = False):
+    """The dataset's agreement report (the rater panel, reviews, and the LLM judge results of ONE judge
+    configuration — never pooled); ``spot_checks``: the clinicians' spot checks enter the human reference.
+    Cached until the data change."""
     s = store()
     judge_key = str(len(s.judge_results(name, latest_only=False)))
-    return _agreement(str(s.path), name, data_version(), judge_key, n_boot, config_key)
+    return _agreement(str(s.path), name, data_version(), judge_key, n_boot, config_key, spot_checks)
 
 
 def case_picker(ds):

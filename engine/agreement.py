@@ -12,8 +12,16 @@ Conventions
   resampled); Gwet AC2 with linear and quadratic weights. Yes/no items: Gwet AC1 and Krippendorff α nominal.
 * "Overall" stacks the Likert items: a unit is one (summary, item) pair.
 * Cronbach α: items as columns, the mean human score per summary as value, pairwise deletion, Feldt CI.
+* The rater panel is the imported raters. Clinicians' spot checks (Spot-check page) never join the panel: the
+  panel statistics ignore them, :func:`spot_check_agreement` compares each clinician with the panel median and
+  with the other clinicians, and they enter the human reference (the median the LLM is compared with) only when
+  ``analyse(..., spot_checks_in_reference=True)``.
 * An adjudicated final score (Spot-check page) replaces the human median of that summary and item as the human
-  reference; clinicians' spot checks join the human raters.
+  reference.
+* Headline statistics (:func:`headline`): Likert items ICC(3,k) on the block of summaries every panel rater scored
+  (block size shown), Krippendorff α interval when that block is under 3 summaries (α uses every rating). Yes/no
+  items Gwet AC1 for the panel; for the LLM judge Cohen's κ against the human majority, which a constant judge
+  fails (AC1 shown beside it). An estimate whose CI reaches zero reads "not distinguishable from chance".
 * LLM vs humans: Wilcoxon signed-rank of the LLM median vs the human median per summary; the LLM as an 8th rater
   and as a substitute for each human, with the change in ICC(3,k), a bootstrap CI (1000 resamples of summaries)
   and a two-tailed bootstrap p.
@@ -29,10 +37,11 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from . import reliability as rel
-from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, Dataset
+from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, Dataset
 from .rubric import ITEMS, Scale, format_share
 
-HUMAN_EXCLUDE = set(RESERVED_RATER_GROUPS)  # the LLM judge and adjudicated final scores are not human raters
+# the rater panel: not the LLM judge, not adjudicated final scores, not clinicians' spot checks
+HUMAN_EXCLUDE = set(RESERVED_RATER_GROUPS)
 LIKERT = [i.key for i in ITEMS if i.is_likert]
 BINARY = [i.key for i in ITEMS if i.scale is Scale.BINARY]
 
@@ -55,6 +64,13 @@ def item_matrix(ds: Dataset, item: str, exclude_groups=HUMAN_EXCLUDE) -> ItemMat
         if r.item == item and r.rater_id in ri and r.value is not None:
             m[si[r.summary_id], ri[r.rater_id]] = r.value
     return ItemMatrix(item, sids, raters, m)
+
+
+def spot_check_matrix(ds: Dataset, item: str) -> ItemMatrix:
+    """The clinicians' spot checks of ``item`` as a summaries × reviewers matrix (same rows as
+    :func:`item_matrix`)."""
+    others = {r.rater_group for r in ds.ratings} - {SPOT_CHECK_GROUP}
+    return item_matrix(ds, item, exclude_groups=others)
 
 
 @dataclass
@@ -149,9 +165,11 @@ class ItemAgreement:
     gwet_ac2_quadratic: Optional[rel.Estimate] = None
     llm_vs_human: Optional[rel.TestResult] = None
     llm_effect: Optional[LlmEffect] = None
-    # the LLM's agreement with the humans: Likert ICC(2,1) (absolute agreement) of the LLM median with the human
-    # median; yes/no Gwet AC1 of the LLM with the human majority
+    # the LLM's agreement with the humans: Likert ICC(2,1) (absolute agreement) of the LLM score with the human
+    # median; yes/no Cohen's κ of the LLM with the human majority (ties left out), with Gwet AC1 as secondary
     llm_agreement: Optional[rel.Estimate] = None
+    llm_ac1: Optional[rel.Estimate] = None
+    llm_constant: Optional[float] = None  # the one value the LLM gave every compared summary, when it never varied
     human_median: Optional[float] = None  # median over summaries of the human median
     llm_median: Optional[float] = None
     human_yes: Optional[tuple[int, int]] = None  # yes/no items: (yes answers, answers) over all human ratings
@@ -197,10 +215,12 @@ def adjudicated_vector(ds: Dataset, item: str, summary_ids: Sequence[str]) -> tu
 
 
 def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boot: int, seed: int,
-                   reference: Optional[tuple[np.ndarray, np.ndarray]] = None) -> ItemAgreement:
+                   reference: Optional[tuple[np.ndarray, np.ndarray]] = None,
+                   extra: Optional[np.ndarray] = None) -> ItemAgreement:
     """``reference``: per summary, (adjudicated?, adjudicated score or NaN for NA), from
     :func:`adjudicated_vector`; an adjudicated score replaces the human median of that summary (it is the
-    reference, never one more rater in ``m``)."""
+    reference, never one more rater in ``m``). ``extra``: more human columns (spot checks) that enter the human
+    median but none of the panel's agreement statistics."""
     x = m.values
     rated = ~np.isnan(x).all(axis=1)
     complete = ~np.isnan(x).any(axis=1)
@@ -223,7 +243,8 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
         out.kripp_nominal = _safe(lambda: rel.krippendorff_alpha_bootstrap(data, "nominal", n_boot, seed),
                                   out.notes, "Krippendorff nominal")
         out.gwet_ac1 = _safe(lambda: rel.gwet_ac(data, "unweighted", categories=[0.0, 1.0]), out.notes, "Gwet AC1")
-    hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in x]) if len(x) else np.array([])
+    xr = np.column_stack([x, extra]) if extra is not None and extra.size and len(extra) == len(x) else x
+    hm = np.array([np.nanmedian(r) if not np.isnan(r).all() else np.nan for r in xr]) if len(xr) else np.array([])
     if reference is not None and len(hm) == len(reference[0]):
         hm = np.where(reference[0], reference[1], hm)  # an adjudicated final score is the human reference
     if (~np.isnan(hm)).any():
@@ -244,9 +265,19 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
             out.llm_agreement = _safe(lambda: rel.icc_all(np.column_stack([hm[ok], llm[ok]]))["ICC2"], out.notes,
                                       "ICC(2,1) LLM vs human median")
         elif ok.sum() >= 3:
-            pairs = [[float(h >= 0.5), float(v >= 0.5)] for h, v in zip(hm[ok], llm[ok])]
-            out.llm_agreement = _safe(lambda: rel.gwet_ac(pairs, "unweighted", categories=[0.0, 1.0]), out.notes,
-                                      "AC1 LLM vs human majority")
+            decided = ok & (hm != 0.5)  # a tie of yes and no is no majority to compare with
+            pairs = [[float(h > 0.5), float(v >= 0.5)] for h, v in zip(hm[decided], llm[decided])]
+            if len(pairs) >= 3 and len({p[1] for p in pairs}) == 1:
+                out.llm_constant = pairs[0][1]
+            if len(pairs) >= 3:
+                out.llm_agreement = _safe(lambda: rel.cohen_kappa(np.array(pairs), categories=[0.0, 1.0]),
+                                          out.notes, "κ LLM vs human majority")
+                out.llm_ac1 = _safe(lambda: rel.gwet_ac(pairs, "unweighted", categories=[0.0, 1.0]), out.notes,
+                                    "AC1 LLM vs human majority")
+            else:
+                out.notes.append("κ LLM vs human majority: fewer than 3 summaries with a human majority")
+        if likert and ok.sum() >= 3 and len(set(llm[ok].tolist())) == 1:
+            out.llm_constant = float(llm[ok][0])
         if ok.sum() >= 3 and np.any(hm[ok] != llm[ok]):
             out.llm_vs_human = _safe(lambda: rel.wilcoxon_signed_rank(llm[ok], hm[ok]), out.notes, "Wilcoxon")
         if likert:
@@ -294,6 +325,8 @@ class AgreementReport:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # statistics that could not be computed, with the reason
     judge_config: Optional[str] = None  # the judge configuration the LLM figures come from (never pooled)
+    spot_checks_in_reference: bool = False  # whether the clinicians' spot checks entered the human reference
+    spot_checks: Optional["SpotCheckAgreement"] = None  # the clinicians vs the panel, and vs each other
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))
@@ -311,8 +344,8 @@ def _jsonable(o):
     return o
 
 
-def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_tokens: Callable[[str], int]
-                 ) -> list[dict]:
+def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_tokens: Callable[[str], int],
+                 spot_checks: bool = False) -> list[dict]:
     rows = []
     tok_cache: dict[str, int] = {}
     by_summary: dict[str, list] = {}
@@ -325,7 +358,8 @@ def _per_summary(ds: Dataset, llm: dict[str, dict[str, Optional[float]]], count_
         row = {"summary_id": s.summary_id, "case_id": s.case_id, "specialty": case.target_specialty,
                "generator": s.generator_model or "", "quality_group": s.quality_group or "",
                "note_tokens": tok_cache[case.case_id], "summary_tokens": count_tokens(s.text)}
-        ratings = [r for r in by_summary.get(s.summary_id, []) if r.rater_group not in HUMAN_EXCLUDE]
+        ratings = [r for r in by_summary.get(s.summary_id, []) if r.rater_group not in HUMAN_EXCLUDE
+                   or (spot_checks and r.rater_group == SPOT_CHECK_GROUP)]
         adjudicated = {r.item: r.value for r in by_summary.get(s.summary_id, []) if r.rater_group == ADJUDICATED_GROUP}
         for item in ITEMS:
             vals = [r.value for r in ratings if r.item == item.key and r.value is not None]
@@ -505,16 +539,19 @@ def llm_scores_from_results(results) -> dict[str, dict[str, Optional[float]]]:
 
 
 def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = None,
-            count_tokens: Callable[[str], int] = lambda t: len(t.split()), n_boot: int = 1000, seed: int = 0
-            ) -> AgreementReport:
-    """Every agreement statistic for a dataset (humans, and the LLM judge when ``llm`` medians are given)."""
+            count_tokens: Callable[[str], int] = lambda t: len(t.split()), n_boot: int = 1000, seed: int = 0,
+            spot_checks_in_reference: bool = False) -> AgreementReport:
+    """Every agreement statistic for a dataset (humans, and the LLM judge when ``llm`` scores are given).
+
+    The panel statistics use the imported raters only. ``spot_checks_in_reference``: the clinicians' spot checks
+    also enter the human median per summary (the reference the LLM is compared with); off by default."""
     import time
 
     t0 = time.perf_counter()
     llm = llm or {}
     has_llm = bool(llm)
     items = []
-    stacked_h, stacked_l, stacked_ref = [], [], []
+    stacked_h, stacked_l, stacked_ref, stacked_x = [], [], [], []
     raters: list[str] = []
     for item in ITEMS:
         m = item_matrix(ds, item.key)
@@ -522,10 +559,12 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
         lv = np.array([np.nan if llm.get(s, {}).get(item.key) is None else llm[s][item.key]
                        for s in m.summary_ids]) if has_llm else None
         ref = adjudicated_vector(ds, item.key, m.summary_ids)
-        items.append(item_agreement(m, lv, item.is_likert, n_boot, seed, ref))
+        extra = spot_check_matrix(ds, item.key).values if spot_checks_in_reference else None
+        items.append(item_agreement(m, lv, item.is_likert, n_boot, seed, ref, extra))
         if item.is_likert:
             stacked_h.append(m)
             stacked_ref.append(ref)
+            stacked_x.append(extra)
             if lv is not None:
                 stacked_l.append(lv)
     # overall: Likert items stacked, a unit = (summary, item); raters aligned by id
@@ -538,10 +577,15 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
         blocks.append(b)
     overall_m = ItemMatrix("overall", [f"{s}:{m.item}" for m in stacked_h for s in m.summary_ids], all_r,
                            np.vstack(blocks))
+    overall_x = None
+    if spot_checks_in_reference and stacked_x:
+        width = max(x.shape[1] for x in stacked_x)
+        overall_x = np.vstack([np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=np.nan)
+                               for x in stacked_x])
     overall = item_agreement(overall_m, np.concatenate(stacked_l) if stacked_l else None, True, n_boot, seed,
                              (np.concatenate([r[0] for r in stacked_ref]), np.concatenate([r[1] for r in stacked_ref]))
-                             if stacked_ref else None)
-    rows = _per_summary(ds, llm, count_tokens)
+                             if stacked_ref else None, overall_x)
+    rows = _per_summary(ds, llm, count_tokens, spot_checks_in_reference)
     cron_cols = [k for k in LIKERT]
     cron_data = [[r[f"{k}:human_mean"] for k in cron_cols] for r in rows]
     notes: list[str] = []
@@ -560,7 +604,101 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
         notes.extend(f"{a.item}: {n}" for n in a.notes)
     return AgreementReport(ds.name, len(ds.summaries), raters, has_llm, items, overall, cronbach, quality,
                            seniority, correlations, mixed, factor, _item_correlation(rows), rows,
-                           round(time.perf_counter() - t0, 3), notes)
+                           round(time.perf_counter() - t0, 3), notes,
+                           spot_checks_in_reference=spot_checks_in_reference, spot_checks=spot_check_agreement(ds))
+
+
+# ------------------------------------------------------------------------------------------------- spot checks
+
+
+@dataclass
+class SpotCheckVsPanel:
+    """One clinician's spot checks against the imported panel's median of the same summaries and items."""
+
+    reviewer: str
+    n_summaries: int
+    n_likert: int  # 1-5 items compared (both sides scored)
+    exact: int  # |clinician − panel median| < 0.5
+    within_one: int  # |clinician − panel median| <= 1
+    mean_difference: Optional[float]  # clinician − panel median, over the 1-5 items
+    n_yes_no: int
+    yes_no_agree: int  # yes/no items where the clinician gives the panel majority (ties left out)
+
+
+@dataclass
+class SpotCheckPair:
+    """Two clinicians who spot-checked the same summaries: their agreement on the items both scored."""
+
+    reviewer_a: str
+    reviewer_b: str
+    n_items: int  # (summary, item) pairs both scored
+    exact: int
+    mean_abs_difference: Optional[float]
+
+
+@dataclass
+class SpotCheckAgreement:
+    vs_panel: list[SpotCheckVsPanel] = field(default_factory=list)
+    pairs: list[SpotCheckPair] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.vs_panel
+
+
+def spot_check_agreement(ds: Dataset) -> SpotCheckAgreement:
+    """The clinicians' spot checks as their own comparison: each clinician vs the panel median (adjudicated final
+    scores are not the panel and are left out here), and each pair of clinicians on what they both scored."""
+    from .rubric import get_item
+
+    spot: dict[str, dict[tuple[str, str], Optional[float]]] = {}
+    panel: dict[tuple[str, str], list[float]] = {}
+    for r in ds.ratings:
+        if r.rater_group == SPOT_CHECK_GROUP:
+            spot.setdefault(r.rater_id, {})[(r.summary_id, r.item)] = r.value
+        elif r.rater_group not in HUMAN_EXCLUDE and r.value is not None:
+            panel.setdefault((r.summary_id, r.item), []).append(r.value)
+    out = SpotCheckAgreement()
+    for reviewer, cells in sorted(spot.items()):
+        diffs, yn = [], []
+        for (sid, key), v in cells.items():
+            vals = panel.get((sid, key))
+            if v is None or not vals:
+                continue
+            med = float(np.median(vals))
+            if get_item(key).is_likert:
+                diffs.append(v - med)
+            elif med != 0.5:
+                yn.append((v >= 0.5) == (med > 0.5))
+        out.vs_panel.append(SpotCheckVsPanel(
+            reviewer, len({sid for sid, _ in cells}), len(diffs), sum(abs(d) < 0.5 for d in diffs),
+            sum(abs(d) <= 1 for d in diffs), float(np.mean(diffs)) if diffs else None, len(yn), sum(yn)))
+    names = sorted(spot)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = [(spot[a][k], spot[b][k]) for k in spot[a].keys() & spot[b].keys()
+                    if spot[a][k] is not None and spot[b][k] is not None]
+            if both:
+                out.pairs.append(SpotCheckPair(a, b, len(both), sum(x == y for x, y in both),
+                                               float(np.mean([abs(x - y) for x, y in both]))))
+    return out
+
+
+def spot_check_rows(sc: Optional[SpotCheckAgreement]) -> tuple[list[dict], list[dict]]:
+    """Plain rows for the UI and the report: clinicians vs the panel, and clinicians vs each other."""
+    if sc is None:
+        return [], []
+    pct = (lambda k, n: f"{k} of {n} ({round(100 * k / n)}%)" if n else "—")
+    vs = [{"clinician": v.reviewer, "summaries": v.n_summaries,
+           "1-5 items: same level as panel median": pct(v.exact, v.n_likert),
+           "within one level": pct(v.within_one, v.n_likert),
+           "mean difference (clinician − panel)": "—" if v.mean_difference is None else f"{v.mean_difference:+.2f}",
+           "yes/no items: panel majority": pct(v.yes_no_agree, v.n_yes_no)} for v in sc.vs_panel]
+    pairs = [{"clinicians": f"{p.reviewer_a} · {p.reviewer_b}", "items both scored": p.n_items,
+              "same value": pct(p.exact, p.n_items),
+              "mean |difference|": "—" if p.mean_abs_difference is None else f"{p.mean_abs_difference:.2f}"}
+             for p in sc.pairs]
+    return vs, pairs
 
 
 def reliability_rows(report: AgreementReport) -> list[dict]:
@@ -652,10 +790,10 @@ class HeadlineRow:
     label: str  # as in the instrument
     kind: str  # "likert" | "yes/no"
     n: int  # summaries the statistic used
-    statistic: str  # "ICC(3,k)" | "Gwet AC1"
+    statistic: str  # "ICC(3,k)" | "Krippendorff α (interval)" | "Gwet AC1"
     humans: Optional[rel.Estimate]
     humans_band: str
-    llm_statistic: str  # "ICC(2,1) LLM vs human median" | "Gwet AC1 LLM vs human majority"
+    llm_statistic: str  # "ICC(2,1) LLM vs human median" | "Cohen's κ LLM vs human majority"
     llm: Optional[rel.Estimate]
     llm_band: str
     human_center: str  # Likert: median of the human medians; yes/no: "12 of 40 yes (30%)"
@@ -664,6 +802,8 @@ class HeadlineRow:
     verdict: str
     warning: str = ""
     why_missing: str = ""
+    block: str = ""  # which summaries the raters' statistic used, when not all of them
+    secondary: str = ""  # the other statistic, shown beside the headline one (yes/no items: AC1 of the LLM)
 
 
 def _share(yes: Optional[tuple[int, int]]) -> str:
@@ -672,54 +812,108 @@ def _share(yes: Optional[tuple[int, int]]) -> str:
     return format_share(*yes)  # the one wording for yes/no shares (engine.rubric)
 
 
+def at_chance(e: Optional[rel.Estimate]) -> bool:
+    """True when an agreement estimate cannot be told from chance: zero or below, or a CI reaching zero."""
+    if e is None or e.value is None or not math.isfinite(e.value):
+        return False
+    return e.value <= 0 or (e.ci_low is not None and e.ci_low <= 0)
+
+
+def _finite(e: Optional[rel.Estimate]) -> Optional[rel.Estimate]:
+    return e if e is not None and e.value is not None and math.isfinite(e.value) else None
+
+
+def _constant_words(item, value: float) -> str:
+    from .rubric import format_value
+
+    return f"answered {format_value(item, value)} for every summary"
+
+
 def headline(report: AgreementReport) -> list[HeadlineRow]:
-    """Per item: the raters' agreement (ICC(3,k) for Likert items, Gwet AC1 for yes/no) with its CI and Koo & Li
-    band, the LLM judge's agreement with the raters, centres, and a one-line verdict in words."""
+    """Per item: the raters' agreement with its CI and Koo & Li band, the LLM judge's agreement with the raters,
+    centres, and a one-line verdict in words that cannot contradict the table under it.
+
+    Raters: ICC(3,k) on the summaries every panel rater scored (the block size is named when it is not every
+    summary), Krippendorff α interval when fewer than 3 summaries were scored by all (α handles missing ratings);
+    yes/no items Gwet AC1. LLM judge: ICC(2,1) against the human median for 1-5 items; for yes/no items Cohen's κ
+    against the human majority (AC1 beside it), so a judge that always gives the majority answer reads as chance.
+    Any estimate at or below zero, or whose CI reaches zero, reads "not distinguishable from chance"."""
     from .rubric import get_item
 
     out = []
     for a in report.items:
         item = get_item(a.item)
         likert = item.is_likert
-        raw = a.icc.get("ICC3k") if likert else a.gwet_ac1
-        humans = raw if raw is not None and raw.value is not None and math.isfinite(raw.value) else None
+        block = ""
+        if likert:
+            icc = _finite(a.icc.get("ICC3k")) if a.n_complete >= 3 else None
+            if icc is not None:
+                humans, statistic, short, n = icc, "ICC(3,k)", "ICC", a.n_complete
+                if a.n_complete < a.n_summaries:
+                    block = (f"ICC on the {a.n_complete} of {a.n_summaries} summaries scored by every one of the "
+                             f"{a.n_raters} raters")
+            elif a.n_summaries < 3:
+                humans, statistic, short, n = None, "ICC(3,k)", "ICC", a.n_complete
+            else:
+                humans, statistic, short, n = _finite(a.kripp_interval), "Krippendorff α (interval)", "α", \
+                    a.n_summaries
+                if humans is not None:
+                    block = (f"Krippendorff α over all {a.n_summaries} rated summaries: only {a.n_complete} were "
+                             "scored by every rater, too few for an ICC")
+            raw = a.icc.get("ICC3k") if a.n_complete >= 3 else a.kripp_interval
+        else:
+            humans, statistic, short, n = _finite(a.gwet_ac1), "Gwet AC1", "AC1", a.n_summaries
+            raw = a.gwet_ac1
         if raw is not None and humans is None:
-            a.notes.append(f"{'ICC' if likert else 'AC1'}: no variance: every score is the same, so agreement is "
-                           "undefined")
-        n = a.n_complete if likert else a.n_summaries
+            a.notes.append(f"{short}: no variance: every score is the same, so agreement is undefined")
         band = koo_li_band(humans.value if humans else None)
-        llm = a.llm_agreement if a.llm_agreement is not None and math.isfinite(a.llm_agreement.value) else None
+        llm = _finite(a.llm_agreement)
         llm_band = koo_li_band(llm.value if llm else None)
         if likert:
             hc = "—" if a.human_median is None else f"median {a.human_median:g}"
             lc = "—" if a.llm_median is None else f"median {a.llm_median:g}"
         else:
             hc, lc = _share(a.human_yes), _share(a.llm_yes)
-        own = [x for x in a.notes if not x.startswith(("ICC(2,1)", "AC1 LLM", "LLM vs human"))]
+        llm_prefixes = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")
+        own = [x for x in a.notes if not x.startswith(llm_prefixes)]
         why = "" if humans else ("; ".join(own) or "not enough ratings for this item")
-        if humans:
-            verdict = f"Raters agree {_ADVERB[band]} ({'ICC' if likert else 'AC1'} {format_estimate(humans)})."
+        if humans and at_chance(humans):
+            verdict = f"Raters' agreement is not distinguishable from chance ({short} {format_estimate(humans)})."
+        elif humans:
+            verdict = f"Raters agree {_ADVERB[band]} ({short} {format_estimate(humans)})."
         else:
             verdict = f"Rater agreement not computed: {why}."
+        secondary = ""
         if report.has_llm:
-            if llm:
-                verdict += f" The LLM judge agrees {_ADVERB[llm_band]} with them ({format_estimate(llm)})."
+            lshort = "ICC" if likert else "κ"
+            if not likert:
+                secondary = f"AC1 {format_estimate(_finite(a.llm_ac1))}" if _finite(a.llm_ac1) else ""
+                verdict += f" The LLM judge said {lc}; the raters {hc}."
+            if a.llm_constant is not None:
+                verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}: its agreement is not "
+                            f"distinguishable from chance" + (f" ({lshort} {format_estimate(llm)})" if llm else "")
+                            + ".")
+            elif llm and at_chance(llm):
+                verdict += f" The LLM judge's agreement is not distinguishable from chance ({lshort} " \
+                           f"{format_estimate(llm)})."
+            elif llm:
+                verdict += f" The LLM judge agrees {_ADVERB[llm_band]} with them ({lshort} {format_estimate(llm)})."
             else:
-                reason = next((x for x in a.notes if x.startswith(("ICC(2,1)", "AC1 LLM", "LLM vs human"))),
+                reason = next((x for x in a.notes if x.startswith(llm_prefixes)),
                               "too few summaries with both scores")
                 verdict += f" LLM agreement not computed: {reason}."
         warning = ""
         if humans and n < SMALL_N:
             warning = f"only {n} summaries: the interval is wide, read with care"
-        if humans and humans.ci_low is not None and humans.ci_high is not None and \
+        if humans and humans.ci_low is not None and humans.ci_high is not None and not at_chance(humans) and \
                 koo_li_band(humans.ci_low) != koo_li_band(humans.ci_high):
             warning = (warning + "; " if warning else "") + (f"the interval spans {koo_li_band(humans.ci_low)} to "
                                                            f"{koo_li_band(humans.ci_high)}")
-        out.append(HeadlineRow(a.item, item.label, "likert" if likert else "yes/no", n,
-                               "ICC(3,k)" if likert else "Gwet AC1", humans, band,
-                               "ICC(2,1) LLM vs human median" if likert else "Gwet AC1 LLM vs human majority",
+        out.append(HeadlineRow(a.item, item.label, "likert" if likert else "yes/no", n, statistic, humans, band,
+                               "ICC(2,1) LLM vs human median" if likert else "Cohen's κ LLM vs human majority",
                                llm, llm_band, hc, lc,
-                               format_p(a.llm_vs_human.p_value) if a.llm_vs_human else "—", verdict, warning, why))
+                               format_p(a.llm_vs_human.p_value) if a.llm_vs_human else "—", verdict, warning, why,
+                               block, secondary))
     return out
 
 

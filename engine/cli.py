@@ -647,7 +647,8 @@ def cmd_stats(args) -> int:
         say(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
     llm = llm_scores_from_results(results_for(results, config.key)) if config else {}
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
-    rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed)
+    rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed,
+                  spot_checks_in_reference=args.spot_checks_in_reference)
     rep.judge_config = config.key if config else None
     text = json.dumps(rep.to_dict(), indent=1)
     if args.out:
@@ -674,7 +675,7 @@ def cmd_report(args) -> int:
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
     try:
         data = write(store, args.target, Path(args.out), Path(args.pdf) if args.pdf else None, args.judge_config,
-                     args.boot, count)
+                     args.boot, count, args.spot_checks_in_reference)
     except ReportError as exc:
         say(f"error: {exc}", file=sys.stderr)
         return 1
@@ -882,6 +883,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
     sp.add_argument("--judge-config", help="the judge configuration (key) the LLM figures come from; default: the "
                                            "one covering the most summaries (results are never pooled)")
+    sp.add_argument("--spot-checks-in-reference", action="store_true",
+                    help="let the clinicians' spot checks enter the human median the LLM is compared with (the "
+                         "panel statistics never include them)")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_stats)
 
@@ -892,6 +896,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--judge-config", help="the judge configuration (key); default: the one covering most summaries")
     sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.add_argument("--spot-checks-in-reference", action="store_true",
+                    help="let the clinicians' spot checks enter the human reference (stated in the report)")
     sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("model", help="assemble the embedded models; describe the configured judge model")

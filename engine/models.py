@@ -9,18 +9,19 @@ from typing import Iterable, Optional
 
 from . import citations
 
-RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "unknown")
+RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "spot-check", "unknown")
 
 # Rater groups and ids that SumCheck itself writes into the ratings it analyses; imported ratings may not claim
 # them (an imported "adjudicated" rating would silently replace the human median; an "llm" one would be taken for
 # the judge). Defined once here; reviews.py and agreement.py use these names.
 LLM_GROUP = "llm"  # the LLM judge as a rater
 ADJUDICATED_GROUP = "adjudicated"  # adjudicated final scores (Spot-check page)
-CLINICIAN_GROUP = "clinician"  # spot checks by clinicians (a normal human group; imported ratings may use it)
+CLINICIAN_GROUP = "clinician"  # a normal human group; imported ratings may use it
+SPOT_CHECK_GROUP = "spot-check"  # clinicians' spot checks (Spot-check page): compared with the panel, not part of it
 LLM_RATER = "llm"
 ADJUDICATED_RATER = "adjudicated"
 REVIEW_RATER_SUFFIX = " (review)"  # a reviewer whose name clashes with an imported rater id
-RESERVED_RATER_GROUPS: tuple[str, ...] = (LLM_GROUP, ADJUDICATED_GROUP)
+RESERVED_RATER_GROUPS: tuple[str, ...] = (LLM_GROUP, ADJUDICATED_GROUP, SPOT_CHECK_GROUP)
 RESERVED_RATER_IDS: tuple[str, ...] = (LLM_RATER, ADJUDICATED_RATER)
 
 
@@ -34,6 +35,7 @@ def reserved_rater_problem(rater_id: str, rater_group: str) -> Optional[tuple[st
     if rater_group.strip().lower() in RESERVED_RATER_GROUPS:
         return "rater_group", (f"rater group {rater_group!r} is reserved: SumCheck uses it for "
                                + ("adjudicated final scores" if rater_group.strip().lower() == ADJUDICATED_GROUP
+                                  else "clinicians' spot checks" if rater_group.strip().lower() == SPOT_CHECK_GROUP
                                   else "the LLM judge"))
     return None
 

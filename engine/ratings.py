@@ -1,8 +1,8 @@
 """Ratings helpers: per-rater score rows and per-item medians (NA-aware).
 
-The human reference for an item of a summary is the median of the human raters (imported raters and clinician
-spot checks), **unless** an adjudicated final score exists for that item: then the adjudicated score *is* the
-reference. It replaces the median; it is never counted as one more rater. The LLM judge is never a human rater.
+The human reference for an item of a summary is the median of the imported rater panel (with the clinicians'
+spot checks only when the caller asks for them), **unless** an adjudicated final score exists for that item: then
+the adjudicated score *is* the reference. It replaces the median; it is never counted as one more rater. The LLM judge is never a human rater.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, Rating
+from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, Rating
 from .rubric import ITEM_KEYS, ITEMS, Item, Scale, format_aggregate, format_value
 
 
@@ -36,11 +36,12 @@ def item_median(values: Iterable[Optional[float]]) -> Optional[float]:
     return float(statistics.median(vals)) if vals else None
 
 
-def human_values(ratings: Iterable[Rating]) -> dict[str, list[Optional[float]]]:
-    """Per item, the values of the human raters (the LLM judge and adjudicated final scores left out)."""
+def human_values(ratings: Iterable[Rating], spot_checks: bool = False) -> dict[str, list[Optional[float]]]:
+    """Per item, the values of the human raters: the imported panel, plus the clinicians' spot checks when
+    ``spot_checks`` (the LLM judge and adjudicated final scores always left out)."""
     by_item: dict[str, list[Optional[float]]] = {}
     for r in ratings:
-        if r.rater_group not in RESERVED_RATER_GROUPS:
+        if r.rater_group not in RESERVED_RATER_GROUPS or (spot_checks and r.rater_group == SPOT_CHECK_GROUP):
             by_item.setdefault(r.item, []).append(r.value)
     return by_item
 
@@ -50,11 +51,11 @@ def adjudicated_values(ratings: Iterable[Rating]) -> dict[str, Optional[float]]:
     return {r.item: r.value for r in ratings if r.rater_group == ADJUDICATED_GROUP}
 
 
-def medians(ratings: Iterable[Rating]) -> dict[str, Optional[float]]:
+def medians(ratings: Iterable[Rating], spot_checks: bool = False) -> dict[str, Optional[float]]:
     """Per item, the human reference of one summary: the adjudicated final score where there is one, otherwise
-    the median of the human raters. Items nobody rated are absent."""
+    the median of the rater panel (with the spot checks when ``spot_checks``). Items nobody rated are absent."""
     ratings = list(ratings)
-    out = {k: item_median(v) for k, v in human_values(ratings).items() if v}
+    out = {k: item_median(v) for k, v in human_values(ratings, spot_checks).items() if v}
     out.update(adjudicated_values(ratings))
     pos = {k: i for i, k in enumerate(ITEM_KEYS)}
     return dict(sorted(out.items(), key=lambda kv: pos.get(kv[0], 99)))

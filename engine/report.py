@@ -24,11 +24,14 @@ from typing import Optional, Sequence
 
 from . import untrusted
 from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_p, headline,
-                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows)
+                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, spot_check_rows)
+from .models import RESERVED_RATER_GROUPS
 from .judge_configs import JudgeConfig, configurations, find, results_for
 from .rubric import ITEMS, get_item
 
 APP_VERSION = "SumCheck 0.9"
+HUMANS_TITLE = "Raters' agreement (ICC(3,k), or α when few summaries were scored by all; yes/no items: AC1), 95% CI"
+LLM_TITLE = "LLM judge vs raters (ICC(2,1); yes/no items: Cohen's κ), 95% CI"
 BAND_COLOURS = {"poor": "#fde2e1", "moderate": "#fff1d6", "good": "#e3f4e1", "excellent": "#c9ecc4"}
 REFERENCES = [
     "Croxford E, et al. Development and validation of the Provider Documentation Summarization Quality "
@@ -114,9 +117,10 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
 
 
 def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 1000,
-          count_tokens=None) -> ReportData:
+          count_tokens=None, spot_checks_in_reference: bool = False) -> ReportData:
     """Everything the report shows, for one dataset and one judge configuration (default: the one covering the
-    most summaries)."""
+    most summaries). ``spot_checks_in_reference``: the clinicians' spot checks also enter the human reference
+    (the panel statistics never include them); the choice is printed in the report."""
     from .judge import JudgeResult
     from .reviews import dataset_with_reviews
 
@@ -130,18 +134,22 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
     results = results_for(all_results, config.key) if config else []
     llm = llm_scores_from_results(results)
     kwargs = {"count_tokens": count_tokens} if count_tokens else {}
-    rep = analyse(ds, llm or None, n_boot=n_boot, **kwargs)
+    rep = analyse(ds, llm or None, n_boot=n_boot, spot_checks_in_reference=spot_checks_in_reference, **kwargs)
     rep.judge_config = config.key if config else None
     by_gen, by_q = _evidence_groups(store, name, ds)
     raters: dict[tuple[str, str], int] = {}
     for r in ds.ratings:
-        raters[(r.rater_id, r.rater_group)] = raters.get((r.rater_id, r.rater_group), 0) + 1
+        if r.rater_group not in RESERVED_RATER_GROUPS:  # the panel; spot checks and adjudications have sections
+            raters[(r.rater_id, r.rater_group)] = raters.get((r.rater_id, r.rater_group), 0) + 1
     texts = {s.summary_id: s.text for s in ds.summaries}
     top = [d for d in disagreements(rep) if d["|LLM − human|"] is not None][:5] if llm else []
     for d in top:
         d["excerpt"] = " ".join(texts.get(d["summary_id"], "").split())[:240]
     prov = {"app": APP_VERSION, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "dataset": name, "bootstrap resamples": n_boot}
+            "dataset": name, "bootstrap resamples": n_boot,
+            "human reference": "rater panel median" + (" with the clinicians' spot checks"
+                                                       if spot_checks_in_reference else " (spot checks reported "
+                                                                                         "apart)")}
     if config:
         first = next(r for r in results)
         prov.update({"judge configuration": config.key, "model file": config.model,
@@ -301,13 +309,18 @@ def render_html(d: ReportData) -> str:
         "abstraction is needed), and three yes/no items.</li>"
         "<li><b>Do the raters agree?</b> For 1–5 items the intraclass correlation ICC(3,k) (two-way, consistency, "
         "average of the raters) with its 95% confidence interval, on the summaries every rater scored. For yes/no "
-        "items Gwet's AC1, which stays stable when most answers are the same. Bands after Koo &amp; Li (2016): "
-        "below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent.</li>"
-        "<li><b>Does the LLM judge agree with them?</b> ICC(2,1) (absolute agreement) between the LLM's median score "
-        "and the raters' median per summary; for yes/no items AC1 between the LLM and the raters' majority. The "
+        "items Gwet's AC1, which stays stable when most answers are the same. When fewer than 3 summaries were "
+        "scored by every rater, Krippendorff's α (interval), which uses every rating. The raters are the imported "
+        "panel; clinicians' spot checks are reported apart. Bands after Koo &amp; Li (2016): "
+        "below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent; an estimate whose 95% CI reaches "
+        "zero is called not distinguishable from chance.</li>"
+        "<li><b>Does the LLM judge agree with them?</b> ICC(2,1) (absolute agreement) between the LLM's score "
+        "and the raters' median per summary; for yes/no items Cohen's κ between the LLM and the raters' majority "
+        "(a judge that always gives the majority answer scores 0), with AC1 beside it. The "
         "Wilcoxon signed-rank test asks whether the LLM scores systematically higher or lower. ΔICC: how the raters' "
         "ICC changes when the LLM joins them as one more rater, or replaces one of them (bootstrap CI).</li>"
-        "<li>The LLM judge's score is the median of several samples of a quantized local model; all its figures come "
+        "<li>The LLM judge's score for a 1–5 item is its expected score (the probability-weighted mean over the five "
+        "levels of its rating token), for a yes/no item its answer; all its figures come "
         "from one judge configuration (model, prompt version and parameters), named in the provenance.</li>"
         "<li>Omission evidence: unit coverage of the source notes by the summary — the estimated share of the notes' facts left out (0 = nothing omitted) — and "
         "MED-OMIT's weighted count of omitted facts; sentence support: how well each summary sentence is supported "
@@ -316,12 +329,20 @@ def render_html(d: ReportData) -> str:
     parts.append("<h2>3. Headline: agreement per item</h2>"
                  '<p class="legend">' + "".join(f'<span style="background:{c}">{n}</span>'
                                                 for n, c in BAND_COLOURS.items()) + "</p>")
-    parts.append(forest_svg(d.headline, "humans", "Raters' agreement (ICC(3,k); yes/no items: AC1), 95% CI"))
+    parts.append(forest_svg(d.headline, "humans", HUMANS_TITLE))
     if rep.has_llm:
-        parts.append(forest_svg(d.headline, "llm", "LLM judge vs raters (ICC(2,1); yes/no items: AC1), 95% CI"))
+        parts.append(forest_svg(d.headline, "llm", LLM_TITLE))
     parts.append("".join(f'<p class="verdict"><b>{h(r.label)}.</b> {h(r.verdict)}'
+                         + (f' <span class="muted">{h(r.secondary)} (secondary).</span>' if r.secondary else "")
+                         + (f' <span class="muted">({h(r.block)})</span>' if r.block else "")
                          + (f' <span class="warn">({h(r.warning)})</span>' if r.warning else "") + "</p>"
                          for r in d.headline))
+    parts.append(f'<p class="muted">Human reference: {h(d.provenance.get("human reference", ""))}.</p>')
+    vs, pairs = spot_check_rows(rep.spot_checks)
+    parts.append("<h3>Clinicians' spot checks</h3>" + (
+        "<p>Each clinician against the panel's median of the same summaries and items; the panel statistics above "
+        "do not include them.</p>" + _table(vs) + (_table(pairs) if pairs else "")
+        if vs else '<p class="muted">No spot checks saved.</p>'))
     # LLM vs humans
     if rep.has_llm:
         rows = llm_vs_human_rows(rep, d.headline)
@@ -402,8 +423,8 @@ def print_pdf(html_path: Path, pdf_path: Path, timeout: float = 120) -> Path:
 
 
 def write(store, name: str, out_html: Path, out_pdf: Optional[Path] = None, judge_config: Optional[str] = None,
-          n_boot: int = 1000, count_tokens=None) -> ReportData:
-    data = build(store, name, judge_config, n_boot, count_tokens)
+          n_boot: int = 1000, count_tokens=None, spot_checks_in_reference: bool = False) -> ReportData:
+    data = build(store, name, judge_config, n_boot, count_tokens, spot_checks_in_reference)
     out_html = Path(out_html)
     out_html.write_text(render_html(data), encoding="utf-8")
     if out_pdf is not None:

@@ -2,8 +2,10 @@
 
 A *review* row is one reviewer's value for one PDSQI-9 item of one summary, of one kind:
 
-* ``spot_check``   – a clinician re-rates a summary; in the statistics the reviewer becomes an extra rater
-  (``rater_id`` = reviewer name, ``rater_group`` = ``"clinician"``).
+* ``spot_check``   – a clinician re-rates a summary (``rater_id`` = reviewer name, ``rater_group`` =
+  ``"spot-check"``). Spot checks are compared with the imported rater panel and never join it: the panel's
+  agreement statistics ignore them, and they enter the human reference only when an analysis asks for it
+  (``engine.agreement.analyse(..., spot_checks_in_reference=True)``).
 * ``adjudication`` – the agreed final score, stored as a single rater ``"adjudicated"`` (``rater_group`` =
   ``"adjudicated"``), whoever the adjudicator was. It is the *reference*, not one more rater: wherever a human
   median is computed (``engine.ratings.medians``, the score tables, ``engine.agreement``) the adjudicated score of
@@ -22,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Mapping, Optional, Union
 
-from .models import (ADJUDICATED_GROUP, ADJUDICATED_RATER, CLINICIAN_GROUP, RESERVED_RATER_IDS,
+from .models import (ADJUDICATED_GROUP, ADJUDICATED_RATER, RESERVED_RATER_IDS, SPOT_CHECK_GROUP,
                      REVIEW_RATER_SUFFIX, Dataset, Rating)
 from .rubric import ITEM_KEYS, format_value, get_item, parse_value
 from .store import Store
@@ -32,7 +34,7 @@ ADJUDICATION = "adjudication"
 KINDS: tuple[str, ...] = (SPOT_CHECK, ADJUDICATION)
 KIND_LABELS: dict[str, str] = {SPOT_CHECK: "Spot check", ADJUDICATION: "Adjudicated final score"}
 
-# CLINICIAN_GROUP, ADJUDICATED_RATER and ADJUDICATED_GROUP come from engine.models (reserved names, defined once).
+# SPOT_CHECK_GROUP, ADJUDICATED_RATER and ADJUDICATED_GROUP come from engine.models (reserved names, defined once).
 
 CSV_COLUMNS: tuple[str, ...] = ("review_id", "dataset", "case_id", "summary_id", "reviewer", "kind", "item",
                                 "item_label", "value", "value_label", "comment", "created_at", "status",
@@ -228,14 +230,14 @@ def has_reviewed(store: Store, dataset: str, summary_id: str, reviewer: str, kin
 
 
 def reviews_as_ratings(store: Store, dataset: str, summary_id: Optional[str] = None) -> list[Rating]:
-    """Current reviews as ratings for the statistics: spot checks as the reviewer (group ``clinician``);
+    """Current reviews as ratings for the statistics: spot checks as the reviewer (group ``spot-check``);
     adjudications as the single rater ``adjudicated`` (the most recent adjudication of an item wins when more
     than one adjudicator scored it)."""
     out: list[Rating] = []
     adjudicated: dict[tuple[str, str], Review] = {}
     for r in current_reviews(store, dataset, summary_id):
         if r.kind == SPOT_CHECK:
-            out.append(Rating(r.summary_id, r.reviewer, r.item, r.value, CLINICIAN_GROUP))
+            out.append(Rating(r.summary_id, r.reviewer, r.item, r.value, SPOT_CHECK_GROUP))
         else:
             key = (r.summary_id, r.item)
             if key not in adjudicated or r.review_id > adjudicated[key].review_id:

@@ -5,10 +5,11 @@ import streamlit as st
 from components import agreement_view as av, state
 from engine import calibration, untrusted
 from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
+                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows,
+                              spot_check_rows)
 from engine.judge import JudgeResult
 from engine.judge_configs import results_for
-from engine.report import forest_svg
+from engine.report import HUMANS_TITLE, LLM_TITLE, forest_svg
 from engine.rubric import get_item
 from engine.store import StoreError
 
@@ -33,15 +34,19 @@ if configs:
     if config.smoke_test:
         st.warning(f"**Smoke-test model.** These LLM figures come from {untrusted.md(config.model)}, the embedded "
                    "270M model: they prove the pipeline runs and are not clinically meaningful.")
+spot_ref = st.toggle("Count clinicians' spot checks in the human reference", key="agreement_spot_ref",
+                     help="Off: the LLM is compared with the imported rater panel's median, and spot checks are "
+                          "reported apart. On: the spot checks also enter that median. The panel's own agreement "
+                          "figures never include them.")
 try:
-    rep = state.agreement(name, config_key=config.key if config else None)
+    rep = state.agreement(name, config_key=config.key if config else None, spot_checks=spot_ref)
 except Exception as exc:  # the engine raises; the page reports and keeps running
     st.error(f"The statistics could not be computed: {untrusted.md(exc)}")
     st.stop()
 if not rep.has_llm:
     st.info("No LLM judge results for this dataset yet: the figures below are for the human raters only. Run the "
             "judge on the Judge page to compare.")
-st.caption(f"{rep.n_summaries} summaries · raters: {untrusted.md(', '.join(rep.raters))} · "
+st.caption(f"{rep.n_summaries} summaries · rater panel: {untrusted.md(', '.join(rep.raters))} · "
            f"computed in {rep.seconds:.1f} s (cached until the data change)")
 
 rows = headline(rep)
@@ -49,14 +54,14 @@ t_head, t_rel, t_dist, t_len, t_llm, t_cal, t_dis, t_fa = st.tabs(
     ["Headline", "Full table", "Distributions", "Note length", "LLM vs humans", "Calibration", "Disagreements",
      "Structure"])
 with t_head:
-    av.headline(forest_svg(rows, "humans", "Raters' agreement (ICC(3,k); yes/no items: AC1), 95% CI"),
-                forest_svg(rows, "llm", "LLM judge vs raters (ICC(2,1); yes/no items: AC1), 95% CI")
-                if rep.has_llm else None,
-                [{"label": r.label, "verdict": r.verdict, "warning": r.warning} for r in rows])
+    av.headline(forest_svg(rows, "humans", HUMANS_TITLE), forest_svg(rows, "llm", LLM_TITLE) if rep.has_llm else None,
+                [{"label": r.label, "verdict": r.verdict, "warning": r.warning, "block": r.block,
+                  "secondary": r.secondary} for r in rows])
+    av.spot_checks(*spot_check_rows(rep.spot_checks), rep.spot_checks_in_reference)
     if rep.notes:
         with st.expander(f"{len(rep.notes)} statistic(s) could not be computed — why"):
             st.markdown("\n".join(f"- {untrusted.md(n)}" for n in rep.notes))
-    av.report_button(name, config.key if config else None)
+    av.report_button(name, config.key if config else None, spot_ref)
     # the two stigmatizing-language items: the lexicon detector beside the raters and the LLM judge
     st.markdown("**Stigmatizing language: the detector (lexicon, no LLM) and the LLM judge against the raters**")
     store = state.store()

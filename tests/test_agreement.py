@@ -103,7 +103,8 @@ def test_cli_stats_writes_report(tmp_path):
 
 
 def test_adjudicated_score_and_spot_check_flow_into_the_statistics(store):
-    """Adjudicating the top disagreement changes its human reference; a spot check adds a clinician rater."""
+    """Adjudicating the top disagreement changes its human reference; a spot check is compared with the panel and
+    does not join it."""
     from engine.reviews import ADJUDICATION, SPOT_CHECK, dataset_with_reviews, save_review
 
     ds, _ = load_paths([BUNDLE], name="sample")
@@ -119,5 +120,6 @@ def test_adjudicated_score_and_spot_check_flow_into_the_statistics(store):
     row = next(r for r in after.per_summary if r["summary_id"] == top)
     assert row["accurate:human_median"] == 1.0 and row["accurate:adjudicated"]
     assert row["accurate:abs_diff"] == 0.0
-    assert "Dr B" in after.raters and "adjudicated" not in after.raters
+    assert "Dr B" not in after.raters and "adjudicated" not in after.raters
+    assert [v.reviewer for v in after.spot_checks.vs_panel] == ["Dr B"]
     assert disagreements(after, "accurate")[0]["summary_id"] != top

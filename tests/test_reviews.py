@@ -159,10 +159,10 @@ def test_reviews_as_ratings_only_current(sample):
     save_review(store, "s", s0, "Dr D", ADJUDICATION, {"cited": 4, "accurate": 5})  # later adjudicator wins
     got = {(r.summary_id, r.rater_id, r.item): (r.value, r.rater_group) for r in reviews_as_ratings(store, "s")}
     assert got == {
-        (s0, "Dr A", "abstraction"): (1.0, "clinician"),
-        (s0, "Dr A", "cited"): (5.0, "clinician"),
-        (s0, "Dr A", "synthesized"): (3.0, "clinician"),
-        (s1, "Dr B", "cited"): (1.0, "clinician"),
+        (s0, "Dr A", "abstraction"): (1.0, "spot-check"),
+        (s0, "Dr A", "cited"): (5.0, "spot-check"),
+        (s0, "Dr A", "synthesized"): (3.0, "spot-check"),
+        (s1, "Dr B", "cited"): (1.0, "spot-check"),
         (s0, ADJUDICATED_RATER, "cited"): (4.0, ADJUDICATED_GROUP),
         (s0, ADJUDICATED_RATER, "accurate"): (5.0, ADJUDICATED_GROUP),
     }
@@ -179,7 +179,7 @@ def test_dataset_with_reviews(sample):
     save_review(store, "s", sid, "Dr C", ADJUDICATION, {"cited": 4, "abstraction": "no", "synthesized": "NA"})
     merged = dataset_with_reviews(store, "s")
     assert len(merged.ratings) == len(plain.ratings) + 4
-    extra = [r for r in merged.ratings if r.rater_group in ("clinician", "adjudicated")]
+    extra = [r for r in merged.ratings if r.rater_group in ("spot-check", "adjudicated")]
     assert {(r.rater_id, r.item, r.value) for r in extra} == {
         ("Dr A", "cited", 3.0), ("adjudicated", "cited", 4.0), ("adjudicated", "abstraction", 0.0),
         ("adjudicated", "synthesized", None)}
@@ -220,7 +220,7 @@ def test_dataset_with_reviews_renames_clash_with_later_import(tmp_path):
     save_review(store, "cj", ratings.ratings[0].summary_id, rater, SPOT_CHECK, {"cited": 3})  # no clash yet
     store.import_dataset(ratings, into="cj")
     merged = dataset_with_reviews(store, "cj")
-    assert any(r.rater_id == f"{rater} (review)" and r.rater_group == "clinician" for r in merged.ratings)
+    assert any(r.rater_id == f"{rater} (review)" and r.rater_group == "spot-check" for r in merged.ratings)
     assert len({(r.summary_id, r.rater_id, r.item) for r in merged.ratings}) == len(merged.ratings)
 
 
