@@ -25,6 +25,9 @@ Figures (per method, split and kind):
   loc        localisation: per (case, order), AUROC of unit scores × salience (what the Case page ranks by) for
              source units carrying a removed fact vs units carrying a kept fact; averaged
   loc-all    the same against every other unit (units carrying no labelled fact included: stricter)
+  top5       share of the removed facts inside one of the first 5 stored regions (what a reader sees first);
+             "top5 keys" ranks the same units with the key-term tier only, "top5 plain" by score x salience only
+             (the ranking before engine.coverage.region_rank_key's tiers)
   spearman   Spearman of the global score with the true omission rate over the labelled summaries (the complete
              summary, the written ones, and the quarter/half constructions)
   flagged    with the method's flag threshold: share of complete summaries flagged / of half-omitted flagged
@@ -52,7 +55,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from engine.coverage import METHODS, CoverageParams, calibrate, score_coverage  # noqa: E402
+from engine.coverage import METHODS, CoverageParams, calibrate, score_coverage, select_regions  # noqa: E402
 from engine.embeddings import Embedder  # noqa: E402
 from engine.loading import load_paths  # noqa: E402
 from engine.models import Case, Note, Summary  # noqa: E402
@@ -153,6 +156,9 @@ class Scored:
     g: float
     raw: float
     units: list  # (note id, start, end, score × salience)
+    regions: list = field(default_factory=list)  # the stored top regions (key terms first), as (note, start, end)
+    regions_plain: list = field(default_factory=list)  # the same units ranked by score x salience only
+    regions_keys: list = field(default_factory=list)  # ... with the key-term tier but not the change/next-step one
 
 
 class Scorer:
@@ -163,8 +169,28 @@ class Scorer:
         self.n += 1
         r = score_coverage(item.case, Summary("bench", item.case.case_id, text), self.emb, CoverageParams(method=self.key))
         sal = unit_salience(item.case, r.units)
+        import engine.coverage as coverage_module
+
+        coverage_module.RANK_ACTIONS = False  # the rankings before this rule, on the same units
+        try:
+            plain = select_regions(item.case, r.units, self.key, r.threshold, TOP_REGIONS, sal)
+            keys = select_regions(item.case, r.units, self.key, r.threshold, TOP_REGIONS, sal, text)
+        finally:
+            coverage_module.RANK_ACTIONS = True
         return Scored(r.global_score, float(r.params.get("raw_score", r.global_score)),
-                      [(u.note_id, u.start, u.end, u.score * s) for u, s in zip(r.units, sal)])
+                      [(u.note_id, u.start, u.end, u.score * s) for u, s in zip(r.units, sal)],
+                      [(x.note_id, x.start, x.end) for x in r.regions[:TOP_REGIONS]],
+                      [(x.note_id, x.start, x.end) for x in plain],
+                      [(x.note_id, x.start, x.end) for x in keys])
+
+
+TOP_REGIONS = 5  # what a reader looks at first: the Case page's first five "possibly omitted" regions
+
+
+def _top_recall(regions: list, removed: set, spans: dict) -> float:
+    """Share of the removed facts with a span inside one of the top regions."""
+    hit = [any(_overlaps(r, [sp]) for sp in spans[f] for r in regions) for f in removed]
+    return float(np.mean(hit)) if hit else float("nan")
 
 
 def _overlaps(u, spans) -> bool:
@@ -173,6 +199,7 @@ def _overlaps(u, spans) -> bool:
 
 def evaluate(score: Scorer, items: list[Item]) -> dict:
     comp, half, paired, graded, vs_comp, vs_rew, loc, loc_all = [], [], [], [], [], [], [], []
+    top5, top5_plain, top5_keys = [], [], []
     lab_x, lab_y, records = [], [], []  # records: (raw score, true omission rate, role) for --fit
     for it in items:
         full = score(it, "\n".join(it.sents))
@@ -193,6 +220,9 @@ def evaluate(score: Scorer, items: list[Item]) -> dict:
                 vs_rew.append(h.g > rew)
             for x, y, role in ((q, qrate, "quarter"), (h, hrate, "half")):
                 lab_x.append(x.g), lab_y.append(y), records.append((x.raw, y, role))
+            top5.append(_top_recall(h.regions, removed, it.spans))
+            top5_plain.append(_top_recall(h.regions_plain, removed, it.spans))
+            top5_keys.append(_top_recall(h.regions_keys, removed, it.spans))
             pos = [sp for f in removed for sp in it.spans[f]]
             kept = [sp for f in set(it.facts) - removed for sp in it.spans[f]]
             y_all = [_overlaps(u, pos) for u in h.units]
@@ -211,13 +241,18 @@ def evaluate(score: Scorer, items: list[Item]) -> dict:
             "vs rewrite": float(np.mean(vs_rew)) if vs_rew else float("nan"),
             "loc": float(np.mean(loc)) if loc else float("nan"),
             "loc-all": float(np.mean(loc_all)) if loc_all else float("nan"),
+            "top5": float(np.nanmean(top5)) if top5 else float("nan"),
+            "top5 plain": float(np.nanmean(top5_plain)) if top5_plain else float("nan"),
+            "top5 keys": float(np.nanmean(top5_keys)) if top5_keys else float("nan"),
             "spearman": float(spearmanr(lab_x, lab_y)[0]),
             "flagged complete": float(np.mean([c >= flag for c in comp])),
             "flagged half": float(np.mean([h >= flag for h in half])),
             "_records": records}
 
 
-FIGURES = ("AUROC", "paired", "graded", "vs compr.", "vs rewrite", "loc", "loc-all", "spearman", "flagged complete",
+FIGURES = ("AUROC", "paired", "graded", "vs compr.", "vs rewrite", "loc", "loc-all", "top5", "top5 keys", "top5 plain",
+           "spearman",
+           "flagged complete",
            "flagged half")
 # the rule that chose the default on the development split, fixed before the test split was scored
 CHOICE_FIGURES = ("AUROC", "paired", "graded", "vs compr.", "loc", "spearman")

@@ -21,11 +21,21 @@ def _key(name: str) -> str:
     return f"job:{name}"
 
 
-def start(name: str, job: Job) -> Job:
-    """Start ``job`` under ``name`` (one per name and session); a previous finished job's outcome is replaced."""
+def start(name: str, job: Job, label: str = "") -> Job:
+    """Start ``job`` under ``name`` (one per name and session); a previous finished job's outcome is replaced.
+    ``label`` (what the run is for: a summary and a model) heads its progress and its outcome."""
     st.session_state[_key(name)] = job.start()
+    st.session_state[_key(name) + ":label"] = label
     st.session_state.pop(_key(name) + ":seen", None)
     return job
+
+
+def forget(name: str) -> None:
+    """Drop a finished job's outcome (a new run is about to start under ``name``); a running job is kept."""
+    job = get(name)
+    if job is not None and not job.alive:
+        st.session_state.pop(_key(name), None)
+        st.session_state.pop(_key(name) + ":seen", None)
 
 
 def get(name: str) -> Optional[Job]:
@@ -37,9 +47,9 @@ def running(name: str) -> bool:
     return job is not None and job.alive
 
 
-def outcome(status: JobStatus) -> None:
-    """The finished job's outcome in one line, coloured by how it ended."""
-    text = untrusted.md(status.final_text())
+def outcome(status: JobStatus, label: str = "") -> None:
+    """The finished job's outcome in one line, coloured by how it ended; ``label`` says what the run was for."""
+    text = (f"{untrusted.md(label)} — " if label else "") + untrusted.md(status.final_text())
     if status.state == DONE:
         st.success(text)
     elif status.state == CANCELLED:
@@ -59,12 +69,14 @@ def panel(name: str, live: Optional[Callable[[Job], None]] = None,
     if job is None:
         return None
     seen_key = _key(name) + ":seen"
+    label = st.session_state.get(_key(name) + ":label", "")
 
     @st.fragment(run_every=REFRESH_S if job.alive else None)
     def _live() -> None:
         status = job.status()
         if not status.finished:
-            st.progress(status.fraction, text=untrusted.md_inline(status.progress_text(), 400))
+            st.progress(status.fraction, text=untrusted.md_inline((f"{label} — " if label else "")
+                                                                  + status.progress_text(), 400))
             if job.token.cancelled:
                 st.caption("Cancelling — the worker stops within the current model call; what is finished is kept.")
             elif st.button("Cancel", key=f"cancel_{name}", help="Stops within the current model call. Finished "
@@ -79,7 +91,7 @@ def panel(name: str, live: Optional[Callable[[Job], None]] = None,
             if on_finish is not None:
                 on_finish(job)
             st.rerun()  # the whole page, once: it re-reads what the job stored
-        outcome(status)
+        outcome(status, label)
         if live is not None and status.state != DONE:
             live(job)  # a cancelled or failed run: what it showed so far stays on screen
 

@@ -106,7 +106,52 @@ def datasets() -> list[DatasetInfo]:
     return store().list_datasets()
 
 
+# ------------------------------------------------------------------------------------- the current selection
+# One selection for every page: dataset, case and summary live in session state under these keys and are mirrored
+# in the URL query (?dataset=…&case=…&summary=…), so a copied link opens the same view. Values from the URL are
+# untrusted: each is used only when it names something that exists.
+SELECTION = {"dataset": "dataset", "case": "case_id", "summary": "summary_id"}
+
+
+def _selection_from_url() -> None:
+    """Once per session: take the selection from the URL the session was opened with."""
+    if st.session_state.get("_selection_from_url"):
+        return
+    st.session_state["_selection_from_url"] = True
+    for param, key in SELECTION.items():
+        value = st.query_params.get(param)
+        if value:
+            st.session_state[key] = value
+
+
+def publish_selection() -> None:
+    """Write the current selection into the URL query (only what changed)."""
+    for param, key in SELECTION.items():
+        value = st.session_state.get(key)
+        if value and st.query_params.get(param) != value:
+            st.query_params[param] = value
+
+
+def _keyed_choice(where, widget, label: str, options: list, key: str, state_key: str, **kwargs):
+    """A widget whose value is the shared selection ``state_key``: it opens on the shared value (which another page
+    may have changed) and writes the user's choice back before the page runs."""
+    current = st.session_state.get(state_key)
+    if current not in options:
+        current = options[0]
+        st.session_state[state_key] = current
+    # always (re)set: a widget with this key on another page is another widget, whose old value would not carry
+    st.session_state[key] = current
+
+    def _chosen() -> None:
+        st.session_state[state_key] = st.session_state[key]
+
+    choice = getattr(where, widget)(label, options, key=key, on_change=_chosen, **kwargs)
+    st.session_state[state_key] = choice
+    return choice
+
+
 def selected_dataset_name() -> Optional[str]:
+    _selection_from_url()
     names = [d.name for d in guarded(datasets, default=[], stop=True)]
     if not names:
         return None
@@ -122,9 +167,26 @@ def dataset_picker(where=st.sidebar) -> Optional[str]:
     if not names:
         where.info("No dataset yet: import one on the Data page.")
         return None
-    current = selected_dataset_name()
-    choice = where.selectbox("Dataset", names, index=names.index(current), key="dataset_picker")
-    st.session_state["dataset"] = choice
+    selected_dataset_name()
+    choice = _keyed_choice(where, "selectbox", "Dataset", names, "dataset_picker", "dataset")
+    publish_selection()
+    return choice
+
+
+def switch_dataset(name: str) -> None:
+    """Make ``name`` the current dataset (after an import); the caller says so on the page."""
+    st.session_state["dataset"] = name
+    st.session_state.pop("case_id", None)
+    st.session_state.pop("summary_id", None)
+
+
+def summary_picker(ds, case, where=None, key: str = "summary_widget", label: str = "Summary", **kwargs) -> str:
+    """The current summary of ``case`` (the shared selection; the first summary when the shared one is not in this
+    case), as a radio in ``where`` (default: the sidebar). ``key`` names the widget; the selection is shared."""
+    sids = [s.summary_id for s in ds.summaries_for(case.case_id)]
+    choice = _keyed_choice(where or st.sidebar, "radio", label, sids, key, "summary_id",
+                           format_func=untrusted.md_inline, **kwargs)
+    publish_selection()
     return choice
 
 
@@ -237,14 +299,13 @@ def agreement(name: str, n_boot: int = 1000, config_key: str | None = None, spot
 
 
 def case_picker(ds):
-    """The case picked in the sidebar (remembered across pages)."""
+    """The case picked in the sidebar: the shared selection, kept across pages and in the URL."""
     case_ids = [c.case_id for c in ds.cases]
     if not case_ids:
         st.info("This dataset has no cases.")
         st.stop()
-    default = st.session_state.get("case_id")
-    case_id = st.sidebar.selectbox("Case", case_ids, index=case_ids.index(default) if default in case_ids else 0)
-    st.session_state["case_id"] = case_id
+    case_id = _keyed_choice(st.sidebar, "selectbox", "Case", case_ids, "case_picker", "case_id")
+    publish_selection()
     return ds.case(case_id)
 
 

@@ -42,6 +42,9 @@ comparable across source kinds:
   the source states an age), or a patient name after a title ("Mrs. Kessler") absent from the source. One is
   enough: the sentence is weak whatever its score.
 
+* **false specifics** (:mod:`engine.specifics`) — a drug or named finding no note contains, a value the notes
+  give for that term only with other values, the other side. One is enough, with what the notes say instead.
+
 A section heading ("ASSESSMENT AND PLAN") is never weak. ``support`` keeps its meaning (and feeds the mean support
 and g); the rule's figures are in ``support_score``, ``lexical``, ``semantic``, ``foreign`` and ``weak_reason``.
 """
@@ -57,6 +60,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from . import specifics
 from .citations import strip as strip_citations
 from .embeddings import Embedder
 from .models import Case, Summary
@@ -66,7 +70,9 @@ from .sentences import Sentence, split_sentences
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
 # v2: citations read by engine.citations. v3 (issue 13): the weak-support rule (support_score, lexical, semantic,
 # foreign), and transcript units without speaker tags and disfluencies.
-ALIGNMENT_VERSION = "alignment-v4"  # v4: a citation is right when the cited note supports the sentence
+# v4: a citation is right when the cited note supports the sentence. v5: fact-level checks (engine.specifics) in the
+# weak rule and the citation check.
+ALIGNMENT_VERSION = "alignment-v5"
 # The cited notes support a sentence when ½(lexical + semantic) against those notes alone reaches this. Chosen by
 # bench/citation_benchmark.py on its development split (redundant multi-note records with known wrong citations).
 CITED_SUPPORT = 0.46
@@ -116,6 +122,7 @@ class SentenceAlignment:
     weak_reason: str = ""
     cited_support: Optional[float] = None  # ½(lexical + semantic) against the cited notes alone (alignment-v4)
     also_supported: str = ""  # information: another note supports the sentence better (not a defect)
+    specifics: list[str] = field(default_factory=list)  # false-looking specifics, described (engine.specifics)
 
 
 @dataclass
@@ -354,9 +361,12 @@ def note_support(text: str, profile: SourceProfile, note_ids: Sequence[str], vec
 
 
 def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: SourceProfile, vec: np.ndarray,
-                     stems_of: dict[str, frozenset]) -> tuple[str, str, Optional[float], str]:
+                     stems_of: dict[str, frozenset], index: Optional["specifics.SourceIndex"] = None
+                     ) -> tuple[str, str, Optional[float], str]:
     """(verdict, detail, support of the cited notes, also-supported note) for one sentence. Right = the cited
-    notes support it; wrong = they do not (naming the note that does, if any); a note that supports it better is
+    notes support it and give its values; wrong = they do not (naming the note that does, if any), or a value
+    the sentence attaches to a term is given by another note and by none of the cited ones
+    (:func:`engine.specifics.values_elsewhere`, read when ``index`` is given); a note that supports it better is
     only information: on real records later notes repeat earlier ones, and citing the earlier one is not wrong."""
     if not cites:
         return "missing", "no note citation", None, ""
@@ -366,6 +376,10 @@ def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: So
     cited = note_support(text, profile, cites, vec, stems_of)
     others = {n: note_support(text, profile, [n], vec, stems_of) for n in sorted(note_ids - set(cites))}
     best = max(others, key=others.get) if others else ""
+    elsewhere = specifics.values_elsewhere(text, index, cites) if index is not None else []
+    if elsewhere:
+        return "wrong", (f"cites note {', '.join(cites)}, which does not give " + "; ".join(elsewhere)), \
+            round(cited, 4), ""
     if cited >= CITED_SUPPORT:
         also = best if best and others[best] >= cited + ALSO_MARGIN else ""
         return "ok", (f"also supported by note {best} ({others[best]:.2f} vs {cited:.2f})" if also else ""), \
@@ -382,12 +396,15 @@ def is_heading(text: str) -> bool:
     return classify(text, dialogue=False).kind == "header"
 
 
-def weak_verdict(ev: SupportEvidence, text: str = "") -> tuple[bool, str]:
-    """(weak, why) under the rule: a foreign number or name, or support_score below WEAK_SUPPORT."""
+def weak_verdict(ev: SupportEvidence, text: str = "", specifics: Sequence[str] = ()) -> tuple[bool, str]:
+    """(weak, why) under the rule: a foreign number or name, a false specific (``specifics``: described
+    findings of :mod:`engine.specifics`), or support_score below WEAK_SUPPORT."""
     if text and is_heading(text):
         return False, ""
     if ev.foreign:
         return True, "not in the source: " + ", ".join(ev.foreign)
+    if specifics:
+        return True, "; ".join(specifics)
     if ev.score < WEAK_SUPPORT:
         return True, (f"support score {ev.score:.2f} < {WEAK_SUPPORT:.2f} (content words found, rarity-weighted: "
                       f"{ev.lexical:.0%}; best source match {ev.semantic:.2f})")
@@ -506,6 +523,8 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
     src: list[tuple[str, Sentence]] = [(nid, s) for nid, s, _ in units]
     utext = [u for _, _, u in units]  # what ROUGE and the embeddings read (transcripts: no tags, no disfluencies)
     note_ids = {n.note_id for n in case.notes}
+    notes = tuple((n.note_id, n.text) for n in case.notes)
+    index = specifics.index_for(notes)
     rouge = _rouge()
     profile = source_profile(case, emb, units)
     S = emb.sentence_embeddings([s.clean for s in ssents])
@@ -561,15 +580,17 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
         if note_score:
             best_note = max(note_score, key=note_score.get)
         cites = list(sent.citations)
-        verdict, detail, cited_support, also = citation_verdict(sent.clean, cites, note_ids, profile, S[i], stems_of)
+        verdict, detail, cited_support, also = citation_verdict(sent.clean, cites, note_ids, profile, S[i], stems_of,
+                                                                index)
         del best_j
         ev = sentence_support(sent.clean, profile, emb, S[i])
-        weak, why = weak_verdict(ev, sent.clean)
+        found = [f.describe() for f in specifics.check_sentence(sent.clean, notes)]
+        weak, why = weak_verdict(ev, sent.clean, found)
         out.append(SentenceAlignment(i, sent.start, sent.end, sent.text, cites,
                                      [ref(j, r[j]) for j in topk], [ref(j, r[j]) for j in chosen],
                                      [ref(j, sims[i, j]) for j in etop], round(support, 4),
                                      weak, best_note, verdict, detail, round(ev.score, 4), round(ev.lexical, 4),
-                                     round(ev.semantic, 4), ev.foreign, why, cited_support, also))
+                                     round(ev.semantic, 4), ev.foreign, why, cited_support, also, found))
     cov, dens = coverage_density(summary.text, "\n".join(n.text for n in case.notes))
     mean_support = float(np.mean([a.support for a in out])) if out else 0.0
     issues = [{"sentence": a.index, "verdict": a.citation_verdict, "detail": a.citation_detail, "text": a.text}

@@ -84,13 +84,30 @@ class Region:
     # best salience-weighted unit score, and regions rank by it. Defaults to 1.0 so results stored before
     # coverage-v3 still load.
     salience: float = 1.0
+    # key terms of the region (drugs, named conditions, labels: engine.specifics.key_terms) the summary never
+    # writes; a region with one ranks before every region without (coverage-v5)
+    missing: list[str] = field(default_factory=list)
+
+
+# A region stating a change or a next step (started, stopped, switched, pending, scheduled, ordered, referred …)
+# counts like one naming a missing key term: both tiers together were chosen on the development split of
+# bench/omission_benchmark.py (share of removed facts in the first 5 regions, notes 0.31 -> 0.49, conversations
+# 0.24 -> 0.34; key terms alone 0.43 / 0.31; see the README for the test split).
+RANK_ACTIONS = True  # False: the key-term tier alone (the benchmark's comparison)
+_ACTION = re.compile(r"\b(?:start(?:s|ed|ing)?|initiat\w*|stop(?:s|ped)?|discontinu\w*|hold|held|switch\w*|"
+                     r"increas\w*|decreas\w*|reduc\w*|taper\w*|titrat\w*|pending|scheduled|ordered|refer\w*|"
+                     r"recommend\w*|avoid\w*|must|planned|due)\b", re.I)
 
 
 def region_rank_key(r: Region) -> tuple:
-    """Sort key (ascending = best first): salience-0 regions last, then by score x salience (a negative kde score
-    is not scaled), then by raw score."""
+    """Sort key (ascending = best first): salience-0 regions last; then by tier — a region that names a key term
+    the summary never writes (``missing``) and states a change or a next step first, then one with a missing key
+    term, then one stating a change or a next step, then the rest; within a tier by score x salience (a negative
+    kde score is not scaled), then by raw score."""
     weighted = r.score * r.salience if r.score > 0 else r.score
-    return (r.salience <= 0, -weighted, -r.score)
+    action = RANK_ACTIONS and _ACTION.search(r.text or "") is not None
+    tier = 0 if r.missing and action else 1 if r.missing else 2 if action else 3
+    return (r.salience <= 0, tier, -weighted, -r.score)
 
 
 @dataclass
@@ -279,6 +296,11 @@ def topiccov_scores(case: Case, summary: Summary, emb: Embedder, p: CoveragePara
 
 # ------------------------------------------------------------------------------------------------- unitcov
 
+# an abbreviation that never ends a sentence ("approx. 2 kg", "Dr. Osei", "vs. 40"): the splitter's cut after it
+# is undone
+_ABBREV_END = re.compile(r"(?:\b(?:approx|appr|ca|Dr|Drs|Mr|Mrs|Ms|vs|e\.g|i\.e|cf|St|Pt|No|incl|wt|ht)\.)$")
+_DOSING_END = re.compile(r"\b(?:[a-z]\.){2,}$")  # "p.o.", "b.i.d.": ends a sentence only before a capital
+_ABBREV_LEAD = re.compile(r"\s*(?:(?:[a-z]\.){2,}\s+)+(?=[A-Z])")  # "b.i.d. " before "Start …"
 UNIT_MAX_WORDS = 40  # a longer sentence (a run-on turn, a dictated exam) is covered in windows of this many words
 
 
@@ -313,14 +335,29 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
             if not body.strip():
                 continue
             pieces: list[list[int]] = []  # [start, end] in body; a fragment of < 3 words joins its neighbour
+            spans: list[tuple[int, int]] = []
             for seg in _segmenter().segment(body):
-                raw = body[seg.start:seg.end]
+                # "b.i.d. Start dapagliflozin": a dosing abbreviation that ends the sentence before, cut off with
+                # the next one, goes back to its own sentence
+                lead = _ABBREV_LEAD.match(body, seg.start, seg.end)
+                if lead and lead.end() < seg.end:
+                    spans += [(seg.start, lead.end()), (lead.end(), seg.end)]
+                else:
+                    spans.append((seg.start, seg.end))
+            for seg_start, seg_end in spans:
+                raw = body[seg_start:seg_end]
                 if not raw.strip():
                     continue
-                st_ = seg.start + (len(raw) - len(raw.lstrip()))
-                en_ = seg.start + len(raw.rstrip())
+                st_ = seg_start + (len(raw) - len(raw.lstrip()))
+                en_ = seg_start + len(raw.rstrip())
                 short = len(body[st_:en_].split()) < 3  # "p.o. q.d." cut off by the splitter, "(CHANGED)"
-                if pieces and (short or pieces[-1][2]):
+                tail = short and (body[st_:st_ + 1].islower() or body[st_:st_ + 1] in ",;:)")  # "b.i.d." ends the last
+                prev = body[pieces[-1][0]:pieces[-1][1]] if pieces else ""
+                after_abbrev = bool(pieces) and (_ABBREV_END.search(prev) is not None or (
+                    _DOSING_END.search(prev) is not None and body[st_:st_ + 1].islower()))
+                if pieces and (tail or after_abbrev):
+                    pieces[-1][1] = en_  # the splitter cut after an abbreviation: one sentence
+                elif pieces and (short or pieces[-1][2]):
                     pieces[-1][1], pieces[-1][2] = en_, short and pieces[-1][2]
                 else:
                     pieces.append([st_, en_, short])
@@ -433,12 +470,15 @@ def _global(units: Sequence[Unit]) -> float:
 
 
 def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int, min_words: int = 2,
-                  salience: Optional[Sequence[float]] = None) -> list[Region]:
+                  salience: Optional[Sequence[float]] = None, summary_text: Optional[str] = None) -> list[Region]:
     """Adjacent units at or above the threshold (same note, only spaces/punctuation between) become one region,
-    widened to whole words; the region's score is its highest unit score, and score x salience its highest
-    salience-weighted unit score (``salience``: one weight per unit; None = :func:`engine.salience.unit_salience`,
-    all 1.0 = rank by raw score). Regions are ranked by :func:`region_rank_key` (score x salience, salience-0
-    regions last)."""
+    widened to whole words and trimmed of punctuation at its ends; the region's score is its highest unit score,
+    and score x salience its highest salience-weighted unit score (``salience``: one weight per unit; None =
+    :func:`engine.salience.unit_salience`, all 1.0 = rank by raw score). With ``summary_text``, each region lists
+    its key terms the summary never writes (:func:`engine.specifics.missing_key_terms`). Regions are ranked by
+    :func:`region_rank_key`."""
+    from .specifics import missing_key_terms
+
     if salience is None:
         from .salience import unit_salience
 
@@ -470,25 +510,33 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
     # largest unit weight
     cands = [Region(nid, s, e, "", sc, min(1.0, max(0.0, best / sc)) if sc > 0 else w)
              for nid, s, e, sc, w, best in regions]
-    for r in sorted(cands, key=region_rank_key):
+    widened = []
+    for r in cands:
         t = notes[r.note_id]
         s, e = r.start, r.end
         while s > 0 and t[s - 1].isalnum():
             s -= 1
         while e < len(t) and t[e].isalnum():
             e += 1
-        key = " ".join(re.findall(r"[a-z0-9]+", t[s:e].lower()))
-        if len(re.findall(r"[A-Za-z]{2,}", t[s:e])) < min_words or key in seen:
+        while s < e and (t[s].isspace() or t[s] in ",;:.)]}-–—/"):
+            s += 1  # a region never opens on the punctuation that closed the text before it
+        while e > s and (t[e - 1].isspace() or t[e - 1] in ",;:([{-–—/"):
+            e -= 1
+        missing = missing_key_terms(t[s:e], summary_text) if summary_text is not None else []
+        widened.append(Region(r.note_id, s, e, t[s:e], round(r.score, 4), round(r.salience, 4), missing))
+    for r in sorted(widened, key=region_rank_key):
+        key = " ".join(re.findall(r"[a-z0-9]+", r.text.lower()))
+        if len(re.findall(r"[A-Za-z]{2,}", r.text)) < min_words or key in seen:
             continue  # a header or a lone fragment is no "region"; the same text repeated is listed once
         seen.add(key)
-        out.append(Region(r.note_id, s, e, t[s:e], round(r.score, 4), round(r.salience, 4)))
+        out.append(r)
         if len(out) == top:
             break
     return out
 
 
 def select_regions(case: Case, units: Sequence[Unit], method: str, threshold: float, top: int,
-                   salience: Optional[Sequence[float]] = None) -> list[Region]:
+                   salience: Optional[Sequence[float]] = None, summary_text: Optional[str] = None) -> list[Region]:
     """The regions :func:`score_coverage` stores: up to ``top`` regions at or above the threshold; when fewer pass
     it, also the least covered places (units in the top 10 % of scores, 1 % for kde), all ranked by
     :func:`region_rank_key`. ``salience`` as in :func:`merge_regions` (None = the engine.salience rule)."""
@@ -497,12 +545,14 @@ def select_regions(case: Case, units: Sequence[Unit], method: str, threshold: fl
 
         salience = unit_salience(case, units)
     min_words = METHODS[method].min_region_words if method in METHODS else 2
-    regions = merge_regions(case, units, threshold, top, min_words, salience)
+    regions = merge_regions(case, units, threshold, top, min_words, salience, summary_text)
     if len(regions) < top:  # few units above the threshold: also list the least covered places
         cut = float(np.quantile([u.score for u in units], 0.99 if min_words == 1 else 0.9))
-        extra = merge_regions(case, units, min(cut, threshold), top, min_words, salience)
+        extra = merge_regions(case, units, min(cut, threshold), top, min_words, salience, summary_text)
         seen = {(r.note_id, r.start) for r in regions}
-        regions += [r for r in extra if (r.note_id, r.start) not in seen][: top - len(regions)]
+        extra = [r for r in extra if (r.note_id, r.start) not in seen][: top - len(regions)]
+        # the regions at or above the threshold first: a top-up place never outranks them
+        return sorted(regions, key=region_rank_key) + sorted(extra, key=region_rank_key)
     return sorted(regions, key=region_rank_key)
 
 
@@ -568,7 +618,8 @@ def score_coverage(case: Case, summary: Summary, emb: Embedder, params: Coverage
     t0 = time.perf_counter()
     units, g, unsupported, info = m.score(case, summary, emb, params)
     thr = params.resolved_threshold()
-    regions = select_regions(case, units, params.method, thr, params.top_regions)
+    regions = select_regions(case, units, params.method, thr, params.top_regions,
+                             summary_text=strip_citations(summary.text))
     return CoverageResult(summary.summary_id, params.method, round(g, 4), thr, units, regions, unsupported,
                           {**asdict(params), **info}, round(time.perf_counter() - t0, 3), m.flag_threshold)
 
@@ -615,7 +666,9 @@ def result_from_dict(d: dict) -> CoverageResult:
 # (sample_data/evidence_results.jsonl) are recomputed instead of shown stale.
 # v2: citations stripped by engine.citations (every form, runs with separators)
 # v3: regions ranked by score x salience (engine.salience: boilerplate and small talk last); Region.salience
-COVERAGE_VERSION = "coverage-v4"  # v4: the method registry, unitcov (default), any non-empty summary scored
+# v4: the method registry, unitcov (default), any non-empty summary scored. v5: regions naming a key term the summary
+# never writes rank first; units no longer split after an abbreviation; region ends trimmed of punctuation.
+COVERAGE_VERSION = "coverage-v5"
 
 
 def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:

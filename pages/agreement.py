@@ -202,11 +202,11 @@ with t_dis:
         target = st.selectbox("Open a summary", [r["summary_id"] for r in rows], key="dis_open")
         if st.button("Open in the Case page"):
             st.session_state["case_id"] = next(r["case_id"] for r in rows if r["summary_id"] == target)
-            st.session_state["summary_pick"] = target
+            st.session_state["summary_id"] = target
             st.switch_page("pages/case.py")
         if st.button("Spot-check / adjudicate this summary"):
             st.session_state["case_id"] = next(r["case_id"] for r in rows if r["summary_id"] == target)
-            st.session_state["summary_pick"] = target
+            st.session_state["summary_id"] = target
             st.switch_page("pages/review.py")
 with t_fa:
     fa = rep.factor_analysis

@@ -61,10 +61,7 @@ with right:
     if not summaries:
         st.info("No summary for this case.")
         st.stop()
-    sids = [s.summary_id for s in summaries]
-    pick = st.session_state.pop("summary_pick", None)  # set by the disagreement explorer
-    sid = st.radio("Summary", sids, horizontal=True, label_visibility="collapsed", format_func=untrusted.md_inline,
-                   index=sids.index(pick) if pick in sids else 0)
+    sid = state.summary_picker(ds, case, st, key="case_summary", horizontal=True, label_visibility="collapsed")
     s = ds.summary(sid)
     sstig = stigma.assess(case, s, lexicon=lexicon, note_scans=note_scans) if lexicon is not None else None
     summary_marks = [] if sstig is None else [
@@ -124,19 +121,24 @@ with tab_cov:
                    f"({'flagged: likely omission' if cov.flagged else 'not flagged'}; flag threshold "
                    f"{cov.flag_threshold}) · computed in {cov.seconds:.2f} s")
         coverage_view.legend(thr, hi, "omission score")
-        regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS)  # follows the slider
+        regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS,  # follows the slider
+                                summary_text=citations.strip(ds.summary(sid).text))
         left_c, right_c = st.columns([2, 3])
         with left_c:
             st.markdown(f"**Possibly omitted** (least covered first; headers, sign-offs and small talk last): "
                         f"{len(regions)}{'+' if len(regions) == MAX_REGIONS else ''} region(s) at or above {thr:.2f}",
-                        help="Ranked by omission score × salience. Salience is 0 for headers, sign-offs, template "
+                        help="A region naming a drug, condition or label the summary never writes comes first "
+                             "(★, with the terms). Then by omission score × salience. Salience is 0 for headers, "
+                             "sign-offs, template "
                              "and attestation lines, 0.1 for greetings and small talk in conversations, at most 0.2 "
                              "for a line copied forward from an earlier note, and 1 for anything with clinical "
                              "content (see the README). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
             rlabels = [f"\\[{r.score:.2f}\\]{' ◦' if r.salience < 1 else ''} Note {untrusted.md_inline(r.note_id)}: "
-                       f"{untrusted.md_inline(r.text, 80)}" for r in regions]
+                       f"{untrusted.md_inline(r.text, 80)}"
+                       + (f" ★ *not in the summary: {untrusted.md_inline(', '.join(r.missing), 60)}*" if r.missing else "")
+                       for r in regions]
             pick = st.radio("Region", rlabels, label_visibility="collapsed", on_change=_picked,
                             args=("coverage",)) if rlabels else None
         with right_c:

@@ -137,7 +137,12 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
                                    + ", ".join(untrusted.md(f"{v} {k}") for k, v in res.counts.items())
                                    + "".join(f" · {untrusted.md(c.text())}" for c in res.carried)
                                    + (f" · backup first: {untrusted.md(res.backup)}" if res.backup else ""))
-                        st.session_state["dataset"] = res.dataset
+                        if st.session_state.get("dataset") != res.dataset:
+                            previous = st.session_state.get("dataset")
+                            state.switch_dataset(res.dataset)
+                            st.info(f"Now showing dataset '{untrusted.md(res.dataset)}' on every page"
+                                    + (f" (it was '{untrusted.md(previous)}'; switch back in the sidebar)."
+                                       if previous else "."))
 
 st.markdown("#### Datasets in the workspace")
 st.caption(f"Workspace: {untrusted.md(state.workspace_label())}")

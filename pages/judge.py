@@ -42,20 +42,31 @@ sids = [s.summary_id for s in ds.summaries_for(case_id)]
 if not sids:
     st.info("This case has no summary.")
     st.stop()
-sid = st.sidebar.radio("Summary", sids, format_func=untrusted.md_inline)
+sid = state.summary_picker(ds, case, key="judge_summary")
 
+# the run settings stay as the user left them for the whole session (widget state is dropped when a page is left)
+opts = st.session_state.setdefault("judge_opts", {"n_samples": 1, "shots": 0, "temperature": 0.7,
+                                                  "scope": "This summary", "explain": False, "trim": False,
+                                                  "early_stop": True})
+SCOPES, SHOTS = ["This summary", "Whole dataset"], [0, 1, 3, 5]
 with st.form("judge_params"):
     c1, c2, c3, c4 = st.columns(4)
-    n_samples = c1.number_input("Samples", 1, 15, 1, help="1 = one greedy pass, which gives the expected scores "
+    n_samples = c1.number_input("Samples", 1, 15, int(opts["n_samples"]),
+                                help="1 = one greedy pass, which gives the expected scores "
                                 "(the main number); more samples add a median over them and take longer")
-    shots = c2.selectbox("Few-shot examples", [0, 1, 3, 5])
-    temperature = c3.number_input("Temperature (samples 2…N)", 0.0, 1.5, 0.7, step=0.1)
-    scope = c4.radio("Run on", ["This summary", "Whole dataset"])
-    explain = st.checkbox("One-sentence explanation per item (slower)")
-    trim = st.checkbox("If the notes do not fit the context, drop the oldest notes (else the case is refused)")
-    early_stop = (st.checkbox("Stop early when the medians are decided (same result, fewer samples)", value=True)
+    shots = c2.selectbox("Few-shot examples", SHOTS, index=SHOTS.index(opts["shots"]))
+    temperature = c3.number_input("Temperature (samples 2…N)", 0.0, 1.5, float(opts["temperature"]), step=0.1)
+    scope = c4.radio("Run on", SCOPES, index=SCOPES.index(opts["scope"]))
+    explain = st.checkbox("One-sentence explanation per item (slower)", value=bool(opts["explain"]))
+    trim = st.checkbox("If the notes do not fit the context, drop the oldest notes (else the case is refused)",
+                       value=bool(opts["trim"]))
+    early_stop = (st.checkbox("Stop early when the medians are decided (same result, fewer samples)",
+                              value=bool(opts["early_stop"]))
                   if has_param(JudgeParams, "early_stop") else False)
     run = st.form_submit_button("Run judge", type="primary")
+if run:
+    opts.update(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), scope=scope,
+                explain=bool(explain), trim=bool(trim), early_stop=bool(early_stop))
 
 params = make_params(JudgeParams, n_samples=int(n_samples), shots=int(shots), temperature=float(temperature),
                      explain=explain, trim=trim, early_stop=bool(early_stop))
@@ -64,6 +75,9 @@ store = state.store()
 if run and jobs_view.running("judge"):
     st.warning("A judge run is still going: cancel it or wait for it before starting another.")
 elif run:
+    # the previous run's outcome and "judged now" marks belong to that run: gone before the next one starts
+    jobs_view.forget("judge")
+    st.session_state.pop("judged_now", None)
     loaded = state.judge_backend()
     if loaded is None:
         st.stop()
@@ -74,7 +88,11 @@ elif run:
         st.stop()
     ids = [sid] if scope == "This summary" else [s.summary_id for s in ds.summaries]
     concurrency = int(cfg.concurrency) if cfg.source == SOURCE_SERVER else 1  # one llama.cpp context in process
-    jobs_view.start("judge", judge_job(judge, ds, ids, store=store, dataset_name=name, concurrency=concurrency))
+    model = source.get("model") or (embedded(cfg.embedded_model).short_label if cfg.source == SOURCE_EMBEDDED
+                                     else cfg.model_path)
+    what = f"summary {sid}" if scope == "This summary" else f"all {len(ids)} summaries of '{name}'"
+    jobs_view.start("judge", judge_job(judge, ds, ids, store=store, dataset_name=name, concurrency=concurrency),
+                    label=f"Judge run on {what} · {model} · {int(n_samples)} sample(s)")
 
 
 def _live(job) -> None:

@@ -36,10 +36,10 @@ ORDER = [(c.case_id, s.summary_id) for c in ds.cases for s in ds.summaries_for(c
 
 def _step(delta: int) -> None:
     """Button callback (runs before the widgets are drawn): move to the next / previous summary, across cases."""
-    here = (st.session_state.get("case_id"), st.session_state.get("review_summary"))
+    here = (st.session_state.get("case_id"), st.session_state.get("summary_id"))
     i = ORDER.index(here) if here in ORDER else 0
     j = max(0, min(len(ORDER) - 1, i + delta))
-    st.session_state["case_id"], st.session_state["review_summary"] = ORDER[j]
+    st.session_state["case_id"], st.session_state["summary_id"] = ORDER[j]
 
 
 
@@ -49,7 +49,7 @@ def _open(sid_key: str) -> None:
     picked = st.session_state.get(sid_key)
     for c, s in ORDER:
         if s == picked:
-            st.session_state["case_id"], st.session_state["review_summary"] = c, s
+            st.session_state["case_id"], st.session_state["summary_id"] = c, s
 
 
 with st.expander("Review these first — triage queue", expanded=False):
@@ -77,11 +77,7 @@ summaries = ds.summaries_for(case_id)
 if not summaries:
     st.info("This case has no summary.")
     st.stop()
-_pick = st.session_state.pop("summary_pick", None)  # set by the disagreement explorer
-if _pick in [s.summary_id for s in summaries]:
-    st.session_state["review_summary"] = _pick
-sid = st.sidebar.radio("Summary", [s.summary_id for s in summaries], key="review_summary",
-                       format_func=untrusted.md_inline)
+sid = state.summary_picker(ds, case, key="review_summary")
 summary = ds.summary(sid)
 pos = ORDER.index((case_id, sid)) if (case_id, sid) in ORDER else 0
 

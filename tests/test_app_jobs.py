@@ -74,10 +74,12 @@ def test_judge_page_progress_and_cancel_mid_call():
     at.run()
     texts = _bar_texts(at)
     assert texts and "Judge: summary 1/1" in texts[0] and "sample" in texts[0], texts
+    assert texts[0].startswith("Judge run on summary card-01-s1 · ")  # the bar says which summary and model
     assert any(b.key == "cancel_judge" for b in at.button)
     at = _cancel(at, "judge")
     warnings = _warnings(at)
-    assert any(w.startswith("Judge cancelled — 0 of 1 summary done, kept") for w in warnings), warnings
+    assert any(w.startswith("Judge run on summary card-01-s1 · ") and "3 sample(s) — Judge cancelled — 0 of 1 "
+               "summary done, kept" in w for w in warnings), warnings
     assert not any(b.key == "cancel_judge" for b in at.button)  # no Cancel left after the run
     assert not _bar_texts(at)
     assert _n_judged() == before  # nothing half-done was stored

@@ -45,6 +45,7 @@ def test_a_cited_note_that_supports_the_sentence_is_right_even_when_another_repe
     assert verdicts[:4] == ["ok", "ok", "ok", "ok"], [(a.text, a.citation_detail) for a in result.sentences]
     # the metformin sentence cites the progress note, which never mentions metformin or diabetes
     last = result.sentences[4]
-    assert last.citation_verdict == "wrong" and "does not support it" in last.citation_detail
+    assert last.citation_verdict == "wrong" and ("does not support it" in last.citation_detail
+                                                 or "which does not give metformin 1000" in last.citation_detail)
     assert "note 1" in last.citation_detail or "note 3" in last.citation_detail
     assert all(i["verdict"] != "ok" for i in result.citation_issues)

@@ -67,12 +67,18 @@ def test_planted_fact_at_the_end_is_the_top_region(emb, long_case, method):
 
 
 def test_planted_fact_among_top_regions_of_a_real_summary(emb, long_case):
-    """With a real 9-sentence summary most of the note is uncovered; the default method (unit coverage) still ranks
-    the planted fact among the top regions."""
+    """With a real 9-sentence summary most of the note is uncovered; the default method (unit coverage) still
+    scores the planted fact at the note's end among the least covered places (ranked by score x salience; the
+    stored list puts regions naming a drug or a change the summary never writes first, and the planted fact names
+    neither)."""
+    from engine.coverage import merge_regions
+
     case, summary = long_case
     r = score_coverage(case, summary, emb, CoverageParams(top_regions=8))
     assert r.method == "unitcov"
-    assert _hits(r, case), [g.text for g in r.regions]
+    plain = merge_regions(case, r.units, r.threshold, 8)
+    start = case.notes[0].text.index(PLANTED)
+    assert any(g.start < start + len(PLANTED) and start < g.end for g in plain), [g.text for g in plain]
 
 
 @pytest.mark.parametrize("method", ["unitcov", "topiccov", "sentcov", "kde"])

@@ -96,7 +96,10 @@ def _case_and_units(text: str, scores: list[float]):
     return case, [Unit("1", s.start, s.end, sc) for s, sc in zip(sents, scores)]
 
 
-def test_boilerplate_region_ranks_below_a_clinical_one_with_a_lower_raw_score():
+def test_boilerplate_region_ranks_below_a_clinical_one_with_a_lower_raw_score(monkeypatch):
+    import engine.coverage
+
+    monkeypatch.setattr(engine.coverage, "RANK_ACTIONS", False)  # salience alone: no "started" tier
     text = ("Apixaban 5 mg p.o. b.i.d. started for stroke prevention.\n\nVitals stable today.\n\n"
             "Pt verbalized understanding of plan, all questions answered.")
     case, units = _case_and_units(text, [0.80, 0.10, 0.82])

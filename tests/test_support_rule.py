@@ -135,4 +135,5 @@ def test_results_stored_before_the_rule_still_load(emb):
             del a[k]
     old = A.result_from_dict(d)
     assert old.sentences[0].support_score is None and old.sentences[0].foreign == []
-    assert A.ALIGNMENT_VERSION == "alignment-v4"
+    assert A.ALIGNMENT_VERSION not in ("alignment-v2", "alignment-v3")  # the key moved on: old rows recompute
+    assert old.sentences[0].specifics == []  # a field added later defaults too

@@ -1,0 +1,138 @@
+"""Evidence on documented defects: the fact-level checks (false drugs, values, sides), citations that do not give
+the sentence's values, regions cut at sentence boundaries and ranked by what the summary never names, and a walk
+over the sample manifest with the evidence a fresh workspace shows."""
+import json
+
+import pytest
+
+from conftest import SAMPLE
+from engine import specifics
+from engine.coverage import Region, Unit, merge_regions, region_rank_key, source_units
+from engine.defect_check import check_manifest, summary_rows
+from engine.models import Case, Note
+
+NOTES = (("1", "PFTs 1/3/2024: FEV1 1.12 L (42% predicted), FVC 2.33 L (74% predicted). Suspected right optic "
+               "neuritis (retrobulbar). MELD-Na 18 (bilirubin 2.2 mg/dL). Anti-dsDNA 285 IU/mL. ANA 1:640."),
+         ("2", "Continue aspirin 81 mg + clopidogrel 75 mg through 9/2024. Anti-dsDNA 64 IU/mL on 5/17. "
+               "Kidney biopsy: class IV lupus nephritis."))
+
+
+def kinds(text):
+    return [(f.kind, f.term) for f in specifics.check_sentence(text, NOTES)]
+
+
+@pytest.mark.parametrize("sentence,expected", [
+    ("COPD with FEV1 62% predicted.", [("value mismatch", "62")]),
+    ("She now takes aspirin with prasugrel 10 mg daily.", [("absent term", "prasugrel")]),
+    ("Presentation: left optic neuritis with pain.", [("side mismatch", "left")]),
+    ("Biopsy showed class III lupus nephritis.", [("value mismatch", "3")]),
+    ("MELD-Na 12 was recorded in June.", [("value mismatch", "12")]),
+    ("Complicated by septic arthritis of the knee.", [("absent term", "arthritis")]),
+])
+def test_false_specifics_are_found_with_what_the_notes_say(sentence, expected):
+    assert kinds(sentence) == expected
+    assert all(f.describe() for f in specifics.check_sentence(sentence, NOTES))
+
+
+@pytest.mark.parametrize("sentence", [
+    "FEV1 was 1.12 L, 42% predicted.",  # the notes' values
+    "He received aspirin plus clopidogrel for 21 days.",  # a duration is not the drug's value
+    "MELD-Na was 18 (bilirubin 2.2 mg/dL).",  # bilirubin's value is not MELD-Na's
+    "ANA 1:640 with anti-dsDNA 285 IU/mL.",  # a ratio is not one value
+    "Right optic neuritis, class IV lupus nephritis.",
+    "She was advised on nightly walks and a brief department visit.",  # general words are never 'absent terms'
+])
+def test_genuine_sentences_raise_nothing(sentence):
+    assert kinds(sentence) == []
+
+
+def test_a_citation_must_give_the_sentences_values():
+    index = specifics.index_for(NOTES)
+    assert specifics.values_elsewhere("Anti-dsDNA was 285 IU/mL.", index, ["2"]) == ["Anti-dsDNA 285 (note 1)"]
+    assert specifics.values_elsewhere("Anti-dsDNA was 285 IU/mL.", index, ["1"]) == []
+    assert specifics.values_elsewhere("Anti-dsDNA was 64 IU/mL.", index, ["2"]) == []
+
+
+def test_units_are_not_cut_after_an_abbreviation():
+    text = ("Home weight up approx. 3 kg despite furosemide. Apixaban 5 mg p.o. b.i.d. Start dapagliflozin 10 mg "
+            "p.o. q.d. Seen by Dr. Osei today.")
+    units = [u.text for u in source_units(Case("c", "Cardiology", (Note("1", text),)))]
+    assert "Home weight up approx. 3 kg despite furosemide." in units
+    assert any(u.startswith("Apixaban") and u.endswith("b.i.d.") for u in units)
+    assert any(u.startswith("Start dapagliflozin") for u in units)
+    assert "Seen by Dr. Osei today." in units
+
+
+def test_regions_rank_what_the_summary_never_names_and_never_open_on_punctuation():
+    parts = ["Vitals stable today, afebrile.", "Reviewed labs.", ", Dapagliflozin 10 mg daily.", "Reviewed.",
+             "Patient feels well overall."]
+    text = " ".join(parts)
+    case = Case("c", "Cardiology", (Note("1", text),))
+    starts = [text.index(p) for p in parts]
+    units = [Unit("1", a, a + len(p), sc) for a, p, sc in zip(starts, parts, (0.9, 0.1, 0.6, 0.1, 0.8))]
+    regions = merge_regions(case, units, 0.5, 5, salience=[1.0] * 5, summary_text="Stable; feels well.")
+    assert regions[0].text.startswith("Dapagliflozin") and regions[0].missing == ["Dapagliflozin"]
+    assert all(r.text[0].isalnum() for r in regions)
+    plain = merge_regions(case, units, 0.5, 5, salience=[1.0] * 5)
+    assert plain[0].text.startswith("Vitals")  # without the summary: by score x salience
+
+
+def test_rank_tiers():
+    base = dict(note_id="1", start=0, end=1, score=0.6, salience=1.0)
+    both = Region(text="Start apixaban", missing=["apixaban"], **base)
+    term = Region(text="Apixaban level", missing=["apixaban"], **base)
+    none = Region(text="Feels well", **{**base, "score": 0.99})
+    assert sorted([none, term, both], key=region_rank_key) == [both, term, none]
+
+
+# ------------------------------------------------------------------------- the sample manifest, as shipped
+
+def _shipped():
+    from engine.alignment import result_from_dict as al
+    from engine.coverage import DEFAULT_METHOD, result_from_dict as cov
+
+    a, c = {}, {}
+    for line in (SAMPLE / "evidence_results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        res = json.loads(row["result"])
+        if row["method"] == "alignment":
+            a[res["summary_id"]] = al(res)
+        elif row["method"] == f"coverage:{DEFAULT_METHOD}":
+            c[res["summary_id"]] = cov(res)
+    return a, c
+
+
+def _checks():
+    from engine.loading import load_paths
+    from engine.sample import SAMPLE_BUNDLE, load_manifest
+
+    ds, _ = load_paths(sorted(str(p) for p in SAMPLE_BUNDLE.glob("*.csv")), name="sample")
+    return check_manifest(ds, load_manifest(), *_shipped())
+
+
+CHECKS = _checks()
+# Dropped facts the first five regions still miss (measured, see the README): listed so that a fix shows up as
+# an unexpected pass, and a new miss fails.
+KNOWN_MISSES = {("card-01-s3", "Start dapagliflozin"), ("endo-02-s2", "CGM read 38"),
+                ("neph-01-s2", "Immunofluorescence, PLA2R"), ("neph-01-s3", "start warfarin"),
+                ("neuro-01-s2", "HBV DNA undetectable"), ("onc-01-s3", "because of the EGFR"),
+                ("pulm-01-s3", "qualifies for 2 L/min")}
+
+
+def _known(c):
+    return any(c.summary_id == sid and c.span.startswith(p) for sid, p in KNOWN_MISSES)
+
+
+@pytest.mark.parametrize("check", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="known miss"))
+                                   if _known(c) else c for c in CHECKS if c.found is not None],
+                         ids=lambda c: f"{c.summary_id}:{c.kind}:{c.span[:30]}")
+def test_every_documented_defect_is_surfaced(check):
+    assert check.found, f"{check.kind} in {check.summary_id}: {check.span!r} — {check.evidence}"
+
+
+def test_manifest_walk_covers_every_documented_defect():
+    rows = {r["defect"]: r for r in summary_rows(CHECKS)}
+    assert rows["fabricated fact"]["documented"] == 10 and rows["fabricated fact"]["found"] == 10
+    assert rows["falsified fact"]["found"] == 12 and rows["wrong citation"]["found"] == 10
+    assert rows["redundancy"]["found"] == "not checked"  # said, not hidden
+    assert sum(1 for c in CHECKS if c.kind == "dropped_fact") == 16
