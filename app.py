@@ -21,7 +21,8 @@ st.set_page_config(page_title="SumCheck · clinical summary workbench", page_ico
 uploads.sweep_once()  # upload copies a killed server left in the temp folder
 
 pages = {
-    "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:", default=True),
+    "Start": [st.Page("pages/start.py", title="Start", icon=":material/home:", default=True)],
+    "Review": [st.Page("pages/case.py", title="Case", icon=":material/description:"),
                st.Page("pages/judge.py", title="Judge", icon=":material/gavel:"),
                st.Page("pages/evidence.py", title="Evidence", icon=":material/troubleshoot:"),
                st.Page("pages/agreement.py", title="Agreement", icon=":material/query_stats:"),

@@ -61,12 +61,19 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
                         "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
                        for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None],
                       columns=["summary", "mean", "LLM − human"])
-    fig = px.scatter(_for_plot(df), x="mean", y="LLM − human", hover_name="summary", height=360)
+    # identical points (common with 1-5 scores) are drawn once, sized and labelled by how many summaries they hold
+    grouped = (df.groupby(["mean", "LLM − human"], as_index=False)
+               .agg(summaries=("summary", "count"), names=("summary", lambda s: ", ".join(list(s)[:8])
+                                                           + (" …" if len(s) > 8 else ""))))
+    fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries", text="summaries",
+                     hover_name="names", height=360, size_max=28)
+    fig.update_traces(textposition="middle center", textfont_size=10, marker=dict(opacity=0.55))
     if len(df) >= 2:
         m, sd = df["LLM − human"].mean(), df["LLM − human"].std()
         for v, label in ((m, f"bias {m:+.2f}"), (m + 1.96 * sd, "+1.96 SD"), (m - 1.96 * sd, "−1.96 SD")):
             fig.add_hline(y=v, line_dash="dash" if label != f"bias {m:+.2f}" else "solid", annotation_text=label)
-    fig.update_layout(title=untrusted.plot(f"Bland–Altman: {item}"))
+    fig.update_layout(title=untrusted.plot(f"Bland–Altman: {item} ({len(df)} summaries; a point's number = "
+                                           "summaries on it)"))
     return fig, df
 
 
@@ -106,8 +113,10 @@ def table(rows: list[dict], key: str, empty: str = "Nothing to show for this dat
     if not rows:
         st.info(empty)
         return
-    df = pd.DataFrame(rows)
-    st.dataframe(df, hide_index=True, width="stretch")
+    from components.frames import clean, styled
+
+    df = clean(rows)
+    st.dataframe(styled(df), hide_index=True, width="stretch")
     st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), untrusted.filename(key, ".csv"),
                        "text/csv", key=f"dl_table_{key}")
 

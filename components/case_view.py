@@ -14,12 +14,22 @@ def _text_html(text: str) -> str:
     return "<br>".join(untrusted.html(line) for line in lines)
 
 
+def note_anchor(nid: str) -> str:
+    """The id of a note's block on the page: a hash, so no text from data goes into an attribute."""
+    import hashlib
+
+    return "note-" + hashlib.sha256(nid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def _badge(nid: str, known_note_ids: Sequence[str]) -> str:
     ok = nid in known_note_ids
     colour = "#1f6feb" if ok else "#cf222e"
-    title = untrusted.html(f"cites note {nid}" if ok else f"cites note {nid}, which is not in this case")
-    return (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
-            f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
+    title = untrusted.html(f"cites note {nid} (click to show it)" if ok
+                           else f"cites note {nid}, which is not in this case")
+    badge = (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
+             f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
+    # a cited note that exists: the badge scrolls its notes box to it (an in-page link, nothing leaves the page)
+    return f'<a href="#{note_anchor(nid)}" style="text-decoration:none">{badge}</a>' if ok else badge
 
 
 # stigmatizing-language categories (engine/data/stigma_lexicon.json) -> highlight colour
@@ -59,22 +69,28 @@ def stigma_legend(categories: dict[str, str]) -> str:
     return f'<div style="font-size:0.8em">Stigmatizing language (hover a mark for its category): {chips}</div>'
 
 
+NOTE_STYLE = "font-family:inherit;font-size:0.92em;line-height:1.55"
+
+
+def note_html(n: dict, marks: Sequence[Mark] = ()) -> str:
+    """One note as a block: its header (id, date, type, author) and its text in the page's own font, with ``marks``
+    (stigmatizing language) highlighted; the block's id is :func:`note_anchor` so a citation badge can reach it."""
+    meta = " · ".join(x for x in (n.get("date"), n.get("note_type"), n.get("author_specialty")) if x)
+    head = untrusted.html(f"Note {n['note_id']}" + (f" — {meta}" if meta else "")
+                          + f" — {len(n['text'].split())} words")
+    body = _marked_html(n["text"], 0, marks) if marks else _text_html(n["text"])
+    return (f'<div id="{note_anchor(n["note_id"])}" style="scroll-margin-top:6px;margin-bottom:14px">'
+            f'<div style="font-weight:600;border-bottom:1px solid #d0d7de;margin-bottom:4px">{head}</div>'
+            f'<div style="{NOTE_STYLE}">{body}</div></div>')
+
+
 def render_notes(notes: Sequence[dict], marks: dict[str, Sequence[Mark]] | None = None) -> None:
     """notes: dicts with note_id, date, note_type, author_specialty, text; ``marks``: per note id, spans to
-    highlight (stigmatizing language) — a note with marks is shown as escaped HTML, the others as plain text."""
+    highlight (stigmatizing language). Every note in one column, in the same font whether marked or not, each
+    reachable from the summary's citation badges."""
     marks = marks or {}
-    labels = [untrusted.md_inline(f"Note {n['note_id']}" + (f" · {n['date']}" if n.get("date") else ""), 80)
-              for n in notes]
-    for tab, n in zip(st.tabs(labels), notes):
-        with tab:
-            meta = " · ".join(x for x in (n.get("note_type"), n.get("author_specialty")) if x)
-            st.caption(untrusted.md_inline(f"NoteID {n['note_id']}" + (f" — {meta}" if meta else ""))
-                       + f" — {len(n['text'].split())} words")
-            if marks.get(n["note_id"]):
-                st.markdown('<div style="font-family:monospace;font-size:0.85em;white-space:pre-wrap">'
-                            + _marked_html(n["text"], 0, marks[n["note_id"]]) + "</div>", unsafe_allow_html=True)
-            else:
-                st.text(n["text"])
+    for n in notes:
+        st.markdown(note_html(n, marks.get(n["note_id"], ())), unsafe_allow_html=True)
 
 
 def render_summary(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], note_ids: Sequence[str],
@@ -89,7 +105,12 @@ def render_score_table(rows: list[dict]) -> None:
     if not rows:
         st.info("No human ratings for this summary.")
         return
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    from components.frames import clean
+
+    df = clean(rows)
+    config = {"rater": st.column_config.TextColumn("rater", width="large"),
+              "group": st.column_config.TextColumn("group", width="small")}
+    st.dataframe(df, hide_index=True, width="stretch", column_config=config)
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "
                "items: yes or no per rater; a median row shows the share of yes (\"2 of 3 yes (67%)\"). The median "
                "row is the human reference: an adjudicated final score replaces it, marked (adjudicated).")

@@ -229,16 +229,10 @@ def smoke_badge(model: str, what: str = "scores") -> None:
 
 
 def _display(df: pd.DataFrame):
-    """Empty cells shown blank (never 'None'), booleans as yes / blank, numbers to 3 significant decimals; the
-    underlying values (and so the sorting) stay as they are."""
-    formats = {}
-    for col in df.columns:
-        if df[col].map(lambda v: isinstance(v, bool)).any():
-            df[col] = df[col].map(lambda v: "yes" if v is True else "no" if v is False else "")
-        elif pd.api.types.is_numeric_dtype(df[col].dtype):
-            vals = df[col].dropna()
-            formats[col] = "{:.0f}" if len(vals) and (vals == vals.round()).all() else "{:.3f}"
-    return df.style.format(formats, na_rep="")
+    """The one display rule (:mod:`components.frames`): blank cells, yes/no, numbers to 3 decimals."""
+    from components.frames import clean, styled
+
+    return styled(clean(df))
 
 
 def render_table(rows: list[dict], caption: str = "", key: str = "", empty: str = "Nothing to show yet.") -> None:

@@ -38,7 +38,9 @@ def smoke_badge(model: str, what: str = "LLM judge scores") -> None:
 
 def render_item_table(rows: list[dict]) -> None:
     """rows: item, expected score, LLM median, spread, human median, difference."""
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    from components.frames import clean
+
+    st.dataframe(clean(rows), hide_index=True, width="stretch")
     st.caption("Expected score = the judge's main number: the probability-weighted score from the greedy sample's "
                "token probabilities (P(yes) for yes/no items); a small model's median hardly moves, its expected "
                "score does. LLM median over the samples; spread = max − min of the sample scores; human median over "
@@ -64,18 +66,49 @@ def render_samples(samples: list[dict]) -> None:
             st.code(s["raw"] or "(empty reply)", language="json")
 
 
+PROVENANCE_LABELS = {"model_file": "model file", "model_sha256": "model sha256", "backend": "backend",
+                     "prompt_version": "prompt version", "llama_cpp_python": "llama-cpp-python",
+                     "prompt_tokens": "prompt tokens", "prompt_s": "reading the prompt (s)",
+                     "decode_s": "writing the answer (s)", "total_s": "total (s)",
+                     "prompt_tokens_per_s": "prompt tokens per second", "decode_tokens_per_s": "tokens written per second"}
+
+
+def provenance_rows(prov: dict, timing: dict) -> list[dict]:
+    """Provenance and timing as (what, value) rows: nested parameters one per row, numbers rounded."""
+    rows = []
+
+    def add(section: str, key: str, value) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                add(section, f"{key} · {k}", v)
+            return
+        if isinstance(value, float):
+            value = f"{value:.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+        rows.append({"": section, "what": PROVENANCE_LABELS.get(key, key.replace("_", " ")),
+                     "value": "" if value is None else str(value)})
+
+    for k, v in prov.items():
+        add("provenance", k, v)
+    for k, v in timing.items():
+        add("timing", k, v)
+    return rows
+
+
 def render_provenance(prov: dict, timing: dict) -> None:
     with st.expander("Provenance and timing"):
-        st.json({"provenance": prov, "timing": timing})
+        st.dataframe(pd.DataFrame(provenance_rows(prov, timing)), hide_index=True, width="stretch")
 
 
 def render_dataset_results(rows: list[dict]) -> None:
     if not rows:
         st.info("No judge results for this dataset yet.")
         return
-    df = pd.DataFrame(rows)
-    st.dataframe(df, hide_index=True, width="stretch")
-    st.caption("1-5 items: the expected score; yes/no items: the judge's answer (1 = yes).")
+    from components.frames import clean, styled
+
+    df = clean(rows)
+    st.dataframe(styled(df), hide_index=True, width="stretch")
+    st.caption("1-5 items: the expected score; yes/no items: the judge's answer; NA: the judge found the item not "
+               "applicable; blank: not scored.")
     if "smoke-test model" in df.columns and (df["smoke-test model"] == "yes").any():
         st.caption("smoke-test model = yes: graded by the embedded 270M model; those scores are not clinically "
                    "meaningful.")

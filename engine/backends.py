@@ -20,7 +20,7 @@ from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
-from .jobs import check_cancelled, current_cancel_token
+from .jobs import check_cancelled, current_cancel_token, report_tokens
 from .prompt_fence import CONTROL_STRINGS
 
 TOP_LOGPROBS = 20
@@ -44,6 +44,7 @@ class Generation:
     completion_tokens: int
     prompt_seconds: float  # time to the first generated token (prompt evaluation, minus cached prefix)
     decode_seconds: float
+    prompt_new_tokens: Optional[int] = None  # of prompt_tokens, those evaluated now (the rest came from the cache)
     finish_reason: str = ""
     token_texts: list[str] = field(default_factory=list)
     top_logprobs: list[dict[str, float]] = field(default_factory=list)  # per generated token: text -> logprob
@@ -219,6 +220,7 @@ class LlamaCppBackend:
                 self._formatter = None
         self._grammars: dict[str, object] = {}
         self._cached_prompt: Optional[list[int]] = None
+        self.last_new_tokens: Optional[int] = None  # prompt tokens the last call evaluated (not from the cache)
         self._cached_logits: Optional[np.ndarray] = None
         self._prefix: Optional[list[int]] = None  # the declared shared prefix (a whole number of batches)
         self._prefix_file: Optional[Path] = None  # where its state is kept (None: not kept on disk)
@@ -349,6 +351,11 @@ class LlamaCppBackend:
         nub = int(getattr(self.llm.context_params, "n_ubatch", nb) or nb)
         return nb if nb % nub == 0 else nb * nub // math.gcd(nb, nub)
 
+    @property
+    def reuse_batch(self) -> int:
+        """A reused prompt prefix is cut to a multiple of this many tokens (what a run plan must assume)."""
+        return self._batch
+
     def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
         """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).
 
@@ -363,6 +370,7 @@ class LlamaCppBackend:
             self._abort_token = token
             lc.llama_set_abort_callback(self.llm._ctx.ctx, self._abort_cb, None)
         try:
+            report_tokens("prompt", 0, end - start, start)
             for at in range(start, end, step):
                 check_cancelled()
                 try:
@@ -370,6 +378,7 @@ class LlamaCppBackend:
                 except RuntimeError:
                     check_cancelled()  # aborted because of the cancel: say so
                     raise
+                report_tokens("prompt", min(at + step, end) - start, end - start, start)
         finally:
             if token is not None:
                 lc.llama_set_abort_callback(self.llm._ctx.ctx, lc.ggml_abort_callback(), None)
@@ -380,6 +389,7 @@ class LlamaCppBackend:
         logits."""
         if self._cached_prompt == tokens and self._cached_logits is not None:
             self.llm.n_tokens = len(tokens)  # drop the previous sample's tokens; KV entries are overwritten
+            self.last_new_tokens = 0
             return self._cached_logits.copy()
         common = 0
         for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
@@ -393,6 +403,7 @@ class LlamaCppBackend:
             common = self._ensure_prefix(tokens, common)
         self.llm.n_tokens = common
         self._cached_prompt, self._cached_logits = None, None
+        self.last_new_tokens = len(tokens) - common
         self._eval_cancellable(tokens, common, len(tokens))
         logits = self._logits_now()
         self._cached_prompt, self._cached_logits = list(tokens), logits
@@ -672,6 +683,7 @@ class LlamaCppBackend:
                     finish = "stop"
                     break
                 check_cancelled()  # within the call: the token just taken is accepted, nothing half-done
+                report_tokens("decode", len(token_texts), max_tokens)
                 self.llm.eval([tok])
                 logits = self._logits_now()
         finally:
@@ -680,7 +692,8 @@ class LlamaCppBackend:
         return Generation(text=out_bytes.decode("utf-8", errors="replace"), prompt_tokens=len(tokens),
                           completion_tokens=len(token_texts), prompt_seconds=t_first - t0,
                           decode_seconds=t1 - t_first, finish_reason=finish,
-                          token_texts=token_texts if want_logprobs else [], top_logprobs=top)
+                          token_texts=token_texts if want_logprobs else [], top_logprobs=top,
+                          prompt_new_tokens=self.last_new_tokens)
 
 
 def _complete_json(data: bytes) -> bool:

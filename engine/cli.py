@@ -660,6 +660,22 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    from .sample import SAMPLE_NAME, ensure_sample
+    from .status import dataset_status, status_lines
+
+    store = _store(args)
+    if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
+        ensure_sample(store)
+    if args.target not in store.dataset_names():
+        say(f"no dataset named {args.target!r} in the workspace; known: "
+            f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
+        return 1
+    for line in status_lines(dataset_status(store, args.target)):
+        say(line)
+    return 0
+
+
 def cmd_report(args) -> int:
     from .report import ReportError, write
 
@@ -888,6 +904,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "panel statistics never include them)")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("status", help="where a dataset stands (judged, evidence, reviews) and the next steps")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.set_defaults(func=cmd_status)
 
     sp = sub.add_parser("report", help="the committee report: a self-contained offline HTML file (and a PDF)")
     sp.add_argument("target", help="a dataset name in the workspace")

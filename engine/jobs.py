@@ -15,10 +15,16 @@ work stored before the cancel (finished summaries, cached LLM steps) is kept, an
 
 The estimate
 ------------
-``eta_s`` extrapolates the time spent on work actually done in this run: items served from the workspace cache
-are finished at once and would make a naive rate far too optimistic, so the clock and the fraction restart after
-every cached item (:meth:`Job.report` with ``cached=True``). No estimate is given before 2 % of the work or
-1 second has passed.
+Without a plan, ``eta_s`` extrapolates the time spent on work actually done in this run: items served from the
+workspace cache are finished at once and would make a naive rate far too optimistic, so the clock and the
+fraction restart after every cached item (:meth:`Job.report` with ``cached=True``). No estimate is given before
+2 % of the work or 1 second has passed.
+
+With a plan (:meth:`Job.plan`: the work of every item in *work tokens* — prompt tokens the model must read, plus
+the tokens it will write weighted by how much slower writing is — and the speed measured for this model on this
+machine, when there is one) the estimate is the work left divided by the speed: from the first second when a
+speed was measured before, else as soon as this run has read its first tokens. Code deep in a model call reports
+tokens as they are read and written with :func:`report_tokens`; the status line shows them.
 """
 from __future__ import annotations
 
@@ -52,6 +58,16 @@ class CancelToken:
 
 
 _current: contextvars.ContextVar[Optional[CancelToken]] = contextvars.ContextVar("sumcheck_cancel", default=None)
+_current_job: contextvars.ContextVar[Optional["Job"]] = contextvars.ContextVar("sumcheck_job", default=None)
+LIVE_RATE_MIN_WORK = 256.0  # work tokens this run must have done before its own speed replaces the stored one
+
+
+def report_tokens(kind: str, done: int, total: int, reused: int = 0) -> None:
+    """Called from inside a model call: ``kind`` "prompt" (``done`` of ``total`` new prompt tokens read,
+    ``reused`` taken from the cache) or "decode" (``done`` tokens written). A no-op outside a planned job."""
+    job = _current_job.get()
+    if job is not None:
+        job._tokens(kind, int(done), int(total), int(reused))
 
 
 @contextmanager
@@ -112,6 +128,8 @@ class JobStatus:
     counts: dict = field(default_factory=dict)  # e.g. {"new": 3, "from the workspace": 5, "incomplete": 1}
     error: str = ""  # why it failed (state failed)
     unit: str = "summaries"
+    detail: str = ""  # tokens as they are read and written ("reading the prompt: 1,024 of 3,210 new tokens")
+    speed_from: str = ""  # where the estimate's speed comes from ("measured before" | "this run")
 
     @property
     def fraction(self) -> float:
@@ -142,10 +160,11 @@ class JobStatus:
             step = (f" · step {self.step_index + 1}/{self.n_steps}: {self.step}" if self.n_steps > 1 and self.step
                     else f" · {self.step}" if self.step else "")
             item = f" · {self.item}" if self.item else ""
-            return (f"{self.kind}: {where}{item}{step} · {self.done} done · elapsed "
+            detail = f" · {self.detail}" if self.detail else ""
+            return (f"{self.kind}: {where}{item}{step}{detail} · {self.done} done · elapsed "
                     f"{format_duration(self.elapsed_s)} · about {format_duration(self.eta_s)} left"
                     if self.eta_s is not None else
-                    f"{self.kind}: {where}{item}{step} · {self.done} done · elapsed "
+                    f"{self.kind}: {where}{item}{step}{detail} · {self.done} done · elapsed "
                     f"{format_duration(self.elapsed_s)} · estimating time left…")
         return self.final_text()
 
@@ -178,7 +197,7 @@ class Job:
 
     def __init__(self, kind: str, total: int, work: Work, n_steps: int = 1, unit: str = "summaries") -> None:
         self.kind, self.total, self.n_steps, self.unit = kind, int(total), max(int(n_steps), 1), unit
-        self._work = work
+        self._fn = work
         self.token = CancelToken()
         self._lock = threading.Lock()
         self._state = RUNNING
@@ -196,6 +215,15 @@ class Job:
         self._thread: Optional[threading.Thread] = None
         self.results: list = []  # what the work produced, appended by it as it goes (read after it ended)
         self.latest: Any = None  # the newest intermediate result the work published (e.g. the judge's partial)
+        # the plan (see the module doc): work tokens per item, the stored speed, and what this run has done
+        self._work: Optional[list[float]] = None
+        self._decode_weight = 1.0
+        self._rate: Optional[float] = None
+        self._in_item = 0.0  # work tokens done on the current item
+        self._live_work = 0.0  # work tokens done in this run (fresh items only)
+        self._live_t: Optional[float] = None  # when this run's first token was reported
+        self._prompt_in_item = 0.0
+        self._detail = ""
 
     # -- control
     def start(self) -> "Job":
@@ -208,8 +236,12 @@ class Job:
 
     def _run(self) -> None:
         try:
-            with cancel_scope(self.token):
-                self._work(self)
+            reset = _current_job.set(self)
+            try:
+                with cancel_scope(self.token):
+                    self._fn(self)
+            finally:
+                _current_job.reset(reset)
             state = CANCELLED if self.token.cancelled else DONE
         except Cancelled:
             state = CANCELLED
@@ -239,14 +271,45 @@ class Job:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    # -- the plan
+    def plan(self, work: list[float], rate: Optional[float] = None, decode_weight: float = 1.0) -> None:
+        """Work tokens per item (0 for an item already stored), the speed in work tokens per second measured for
+        this model before (None: none yet), and how many prompt tokens one written token is worth."""
+        with self._lock:
+            self._work = [max(0.0, float(w)) for w in work]
+            self._rate = rate if rate and rate > 0 else None
+            self._decode_weight = max(1.0, float(decode_weight))
+
+    def _tokens(self, kind: str, done: int, total: int, reused: int) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._live_t is None:
+                self._live_t = now
+            if kind == "prompt":
+                before = self._in_item
+                self._prompt_in_item = float(done)
+                self._in_item = self._prompt_in_item
+                self._detail = (f"reading the prompt: {done:,} of {total:,} new tokens"
+                                + (f" ({reused:,} reused)" if reused else ""))
+            else:
+                before = self._in_item
+                self._in_item = self._prompt_in_item + done * self._decode_weight
+                self._detail = f"writing the answer: {done} tokens"
+            self._live_work += max(0.0, self._in_item - before)
+
     # -- reporting (from the worker)
     def report(self, done: Optional[int] = None, item: Optional[str] = None, step: Optional[str] = None,
                step_index: Optional[int] = None, cached: bool = False) -> None:
         with self._lock:
             if done is not None:
+                if int(done) != self._done:
+                    self._in_item = self._prompt_in_item = 0.0
+                    self._detail = ""
                 self._done = int(done)
                 if step_index is None:
                     self._step_index = 0
+            if step_index is not None and step_index != self._step_index:
+                self._prompt_in_item = self._in_item  # the next sample reads (little) and writes again
             if item is not None:
                 self._item = item
             if step is not None:
@@ -272,12 +335,29 @@ class Job:
             now = self._t_end if self._t_end is not None else time.monotonic()
             f = self._fraction()
             span_t, span_f = now - self._base_t, f - self._base_f
-            eta = None
-            if self._state == RUNNING and span_f >= 0.02 and span_t >= 1.0:
+            eta, speed_from = None, ""
+            if self._state == RUNNING and self._work is not None:
+                eta, speed_from = self._planned_eta(now)
+            elif self._state == RUNNING and span_f >= 0.02 and span_t >= 1.0:
                 eta = span_t / span_f * (1.0 - f)
             return JobStatus(self.kind, self._state, self.total, self._done, self._item, self._step,
                              self._step_index, self.n_steps, now - self._t0, eta, dict(self._counts), self._error,
-                             self.unit)
+                             self.unit, self._detail if self._state == RUNNING else "", speed_from)
+
+    def _planned_eta(self, now: float) -> tuple[Optional[float], str]:
+        """Seconds left from the plan: the work left over this run's own speed once it has read enough, else the
+        speed measured before (None when neither is known yet)."""
+        work = self._work or []
+        current = work[self._done] if self._done < len(work) else 0.0
+        left = max(0.0, current - self._in_item) + sum(work[self._done + 1:])
+        live = None
+        if self._live_t is not None and self._live_work >= LIVE_RATE_MIN_WORK and now - self._live_t >= 1.0:
+            live = self._live_work / (now - self._live_t)
+        if live is not None:
+            return left / live, "this run"
+        if self._rate is not None:
+            return left / self._rate, "measured before"
+        return None, ""
 
 
 def run_in_foreground(job: Job, out=None, every_s: float = 2.0) -> JobStatus:

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator, Optional, Sequence
 
 from .backends import Backend, BackendError, Generation
-from .jobs import CACHED_COUNT, Cancelled, Job
+from .jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
 from .judge_prompt import DEFAULT_CITATION_FORM, PROMPT_VERSION, FewShotExample, build_messages, output_schema
 from .models import Case, Dataset, Note, Summary
 from .ratings import medians
@@ -145,10 +145,13 @@ class Timing:
     prompt_seconds: float = 0.0
     decode_seconds: float = 0.0
     total_seconds: float = 0.0
+    prompt_new_tokens: Optional[int] = None  # of prompt_tokens, those read now (the rest reused); None: unknown
 
     @property
     def prompt_tps(self) -> Optional[float]:
-        return self.prompt_tokens / self.prompt_seconds if self.prompt_seconds > 0 else None
+        """Prompt tokens read per second (the tokens actually read, when the backend says which)."""
+        n = self.prompt_new_tokens if self.prompt_new_tokens is not None else self.prompt_tokens
+        return n / self.prompt_seconds if self.prompt_seconds > 0 and n > 0 else None
 
     @property
     def decode_tps(self) -> Optional[float]:
@@ -601,6 +604,7 @@ class Judge:
                                         want_logprobs=(i == 0))
             if i == 0:
                 timing.prompt_seconds = gen.prompt_seconds
+                timing.prompt_new_tokens = gen.prompt_new_tokens
             timing.decode_tokens += gen.completion_tokens
             timing.decode_seconds += gen.decode_seconds + (gen.prompt_seconds if i > 0 else 0.0)
             reply = SampleReply(i, temp, seed, gen.text, completion_tokens=gen.completion_tokens,
@@ -711,6 +715,7 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
         def on_partial(partial: PartialResult) -> None:
             job.latest = partial
 
+        _plan_job(job, judge, ds, summary_ids, store, dataset_name or ds.name)
         for res in run_batch(judge, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
                              should_stop=job.should_stop, on_partial=on_partial, concurrency=concurrency):
             job.results.append(res)
@@ -718,6 +723,34 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
                       "new" if res.status == STATUS_SCORED else res.status)
 
     return Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples)
+
+
+def _plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str) -> None:
+    """Give ``job`` its plan (:mod:`engine.run_plan`) when the backend tokenizes in process (llama.cpp): each
+    summary's prompt tokens, none for one already stored, and this model's speeds measured on the workspace's
+    results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""
+    from .run_plan import measured_speeds, work_tokens
+
+    tokenize = getattr(judge.backend, "tokenize", None)
+    if tokenize is None:
+        return
+    prompts: list = []
+    for sid in summary_ids:
+        check_cancelled()
+        case, summary, examples, key = judge.prepare(ds, sid)
+        if store is not None and store.get_judge_result(name, key, sid, case.case_id) is not None:
+            prompts.append(None)
+            continue
+        try:
+            plan = plan_prompt(judge.backend, case, summary, judge.params, examples, judge.citation_form(ds))
+        except ContextTooLong:
+            prompts.append(None)  # refused at once: no work
+            continue
+        prompts.append(tokenize(plan.prompt))
+    stored = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)] if store else []
+    speeds = measured_speeds(stored, judge.model_sha256)
+    job.plan(work_tokens(prompts, judge.params.n_samples, speeds, int(getattr(judge.backend, "reuse_batch", 1))),
+             speeds.prompt_tps if speeds else None, speeds.decode_weight if speeds else 5.0)
 
 
 def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
@@ -1137,6 +1170,8 @@ def _check_result(chk: _LineCheck, obj: object, ctx: _ImportContext, dataset: st
         for k in ("prompt_tokens", "decode_tokens"):
             if k in t:
                 chk.integer(t[k], f"timing.{k}", 0, 10 ** 12)
+        if t.get("prompt_new_tokens") is not None:
+            chk.integer(t["prompt_new_tokens"], "timing.prompt_new_tokens", 0, 10 ** 12)
         for k in ("prompt_seconds", "decode_seconds", "total_seconds"):
             if k in t:
                 chk.number(t[k], f"timing.{k}", 0.0, 1e9)

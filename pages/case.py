@@ -9,12 +9,22 @@ from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, Covera
                              coverage_cached, merge_regions)
 from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
 from engine.judge import JudgeResult
-from engine.judge_configs import is_smoke_test
+from engine.judge_configs import config_key_of, is_smoke_test
 from engine.ratings import display_table, judge_cell
 from engine.rubric import ITEMS, get_item
 from engine.store import StoreError
 
 MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
+
+
+NOTES_HEIGHT = 640
+
+
+def _judge_shown(item, score) -> str:
+    """The LLM judge's cell in the score table: the expected score for 1-5 items, its answers for yes/no items."""
+    if item.is_likert and not score.is_na and score.expected is not None:
+        return f"{score.expected:.2f}"
+    return judge_cell(item, score)
 
 
 def _picked(where: str) -> None:
@@ -55,7 +65,8 @@ with left:
     if any(note_marks.values()):
         st.markdown(case_view.stigma_legend({k: k.replace("_", " ") for k in case_view.STIGMA_COLOURS}),
                     unsafe_allow_html=True)
-    case_view.render_notes([n.__dict__ for n in case.notes], note_marks)
+    with st.container(height=NOTES_HEIGHT):  # the notes scroll in their own box; citation badges scroll it
+        case_view.render_notes([n.__dict__ for n in case.notes], note_marks)
 with right:
     st.markdown("#### Summary")
     if not summaries:
@@ -87,12 +98,18 @@ score_rows = display_table(ds.ratings_for(sid))
 judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
                if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
-    score_rows.append({"rater": f"LLM judge (median of {len(judged.samples)})", "group": "llm",
-                       **{it.label: judge_cell(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
+    model = judged.provenance.model_file or "server model"
+    score_rows.append({"rater": f"LLM judge: {model} ({len(judged.samples)} sample(s))", "group": "llm",
+                       **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
 if sstig is not None:  # the two stigmatizing-language items: the detector beside the raters and the LLM judge
     score_rows.append({"rater": "Stigma detector (lexicon, no LLM)", "group": "detector",
                        **{get_item(k).label: ("yes" if v else "no") for k, v in sstig.item_answers.items()}})
 case_view.render_score_table(score_rows)
+if judged is not None:
+    st.caption(f"LLM judge row: {untrusted.md(judged.provenance.model_file or 'server model')} · prompt "
+               f"{untrusted.md(judged.provenance.prompt_version)} · configuration "
+               f"{untrusted.md(config_key_of(judged))} · judged {untrusted.md(judged.created_at[:16])} UTC. 1-5 items "
+               "show the expected score (the judge's main number), yes/no items its answers.")
 if judged is not None and judged.status == "scored" and is_smoke_test(judged):
     evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
 

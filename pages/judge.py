@@ -11,7 +11,7 @@ from engine.judge_configs import config_key_of, is_smoke_test
 from engine.judge_source import describe_source, has_param, make_params
 from engine.modelfiles import embedded
 from engine.ratings import judge_cell, medians, reference_cell
-from engine.rubric import ITEMS
+from engine.rubric import ITEMS, format_value
 from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 from engine.store import StoreError
 
@@ -160,9 +160,18 @@ else:
                                                          "decode_tokens_per_s": res.timing.decode_tps})
 
 st.markdown("#### All judged summaries in this dataset")
+def _shown(item, score) -> object:
+    """One cell of the dataset table: the expected score (2 decimals) for 1-5 items, yes / no, or NA."""
+    if score.is_na:
+        return "NA"
+    value = primary_score(item.key, score)
+    if value is None:
+        return ""
+    return format_value(item, value) if not item.is_likert else round(float(value), 2)
+
+
 judge_view.render_dataset_results([
     {"summary": r.summary_id, "status": r.status,
-     **{i.label: ("NA" if r.items[i.key].is_na else primary_score(i.key, r.items[i.key])) for i in ITEMS
-        if i.key in r.items},
+     **{i.label: _shown(i, r.items[i.key]) for i in ITEMS if i.key in r.items},
      "model": r.provenance.model_file, "smoke-test model": "yes" if is_smoke_test(r) else "", "judged": r.created_at}
     for r in stored.values()])

@@ -16,11 +16,14 @@ def _run(script: str) -> AppTest:
     return at
 
 
-def test_app_opens_on_sample_case():
+def test_app_opens_on_the_start_page_and_links_to_the_case():
     at = _run("app.py")
+    assert at.title[0].value == "SumCheck"
+    at.switch_page("pages/case.py").run()
+    assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Case"
     assert at.sidebar.selectbox[0].value == "sample"  # dataset
-    texts = " ".join(t.value for t in at.text)
+    texts = " ".join(m.value for m in at.markdown)
     assert len(texts) > 500  # the notes of the first sample case
     md = " ".join(m.value for m in at.markdown)
     assert "Note 1" in md  # citations rendered as badges
@@ -29,11 +32,11 @@ def test_app_opens_on_sample_case():
 
 def test_case_page_switches_case():
     at = _run("pages/case.py")
-    first = " ".join(t.value for t in at.text)
+    first = " ".join(m.value for m in at.markdown)
     options = at.sidebar.selectbox[1].options
     at.sidebar.selectbox[1].select(options[-1]).run()
     assert not at.exception
-    assert " ".join(t.value for t in at.text) != first
+    assert " ".join(m.value for m in at.markdown) != first
     assert md_inline(options[-1]) in at.subheader[0].value  # ids are shown through untrusted.md
 
 

@@ -65,7 +65,7 @@ def test_page_renders_on_sample():
     at = _run()
     assert at.title[0].value == "Spot-check & adjudicate"
     assert at.sidebar.selectbox[0].value == "sample"
-    assert len(" ".join(t.value for t in at.text)) > 500  # the notes
+    assert len(" ".join(m.value for m in at.markdown)) > 500  # the notes
     assert "Note 1" in " ".join(m.value for m in at.markdown)  # the summary with citation badges
     assert any("Enter your name" in i.value for i in at.info)
     assert next(c for c in at.checkbox if c.label == "Blinded").value is True
@@ -189,7 +189,7 @@ def _block_with_two_columns(at):
 
     for block in at.main.children.values():
         cols = [c for c in getattr(block, "children", {}).values() if isinstance(c, Column)]
-        if len(cols) == 2 and cols[0].text:
+        if len(cols) == 2 and len(" ".join(m.value for m in cols[0].markdown)) > 500:
             return cols
     raise AssertionError("no two-column block with the notes")
 
@@ -198,7 +198,7 @@ def test_one_screen_notes_left_form_right_with_shortcuts():
     at = _run()
     _reviewer(at, "Dr Test")
     left, right = _block_with_two_columns(at)
-    assert len(" ".join(t.value for t in left.text)) > 500  # the notes, in the left column
+    assert len(" ".join(m.value for m in left.markdown)) > 500  # the notes, in the left column
     assert "Note 1" in " ".join(m.value for m in left.markdown)  # the summary with its citation badges
     from engine.rubric import ITEMS
     assert [r.label for r in right.radio] == [f"{i.label} value" for i in ITEMS]  # the whole form on the right

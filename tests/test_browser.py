@@ -85,7 +85,7 @@ def test_case_page_shows_sample_note_text(server):
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
         page = browser.new_page()
-        page.goto(server, wait_until="domcontentloaded")
+        page.goto(server + "/case", wait_until="domcontentloaded")
         page.get_by_role("heading", name="Case").first.wait_for(timeout=60_000)
         page.get_by_text(snippet, exact=False).first.wait_for(timeout=60_000)
         page.get_by_text("Rater scores").first.wait_for(timeout=60_000)  # the page renders top-down
@@ -119,7 +119,7 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-ru
                "--disable-client-side-phishing-detection", "--no-default-browser-check", "--no-pings",
                "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"]
 # (nav slug, page title, text that the page shows near its end)
-PAGES = [("", "Case", "Rater scores"), ("judge", "Judge", "All judged summaries"),
+PAGES = [("", "SumCheck", "Next"), ("case", "Case", "Rater scores"), ("judge", "Judge", "All judged summaries"),
          ("evidence", "Evidence", "Embedding evidence per summary"), ("agreement", "Agreement", None),
          ("review", "Spot-check & adjudicate", "Export"), ("data", "Data", "Datasets in the workspace"),
          ("settings", "Settings", "Save settings")]
@@ -277,7 +277,7 @@ def test_no_egress_and_no_payload_markup_on_any_page(payload_server, tmp_path):
         return sorted(p.name for p in tmp.iterdir() if p.name.startswith("sumcheck-upload-"))
 
     def interact(slug, page):
-        if slug == "":  # Case: the hostile specialty, note metadata and summary show as plain text
+        if slug == "case":  # Case: the hostile specialty, note metadata and summary show as plain text
             text = _visible_text(page)
             case = next(r for r in csv.DictReader((payload.BUNDLE / "cases.csv").open(encoding="utf-8"))
                         if r["case_id"] == "pay-01")
@@ -319,14 +319,14 @@ def test_no_egress_and_no_payload_markup_on_any_page(payload_server, tmp_path):
         context = browser.new_context(accept_downloads=True)
         page = context.new_page()
         watch = Watch(page, url)
-        page.goto(url, wait_until="domcontentloaded")
+        page.goto(url + "/case", wait_until="domcontentloaded")
         page.get_by_role("heading", name="Case", exact=True).first.wait_for(timeout=120_000)
         page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
         _settle(page)
         icons = page.eval_on_selector_all("link[rel*=icon]", "els => els.map(e => e.href)")
         assert icons and all(i.startswith(url + "/") or i.startswith("data:") for i in icons), icons
         _walk(page, watch, "sample")
-        page.locator(f"[data-testid=stSidebarNavLink][href='{url}/']").click()
+        page.locator(f"[data-testid=stSidebarNavLink][href='{url}/case']").click()
         page.get_by_role("heading", name="Case", exact=True).first.wait_for(timeout=120_000)
         _settle(page)
         _pick_payload_dataset(page)
@@ -338,3 +338,7 @@ def test_no_egress_and_no_payload_markup_on_any_page(payload_server, tmp_path):
     assert uploads_seen == [[], []], uploads_seen  # copies live only during a script run
     assert not any(d.exists() for d in stale), "stale upload folders are swept at start"
     assert elapsed < 300, f"browser walk took {elapsed:.0f} s"
+    # nothing on any page made the server log a traceback or a table it could not serialise
+    log = (tmp_path / "server.log").read_text(errors="replace")
+    assert not re.search(r"Traceback|ArrowInvalid|ArrowTypeError|Serialization of dataframe to Arrow", log), \
+        log[-3000:]

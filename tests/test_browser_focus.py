@@ -86,7 +86,7 @@ def test_picked_region_and_sentence_are_outlined_and_scrolled_into_view(tmp_path
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
             page = browser.new_page(viewport=VIEWPORT)
             watch = Watch(page, url)
-            page.goto(url, wait_until="domcontentloaded")
+            page.goto(url + "/case", wait_until="domcontentloaded")
             page.get_by_role("heading", name="Case", exact=True).first.wait_for(timeout=120_000)
             page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
             page.locator("mark[id^=sc-focus-]").first.wait_for(state="attached", timeout=150_000)

@@ -41,6 +41,7 @@ GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
 SHORTCODE = re.compile(r":[\w+-]+(?:/[\w+-]+)?:", re.ASCII)
 BAD_TAG = re.compile(r"<(a|img|image|script|iframe|frame|object|embed|video|audio|source|link|style|svg|math|form|"
                      r"input|base|meta)\b", re.IGNORECASE)
+OWN_NOTE_LINK = re.compile(r'<a href="#note-[0-9a-f]{12}" style="text-decoration:none">')
 UNESCAPED_DOLLAR = re.compile(r"(?<!\\)(?:\\\\)*\$")
 DIRECTIVE = re.compile(r"(?<!\\):[A-Za-z-]+\[")
 
@@ -49,6 +50,7 @@ def markdown_problems(source: str) -> list[str]:
     """Why ``source`` (Markdown given to Streamlit) is not inert: tags, links, images, autolinks, LaTeX, colour
     directives or shortcodes it would produce. Empty = renders as plain text (plus the HTML we build, whose
     text is entity-escaped and which Streamlit's text-level rewrites do not touch)."""
+    source = OWN_NOTE_LINK.sub("", source).replace("</a>", "")  # our badge links to a note block (hash ids)
     problems = [f"tag {m.group(0)!r}" for m in BAD_TAG.finditer(MARKDOWN.render(source))]
     for block in MARKDOWN.parse(source):
         if block.type != "inline":
@@ -142,6 +144,10 @@ def test_highlighted_note_with_blank_lines_stays_one_html_block():
     stext = "One " + payload.IMG + " <NoteID:1>\n\nTwo " + payload.SCRIPT + " <NoteID:9>"
     summary = summary_html(stext, spans(stext), ["1"])
     out = MARKDOWN.render(summary)
+    # the one link allowed is our own badge link to a note's block (a hash id, no text from data)
+    own = re.compile(r'<a href="#note-[0-9a-f]{12}" style="text-decoration:none">')
+    assert len(own.findall(out)) == 1
+    out = own.sub("", out).replace("</a>", "")
     assert not BAD_TAG.search(out) and "<p>" not in out, out
     assert "Note 1</span>" in out and "Note 9</span>" in out
 
@@ -288,14 +294,17 @@ def test_every_page_renders_the_payload_dataset_inert(payload_workspace, script)
     shown = _assert_inert(at)
     case = payload_workspace.load_dataset(payload.DATASET).case("pay-01")
     expected = {
-        "pages/case.py": [md_inline(case.target_specialty), md_inline("Note 1 · " + case.note("1").date),
-                          md_inline(f"NoteID 2 — {case.note('2').note_type} · {case.note('2').author_specialty}")],
+        "pages/case.py": [md_inline(case.target_specialty),
+                          untrusted.html(f"Note 2 — {case.note('2').date} · {case.note('2').note_type} · "
+                                         f"{case.note('2').author_specialty}")],
         "pages/judge.py": [md_inline("cited: " + payload.ALL)],
         "pages/review.py": [md_inline(case.target_specialty)],
-        "pages/agreement.py": [md(payload.REVIEWS[0][0])],  # reviewers are raters in the statistics
     }.get(script, [])
     for snippet in expected:
         assert snippet in shown, snippet
+    if script == "pages/agreement.py":  # spot-checkers are their own comparison, shown as written in a table
+        table = next(d.value for d in at.dataframe if "clinician" in d.value.columns)
+        assert payload.REVIEWS[0][0] in set(table["clinician"])
 
 
 def test_case_page_payload_evidence_tabs_are_inert(payload_workspace):

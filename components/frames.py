@@ -1,0 +1,49 @@
+"""The one display rule for tables: a blank cell is "nothing there" (never ``None`` or ``nan``), yes/no items read
+yes / no, numbers keep their own type (so columns sort) and a column mixing text and numbers (a judge's "NA"
+beside its scores) is shown as text, which Arrow serialises without error."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def clean(rows: Sequence[dict] | pd.DataFrame) -> pd.DataFrame:
+    """A frame ready for ``st.dataframe`` and for CSV: missing cells blank, booleans yes/no, mixed columns as
+    text (numbers written with up to 3 decimals, integers without)."""
+    df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    for col in df.columns:
+        values = [v for v in df[col].tolist() if not _blank(v)]
+        if values and all(isinstance(v, bool) for v in values):
+            df[col] = df[col].map(lambda v: "" if _blank(v) else "yes" if v else "no")
+        elif values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            if len(values) < len(df):
+                df[col] = pd.to_numeric(df[col], errors="coerce")  # numeric with gaps: NaN shown blank (na_rep)
+        else:
+            df[col] = df[col].map(_text)
+    return df
+
+
+def _text(v) -> str:
+    if _blank(v):
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.0f}" if v == round(v) else f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def styled(df: pd.DataFrame):
+    """``df`` (from :func:`clean`) with blank missing numbers and numbers to 3 decimals (integers without)."""
+    formats = {}
+    for col in df.columns:
+        if pd.api.types.is_numeric_dtype(df[col].dtype) and not pd.api.types.is_bool_dtype(df[col].dtype):
+            vals = df[col].dropna()
+            formats[col] = "{:.0f}" if len(vals) and (vals == vals.round()).all() else "{:.3f}"
+    return df.style.format(formats, na_rep="")

@@ -1,0 +1,39 @@
+"""The start page's blocks: what SumCheck does, where the current dataset stands, and the next steps as links."""
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import untrusted
+
+WHAT = """**SumCheck checks LLM-written summaries of a patient's prior notes** before a summarizer goes live, fully
+offline. For each summary it gives:
+
+- a **PDSQI-9 grade** from a local LLM judge (expected score per item, with the raw replies and provenance);
+- **evidence**: facts the summary omits, source passages it leaves uncovered, sentences the notes do not support,
+  citations that point to the wrong note, stigmatizing language;
+- **agreement** between your raters and the judge (ICC, Krippendorff α, Gwet AC, κ with CIs), a disagreement
+  explorer, spot-checks, adjudication and a committee report."""
+
+
+def what_it_does() -> None:
+    st.markdown(WHAT)
+
+
+def status(counts: list[tuple[str, str]], judged: list[dict]) -> None:
+    """``counts``: (label, value) shown as metrics; ``judged``: rows of judge configurations with coverage."""
+    cols = st.columns(len(counts))
+    for col, (label, value) in zip(cols, counts):
+        col.metric(label, value)
+    if judged:
+        st.dataframe(judged, hide_index=True, width="stretch")
+    else:
+        st.caption("Not judged yet.")
+
+
+def next_steps(steps: list[dict]) -> None:
+    """``steps``: text, page, command."""
+    st.markdown("#### Next")
+    for i, s in enumerate(steps, 1):
+        st.page_link(s["page"], label=f"{i}. {s['text']}")
+        if s["command"]:
+            st.caption(f"or from the command line: {untrusted.md_inline(s['command'])}")

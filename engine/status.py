@@ -1,0 +1,106 @@
+"""Where a dataset stands: loaded, judged by which models, evidence computed, reviewed by whom — and the next step.
+
+The start page and ``python -m engine status DATASET`` read this; nothing here computes evidence or judges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from .models import RESERVED_RATER_GROUPS
+from .store import Store
+
+
+@dataclass(frozen=True)
+class JudgeCoverage:
+    label: str  # the configuration's label (model, prompt, parameters, date)
+    summaries: int
+    smoke_test: bool
+
+
+@dataclass(frozen=True)
+class NextStep:
+    text: str
+    page: str  # the page that does it ("pages/judge.py")
+    command: str = ""  # the same step from the command line
+
+
+@dataclass
+class DatasetStatus:
+    name: str
+    cases: int
+    summaries: int
+    raters: int  # the imported rater panel
+    judged: list[JudgeCoverage] = field(default_factory=list)
+    coverage: int = 0  # summaries with the default omission evidence stored
+    support: int = 0  # summaries with sentence support stored
+    medomit: int = 0  # summaries with a MED-OMIT result stored
+    reviewers: list[str] = field(default_factory=list)  # clinicians with a spot check
+    spot_checked: int = 0  # summaries with at least one spot check
+    adjudicated: int = 0  # summaries with at least one adjudicated item
+    next_steps: list[NextStep] = field(default_factory=list)
+
+
+def dataset_status(store: Store, name: str) -> DatasetStatus:
+    from .coverage import DEFAULT_METHOD
+    from .judge import JudgeResult
+    from .judge_configs import configurations
+    from .reviews import ADJUDICATION, SPOT_CHECK, current_reviews
+
+    ds = store.load_dataset(name)
+    raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}
+    results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
+    configs = configurations(results)
+    ids = {s.summary_id for s in ds.summaries}
+
+    def stored(method: str) -> int:
+        return len(ids & set(store.evidence_results(name, method)))
+
+    reviews = current_reviews(store, name)
+    out = DatasetStatus(name, len(ds.cases), len(ds.summaries), len(raters),
+                        [JudgeCoverage(c.label, c.n_results, c.smoke_test) for c in configs],
+                        stored(f"coverage:{DEFAULT_METHOD}"), stored("alignment"), stored("medomit"),
+                        sorted({r.reviewer for r in reviews if r.kind == SPOT_CHECK}),
+                        len({r.summary_id for r in reviews if r.kind == SPOT_CHECK}),
+                        len({r.summary_id for r in reviews if r.kind == ADJUDICATION}))
+    out.next_steps = next_steps(out)
+    return out
+
+
+def next_steps(s: DatasetStatus) -> list[NextStep]:
+    """What to do next, most useful first (at most three)."""
+    steps: list[NextStep] = []
+    if not s.summaries:
+        return [NextStep("Import source notes and summaries (CSV, JSON or a REDCap export).", "pages/data.py",
+                         "python -m engine import FILES --name NAME")]
+    real = [j for j in s.judged if not j.smoke_test]
+    best = max((j.summaries for j in real), default=0)
+    if best < s.summaries:
+        steps.append(NextStep(f"Judge the summaries with the PDSQI-9 judge ({best} of {s.summaries} judged by a "
+                              "real model so far).", "pages/judge.py", f"python -m engine judge {s.name}"))
+    if min(s.coverage, s.support) < s.summaries:
+        steps.append(NextStep(f"Compute the evidence: omissions and sentence support ({min(s.coverage, s.support)} "
+                              f"of {s.summaries} done).", "pages/evidence.py", f"python -m engine align {s.name}"))
+    if s.raters >= 2:
+        steps.append(NextStep(f"Read how the {s.raters} raters and the judge agree, and make the committee report.",
+                              "pages/agreement.py", f"python -m engine report {s.name} --out report.html"))
+    else:
+        steps.append(NextStep("Import PDSQI-9 ratings from at least two raters to measure agreement.",
+                              "pages/data.py"))
+    if s.spot_checked < min(10, s.summaries):
+        steps.append(NextStep(f"Spot-check summaries, starting with the triage queue ({s.spot_checked} checked so "
+                              "far).", "pages/review.py"))
+    return steps[:3]
+
+
+def status_lines(s: DatasetStatus) -> list[str]:
+    """The status in plain lines (CLI)."""
+    lines = [f"dataset {s.name}: {s.cases} cases, {s.summaries} summaries, {s.raters} raters in the panel"]
+    if s.judged:
+        lines += [f"judge: {j.label}" + (" (smoke-test model)" if j.smoke_test else "") for j in s.judged]
+    else:
+        lines.append("judged: not yet")
+    lines.append(f"evidence: omissions {s.coverage}, sentence support {s.support}, MED-OMIT {s.medomit} of "
+                 f"{s.summaries}")
+    lines.append(f"reviews: {s.spot_checked} summaries spot-checked"
+                 + (f" by {', '.join(s.reviewers)}" if s.reviewers else "") + f", {s.adjudicated} adjudicated")
+    lines += [f"next: {n.text}" + (f"  ({n.command})" if n.command else "") for n in s.next_steps]
+    return lines
