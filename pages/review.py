@@ -144,9 +144,10 @@ if not revealed:
             "hidden until you submit your review (or untick **Blinded**).")
 else:
     st.markdown("#### Rater scores (PDSQI-9)")
-    st.caption("Imported raters, clinician spot checks (group 'clinician') and the adjudicated final score. The "
-               "median row is the reference: the raters' median (yes/no items: the share of yes), replaced by the "
-               "adjudicated score where there is one — never averaged in as one more rater.")
+    st.caption("Imported raters (the panel), clinician spot checks (group 'spot-check') and the adjudicated final "
+               "score. The median row is the reference: the panel's median (yes/no items: the share of yes), "
+               "replaced by the adjudicated score where there is one — spot checks and adjudications are never "
+               "averaged in as more raters.")
     case_view.render_score_table(display_table(ds.ratings_for(sid)
                                                + state.guarded(reviews_as_ratings, store, name, sid, default=[])))
 

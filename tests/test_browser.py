@@ -287,7 +287,8 @@ def test_no_egress_and_no_payload_markup_on_any_page(payload_server, tmp_path):
             assert "cited: " + payload.IMG in _visible_text(page)
         elif slug == "review":  # unblind, then download every review: no cell a spreadsheet would run
             page.get_by_test_id("stCheckbox").get_by_text("Blinded", exact=True).click()
-            page.get_by_text("Review history of this summary").first.wait_for(timeout=60_000)
+            page.get_by_text("Review history of this summary", exact=True).first.wait_for(timeout=60_000)
+            page.get_by_text("Median over the judge's samples").first.wait_for(timeout=60_000)
             _settle(page)
             _open_all(page)
             assert "model " + payload.IMG + ".gguf" in _visible_text(page)
