@@ -347,6 +347,12 @@ KEY_FINDING_ENDINGS = FINDING_ENDINGS + ("pathy", "osis", "emia", "uria", "penia
 _GENERIC_CAPS = frozenset("""the and for with not per pmh hpi ros plan assessment exam labs meds note notes history
 impression summary diagnosis patient date time visit follow cont dose daily ago yes no none ok md do rn pa np
 ed er am pm po iv im sc sl bid tid qid qd prn qhs hs npo dnr dni ama amb ref""".split())
+# Routine abbreviations of a note's furniture — vital signs, the exam, routine panels and document words — name
+# nothing a summary of the case must carry; they are no key terms (written from common clinical usage).
+ROUTINE_ABBREVIATIONS = frozenset("""bp hr rr sao2 spo2 o2 temp bmi wt ht jvp jvd rrr nad heent perrla eomi cta abd ext
+neuro psych msk gu gi cv resp pnd doe sob cp nkda nka rtc f/u fu pcp pmd ed er icu ccu or pacu hpi cc ros pmh psh
+fh sh rx dx tx sx hx cbc bmp cmp lft lfts ua ucx bcx abg vbg cxr ecg ekg tte uop i/o ios lmp h2o ml etoh tob
+hpi a/p s/p c/o r/o w/u h&p""".split())
 _WORDISH = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
 
 
@@ -359,7 +365,7 @@ def key_terms(text: str) -> list[str]:
         w = m.group(0)
         for part in w.split("-"):
             low = part.lower()
-            if len(part) < 2 or low in _GENERIC_CAPS:
+            if len(part) < 2 or low in _GENERIC_CAPS or low in ROUTINE_ABBREVIATIONS:
                 continue
             caps = part.isupper() and part.isalpha() and 3 <= len(part) <= 6
             mixed = any(c.isdigit() for c in part) and any(c.isalpha() for c in part) and len(part) >= 3 \
