@@ -44,10 +44,10 @@ class Generation:
     completion_tokens: int
     prompt_seconds: float  # time to the first generated token (prompt evaluation, minus cached prefix)
     decode_seconds: float
-    prompt_new_tokens: Optional[int] = None  # of prompt_tokens, those evaluated now (the rest came from the cache)
     finish_reason: str = ""
     token_texts: list[str] = field(default_factory=list)
     top_logprobs: list[dict[str, float]] = field(default_factory=list)  # per generated token: text -> logprob
+    prompt_new_tokens: Optional[int] = None  # of prompt_tokens, those evaluated now (the rest came from the cache)
 
 
 class Backend(Protocol):

@@ -49,7 +49,10 @@ def _first_case_evidence(ws):
     summary = ds.summaries_for(case.case_id)[0]
     cov = coverage_cached(store, "sample", case, summary, not_stored, CoverageParams(method=DEFAULT_METHOD))
     hi = max(u.score for u in cov.units)
-    regions = merge_regions(case, cov.units, min(DEFAULT_THRESHOLDS[DEFAULT_METHOD], hi), top=MAX_REGIONS)
+    from engine.citations import strip
+
+    regions = merge_regions(case, cov.units, min(DEFAULT_THRESHOLDS[DEFAULT_METHOD], hi), top=MAX_REGIONS,
+                            summary_text=strip(summary.text))  # ranked as the Case page ranks them
     al = alignment_cached(store, "sample", case, summary, not_stored)
     return case, regions, al
 

@@ -8,8 +8,11 @@ TIMEOUT = 120
 
 
 def _app():
+    """The app, on the Case page (it opens on the start page)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/case.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -42,6 +45,7 @@ def test_a_link_opens_the_same_view():
     at.query_params["case"] = "neuro-02"
     at.query_params["summary"] = "neuro-02-s3"
     _ok(at.run())
+    _ok(at.switch_page("pages/case.py").run())
     assert at.selectbox(key="case_picker").value == "neuro-02"
     assert at.radio(key="case_summary").value == "neuro-02-s3"
 
@@ -51,6 +55,7 @@ def test_a_link_naming_nothing_real_falls_back_quietly():
     at.query_params["case"] = "<script>alert(1)</script>"
     at.query_params["summary"] = "nope"
     _ok(at.run())
+    _ok(at.switch_page("pages/case.py").run())
     assert at.selectbox(key="case_picker").value == at.selectbox(key="case_picker").options[0]
 
 
