@@ -108,7 +108,7 @@ def render_score_table(rows: list[dict]) -> None:
     from components.frames import clean
 
     df = clean(rows)
-    config = {"rater": st.column_config.TextColumn("rater", width="large"),
+    config = {"rater": st.column_config.TextColumn("rater", width="medium"),
               "group": st.column_config.TextColumn("group", width="small")}
     st.dataframe(df, hide_index=True, width="stretch", column_config=config)
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "

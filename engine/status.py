@@ -14,6 +14,10 @@ class JudgeCoverage:
     label: str  # the configuration's label (model, prompt, parameters, date)
     summaries: int
     smoke_test: bool
+    model: str = ""
+    samples: str = ""  # samples per summary
+    judged_at: str = ""  # the newest result (UTC)
+    key: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,9 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
 
     reviews = current_reviews(store, name)
     out = DatasetStatus(name, len(ds.cases), len(ds.summaries), len(raters),
-                        [JudgeCoverage(c.label, c.n_results, c.smoke_test) for c in configs],
+                        [JudgeCoverage(c.label, c.n_results, c.smoke_test, c.model,
+                                       str(c.params.get("n_samples", "?")), c.judged_at[:16].replace("T", " "),
+                                       c.key) for c in configs],
                         stored(f"coverage:{DEFAULT_METHOD}"), stored("alignment"), stored("medomit"),
                         sorted({r.reviewer for r in reviews if r.kind == SPOT_CHECK}),
                         len({r.summary_id for r in reviews if r.kind == SPOT_CHECK}),

@@ -98,8 +98,9 @@ score_rows = display_table(ds.ratings_for(sid))
 judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
                if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
-    model = judged.provenance.model_file or "server model"
-    score_rows.append({"rater": f"LLM judge: {model} ({len(judged.samples)} sample(s))", "group": "llm",
+    model = (judged.provenance.model_file or "server model").removesuffix(".gguf")
+    model = model if len(model) <= 24 else model[:23] + "…"  # named in full under the table
+    score_rows.append({"rater": f"LLM judge: {model}", "group": "llm",
                        **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
 if sstig is not None:  # the two stigmatizing-language items: the detector beside the raters and the LLM judge
     score_rows.append({"rater": "Stigma detector (lexicon, no LLM)", "group": "detector",

@@ -17,8 +17,9 @@ start_view.status(
     [("cases", str(s.cases)), ("summaries", str(s.summaries)), ("raters", str(s.raters)),
      ("evidence", f"{min(s.coverage, s.support)} of {s.summaries}"), ("MED-OMIT", f"{s.medomit} of {s.summaries}"),
      ("spot-checked", f"{s.spot_checked} of {s.summaries}")],
-    [{"judge configuration": j.label, "summaries judged": f"{j.summaries} of {s.summaries}",
-      "smoke-test model": "yes" if j.smoke_test else ""} for j in s.judged])
+    [{"judge model": j.model + (" (smoke-test model)" if j.smoke_test else ""), "samples": j.samples,
+      "summaries judged": f"{j.summaries} of {s.summaries}", "last judged (UTC)": j.judged_at,
+      "configuration": j.key} for j in s.judged])
 if s.reviewers:
     st.caption(f"Spot checks by {untrusted.md(', '.join(s.reviewers))} · {s.adjudicated} summaries adjudicated")
 start_view.next_steps([{"text": n.text, "page": n.page, "command": n.command} for n in s.next_steps])

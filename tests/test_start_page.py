@@ -15,7 +15,8 @@ def test_start_page_says_what_it_is_and_where_the_sample_stands():
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["summaries"] == "36" and metrics["raters"] == "7" and metrics["evidence"] == "36 of 36"
     judged = at.dataframe[0].value
-    assert "qwen2.5-coder-1.5b" in judged["judge configuration"].iloc[0]  # the shipped results name their model
+    assert "qwen2.5-coder-1.5b" in judged["judge model"].iloc[0]  # the shipped results name their model
+    assert judged["summaries judged"].iloc[0] == "36 of 36"
     assert "Next" in text
 
 
