@@ -228,6 +228,9 @@ with tab_medomit:
     if res is None:
         st.info("MED-OMIT has not been run on this summary yet.")
     else:
+        by = res.provenance.get("model_file") or res.provenance.get("model") or "the configured model"
+        st.caption(f"MED-OMIT by {untrusted.md(by)}"
+                   + (f" · {untrusted.md(res.provenance['method'])}" if res.provenance.get("method") else ""))
         if res.smoke_test:
             evidence_view.smoke_badge(res.provenance.get("model_file") or res.provenance.get("model") or
                                       "embedded model", "MED-OMIT figures")

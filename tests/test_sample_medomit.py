@@ -19,3 +19,16 @@ def test_shipped_medomit_rows_are_the_default_judges_and_import_with_the_sample(
         s = ds.summary(r["summary_id"])
         assert r["cache_key"] == result_key(QWEN_SHA256, ds.case(s.case_id), s)  # keyed by content and model hash
         assert res.facts and res.status in ("complete", "incomplete")
+
+
+def test_case_page_names_the_medomit_model():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=120).run()
+    assert not at.exception, [e.value for e in at.exception]
+    from engine import untrusted
+
+    captions = " ".join(c.value for c in at.caption)
+    assert "MED-OMIT by " + untrusted.md("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf") in captions, captions[-800:]
