@@ -447,7 +447,7 @@ def _key_share(unit_text: str, summary_text: str) -> float:
     keys = key_terms(unit_text)
     if not keys:
         return 1.0
-    return 1.0 - len(missing_key_terms(unit_text, summary_text)) / len(keys)
+    return 1.0 - len(missing_key_terms(unit_text, summary_text, keys)) / len(keys)
 
 
 def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):

@@ -187,7 +187,6 @@ class SourceIndex:
         self.stems: dict[str, set[str]] = {}
         self.values: dict[str, dict[str, set[str]]] = {}  # anchor stem -> value -> note ids
         self.sides: dict[str, dict[str, set[str]]] = {}  # term stem -> side -> note ids
-        self.all_values: set[str] = set()
         self.raw_tokens: set[str] = set()
         self.note_values: dict[str, set[str]] = {}  # note id -> every value it states
         for nid, text in notes:
@@ -199,7 +198,6 @@ class SourceIndex:
             for i, t in enumerate(toks):
                 pv = _value(t, toks[i - 1] if i else None)
                 if pv is not None:
-                    self.all_values.add(pv)
                     self.note_values.setdefault(nid, set()).add(pv)
                 side = _SIDES.get(t.low) if (t.low not in ("l", "r") or t.text.isupper()) else None
                 if side is None:
@@ -249,13 +247,12 @@ def absent_terms(text: str, index: SourceIndex) -> list[Finding]:
     """Specific terms (:func:`_specific`: drugs, named findings and procedures; labels mixing letters and digits)
     that no note contains in any inflection."""
     out, seen = [], set()
-    codes = {c.lower() for stems in index.stems.values() for c in stems}
     for t in _tokens(text):
         if t.low[0].isdigit() or t.low in seen:
             continue
         seen.add(t.low)
         if _CODE.match(t.text):
-            if t.low not in codes and t.low not in index.raw_tokens:
+            if t.low not in index.raw_tokens:
                 out.append(Finding("absent term", t.text))
             continue
         parts = [p for p in re.split(r"[-/]", t.low) if len(p) >= 4 and p.isalpha()]
@@ -377,9 +374,17 @@ def key_terms(text: str) -> list[str]:
     return out
 
 
-def missing_key_terms(passage: str, summary: str) -> list[str]:
-    """:func:`key_terms` of a source passage the summary never writes (case-insensitive; any inflection)."""
+@lru_cache(maxsize=64)
+def _summary_words(summary: str) -> tuple[frozenset, frozenset]:
+    """The summary's words (hyphen and slash parts too) and their stems, read once per summary."""
     have = {t.low for t in _tokens(summary)}
     have |= {p for w in list(have) for p in re.split(r"[-/]", w) if p}
-    stems = {_stem(w) for w in have}
-    return [k for k in key_terms(passage) if k.lower() not in have and _stem(k.lower()) not in stems]
+    return frozenset(have), frozenset(_stem(w) for w in have)
+
+
+def missing_key_terms(passage: str, summary: str, keys: Optional[list[str]] = None) -> list[str]:
+    """:func:`key_terms` of a source passage (``keys`` when the caller has them) the summary never writes
+    (case-insensitive; any inflection)."""
+    have, stems = _summary_words(summary)
+    keys = key_terms(passage) if keys is None else keys
+    return [k for k in keys if k.lower() not in have and _stem(k.lower()) not in stems]
