@@ -262,7 +262,7 @@ def test_keyboard_shortcuts_in_a_real_browser(tmp_path):
         import pytest
         pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
-    from test_browser import LAUNCH_ARGS, _start, _stop
+    from conftest import LAUNCH_ARGS, _start, _stop
 
     proc, url = _start(tmp_path)
     outside: list[str] = []

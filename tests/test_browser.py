@@ -5,19 +5,15 @@ import csv
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import tomllib
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 import payload
-from conftest import BUNDLE, FORMATS, ROOT
+from conftest import BUNDLE, FORMATS, LAUNCH_ARGS, ROOT, _start, _stop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
@@ -25,46 +21,6 @@ if not CHROMIUM:
         pytest.fail("Debian's chromium is required in CI ('make test' installs it)", pytrace=False)
     pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)",
                 allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(tmp_path: Path, extra_env: dict | None = None):
-    """The app as `make run` serves it (the repository's .streamlit/config.toml: 127.0.0.1, no usage
-    statistics; both also given on the command line) on a free port; returns (process, url)."""
-    port = _free_port()
-    env = {**os.environ, "SUMCHECK_WORKSPACE": str(tmp_path / "ws.sqlite"),
-           "SUMCHECK_CONFIG": str(tmp_path / "settings.json"), **(extra_env or {})}
-    log = tmp_path / "server.log"  # a file, not a pipe: a full pipe would block the server mid-test
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                                 "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + log.read_text(errors="replace")[-2000:])
-    return proc, url
-
-
-def _stop(proc) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture
@@ -114,10 +70,6 @@ def test_deep_link_as_first_request_uses_the_app_navigation(server):
 
 
 # ------------------------------------------------------------------------------------------------ hostile input
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--disable-domain-reliability",
-               "--disable-client-side-phishing-detection", "--no-default-browser-check", "--no-pings",
-               "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"]
 # (nav slug, page title, text that the page shows near its end)
 PAGES = [("", "SumCheck", "Next"), ("case", "Case", "Rater scores"), ("judge", "Judge", "All judged summaries"),
          ("evidence", "Evidence", "Embedding evidence per summary"), ("agreement", "Agreement", None),

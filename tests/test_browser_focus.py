@@ -6,7 +6,8 @@ import re
 import pytest
 
 from components.evidence_view import aligned_passages, focus_id
-from test_browser import CHROMIUM, LAUNCH_ARGS, Watch, _audit, _settle, _start, _stop
+from conftest import LAUNCH_ARGS, _start, _stop
+from test_browser import CHROMIUM, Watch, _audit, _settle
 
 MAX_REGIONS = 30  # as pages/case.py lists them
 VIEWPORT = {"width": 1280, "height": 800}

@@ -28,7 +28,7 @@ def _nav(page, url: str, slug: str, heading: str) -> None:
 
 def test_committee_walkthrough(tmp_path):
     from playwright.sync_api import sync_playwright
-    from test_browser import LAUNCH_ARGS, _start, _stop
+    from conftest import LAUNCH_ARGS, _start, _stop
 
     proc, url = _start(tmp_path)
     try:
