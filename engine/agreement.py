@@ -13,7 +13,7 @@ Conventions
 * "Overall" stacks the Likert items: a unit is one (summary, item) pair.
 * Cronbach α: items as columns, the mean human score per summary as value, pairwise deletion, Feldt CI.
 * The rater panel is the imported raters. Clinicians' spot checks (Spot-check page) never join the panel: the
-  panel statistics ignore them, :func:`spot_check_agreement` compares each clinician with the panel median and
+  panel statistics ignore them, :func:`engine.spot_checks.spot_check_agreement` compares each clinician with the panel median and
   with the other clinicians, and they enter the human reference (the median the LLM is compared with) only when
   ``analyse(..., spot_checks_in_reference=True)``.
 * An adjudicated final score (Spot-check page) replaces the human median of that summary and item as the human
@@ -39,6 +39,7 @@ import numpy as np
 from . import reliability as rel
 from .models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, Dataset
 from .rubric import ITEMS, Scale, format_share
+from .spot_checks import SpotCheckAgreement, spot_check_agreement
 
 # the rater panel: not the LLM judge, not adjudicated final scores, not clinicians' spot checks
 HUMAN_EXCLUDE = set(RESERVED_RATER_GROUPS)
@@ -326,7 +327,7 @@ class AgreementReport:
     notes: list[str] = field(default_factory=list)  # statistics that could not be computed, with the reason
     judge_config: Optional[str] = None  # the judge configuration the LLM figures come from (never pooled)
     spot_checks_in_reference: bool = False  # whether the clinicians' spot checks entered the human reference
-    spot_checks: Optional["SpotCheckAgreement"] = None  # the clinicians vs the panel, and vs each other
+    spot_checks: Optional[SpotCheckAgreement] = None  # the clinicians vs the panel, and vs each other
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))
@@ -606,99 +607,6 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
                            seniority, correlations, mixed, factor, _item_correlation(rows), rows,
                            round(time.perf_counter() - t0, 3), notes,
                            spot_checks_in_reference=spot_checks_in_reference, spot_checks=spot_check_agreement(ds))
-
-
-# ------------------------------------------------------------------------------------------------- spot checks
-
-
-@dataclass
-class SpotCheckVsPanel:
-    """One clinician's spot checks against the imported panel's median of the same summaries and items."""
-
-    reviewer: str
-    n_summaries: int
-    n_likert: int  # 1-5 items compared (both sides scored)
-    exact: int  # |clinician − panel median| < 0.5
-    within_one: int  # |clinician − panel median| <= 1
-    mean_difference: Optional[float]  # clinician − panel median, over the 1-5 items
-    n_yes_no: int
-    yes_no_agree: int  # yes/no items where the clinician gives the panel majority (ties left out)
-
-
-@dataclass
-class SpotCheckPair:
-    """Two clinicians who spot-checked the same summaries: their agreement on the items both scored."""
-
-    reviewer_a: str
-    reviewer_b: str
-    n_items: int  # (summary, item) pairs both scored
-    exact: int
-    mean_abs_difference: Optional[float]
-
-
-@dataclass
-class SpotCheckAgreement:
-    vs_panel: list[SpotCheckVsPanel] = field(default_factory=list)
-    pairs: list[SpotCheckPair] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not self.vs_panel
-
-
-def spot_check_agreement(ds: Dataset) -> SpotCheckAgreement:
-    """The clinicians' spot checks as their own comparison: each clinician vs the panel median (adjudicated final
-    scores are not the panel and are left out here), and each pair of clinicians on what they both scored."""
-    from .rubric import get_item
-
-    spot: dict[str, dict[tuple[str, str], Optional[float]]] = {}
-    panel: dict[tuple[str, str], list[float]] = {}
-    for r in ds.ratings:
-        if r.rater_group == SPOT_CHECK_GROUP:
-            spot.setdefault(r.rater_id, {})[(r.summary_id, r.item)] = r.value
-        elif r.rater_group not in HUMAN_EXCLUDE and r.value is not None:
-            panel.setdefault((r.summary_id, r.item), []).append(r.value)
-    out = SpotCheckAgreement()
-    for reviewer, cells in sorted(spot.items()):
-        diffs, yn = [], []
-        for (sid, key), v in cells.items():
-            vals = panel.get((sid, key))
-            if v is None or not vals:
-                continue
-            med = float(np.median(vals))
-            if get_item(key).is_likert:
-                diffs.append(v - med)
-            elif med != 0.5:
-                yn.append((v >= 0.5) == (med > 0.5))
-        out.vs_panel.append(SpotCheckVsPanel(
-            reviewer, len({sid for sid, _ in cells}), len(diffs), sum(abs(d) < 0.5 for d in diffs),
-            sum(abs(d) <= 1 for d in diffs), float(np.mean(diffs)) if diffs else None, len(yn), sum(yn)))
-    names = sorted(spot)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            both = [(spot[a][k], spot[b][k]) for k in spot[a].keys() & spot[b].keys()
-                    if spot[a][k] is not None and spot[b][k] is not None]
-            if both:
-                out.pairs.append(SpotCheckPair(a, b, len(both), sum(x == y for x, y in both),
-                                               float(np.mean([abs(x - y) for x, y in both]))))
-    return out
-
-
-def spot_check_rows(sc: Optional[SpotCheckAgreement]) -> tuple[list[dict], list[dict]]:
-    """Plain rows for the UI and the report: clinicians vs the panel, and clinicians vs each other."""
-    if sc is None:
-        return [], []
-    pct = (lambda k, n: f"{k} of {n} ({round(100 * k / n)}%)" if n else "—")
-    vs = [{"clinician": v.reviewer, "summaries": v.n_summaries,
-           "1-5 items: same level as panel median": pct(v.exact, v.n_likert),
-           "within one level": pct(v.within_one, v.n_likert),
-           "mean difference (clinician − panel)": "—" if v.mean_difference is None else f"{v.mean_difference:+.2f}",
-           "yes/no items: panel majority": pct(v.yes_no_agree, v.n_yes_no)} for v in sc.vs_panel]
-    pairs = [{"clinicians": f"{p.reviewer_a} · {p.reviewer_b}", "items both scored": p.n_items,
-              "same value": pct(p.exact, p.n_items),
-              "mean |difference|": "—" if p.mean_abs_difference is None else f"{p.mean_abs_difference:.2f}"}
-             for p in sc.pairs]
-    return vs, pairs
 
 
 def reliability_rows(report: AgreementReport) -> list[dict]:

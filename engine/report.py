@@ -24,8 +24,9 @@ from typing import Optional, Sequence
 
 from . import untrusted
 from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_p, headline,
-                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, spot_check_rows)
+                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows)
 from .models import RESERVED_RATER_GROUPS
+from .spot_checks import spot_check_rows
 from .judge_configs import JudgeConfig, configurations, find, results_for
 from .rubric import ITEMS, get_item
 

@@ -5,12 +5,12 @@ import streamlit as st
 from components import agreement_view as av, state
 from engine import calibration, untrusted
 from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows,
-                              spot_check_rows)
+                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
 from engine.judge import JudgeResult
 from engine.judge_configs import results_for
 from engine.report import HUMANS_TITLE, LLM_TITLE, forest_svg
 from engine.rubric import get_item
+from engine.spot_checks import spot_check_rows
 from engine.store import StoreError
 
 st.title("Agreement")

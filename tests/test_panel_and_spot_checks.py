@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine.agreement import analyse, at_chance, headline, spot_check_rows
+from engine.agreement import analyse, at_chance, headline
+from engine.spot_checks import spot_check_rows
 from engine.loading import load_paths
 from engine.models import Case, Dataset, Note, Rating, Summary
 from engine.reliability import Estimate
