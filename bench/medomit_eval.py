@@ -15,7 +15,8 @@ Besides recall and false reports it prints, per model: the share of extracted fa
 in the notes, facts and differential diagnoses per case, and minutes per case. Results are kept in
 bench/out/medomit_<model>.sqlite (an interrupted run resumes); --ship writes the model's MED-OMIT results as rows
 the sample import stores (sample_data/medomit_results.jsonl), so the Case page shows them without a run.
-Usage: python bench/medomit_eval.py [--oracle-only] [--cases N] [--ctx 8192] [--model KEY] [--ship PATH]
+Usage: python bench/medomit_eval.py [--oracle-only] [--cases N | --case-ids A,B] [--ctx 8192] [--model KEY]
+                                    [--ship PATH]   (--ship merges: rows of summaries not run are kept)
 """
 import argparse
 import json
@@ -111,6 +112,16 @@ def matches(fact, res, d, case) -> bool:
     return any(k.lower() in f.text.lower() for k in d["key_terms"])
 
 
+def merge_shipped(path: Path, rows: list[str]) -> int:
+    """Write ``rows`` to ``path``, keeping the rows of summaries this run did not touch (in file order, then the new
+    ones). Returns how many old rows were kept, so cases can be run one at a time and shipped as they finish."""
+    new = {json.loads(r)["summary_id"]: r for r in rows}
+    old = [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] if path.exists() else []
+    kept = [x for x in old if json.loads(x)["summary_id"] not in new]
+    path.write_text("\n".join(kept + list(new.values())) + "\n", encoding="utf-8")
+    return len(kept)
+
+
 def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=None):
     store = Store(store_path)
     if "eval" not in store.dataset_names():
@@ -169,14 +180,15 @@ def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=
             rows.append(json.dumps({"method": "medomit", "summary_id": res.summary_id, "status": res.status,
                                     "cache_key": result_key(model_id, ds.case(s.case_id), s),
                                     "result": res.to_json()}, sort_keys=True))
-        Path(ship).write_text("\n".join(rows) + "\n", encoding="utf-8")
-        print(f"[{label}] {len(rows)} MED-OMIT results written to {ship}")
+        kept = merge_shipped(Path(ship), rows)
+        print(f"[{label}] {len(rows)} MED-OMIT results written to {ship} ({kept} rows of other summaries kept)")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--oracle-only", action="store_true")
     ap.add_argument("--cases", type=int, default=0, help="only the first N cases (0 = all)")
+    ap.add_argument("--case-ids", default="", help="only these cases (comma-separated ids)")
     ap.add_argument("--ctx", type=int, default=8192)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model key")
     ap.add_argument("--threads", type=int, default=0)
@@ -185,6 +197,12 @@ def main():
     ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
     manifest = load_manifest()
     case_ids = [c.case_id for c in ds.cases][: args.cases or None]
+    if args.case_ids:
+        wanted = [c.strip() for c in args.case_ids.split(",") if c.strip()]
+        unknown = sorted(set(wanted) - set(case_ids))
+        if unknown:
+            ap.error(f"unknown case ids: {', '.join(unknown)}")
+        case_ids = [c for c in case_ids if c in wanted]
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -72,7 +72,7 @@ from .sentences import Sentence, split_sentences
 # foreign), and transcript units without speaker tags and disfluencies.
 # v4: a citation is right when the cited note supports the sentence. v5: fact-level checks (engine.specifics) in the
 # weak rule and the citation check.
-ALIGNMENT_VERSION = "alignment-v5"
+ALIGNMENT_VERSION = "alignment-v6"  # v6: restatements inside the summary (engine.redundancy)
 # The cited notes support a sentence when ½(lexical + semantic) against those notes alone reaches this. Chosen by
 # bench/citation_benchmark.py on its development split (redundant multi-note records with known wrong citations).
 CITED_SUPPORT = 0.46
@@ -123,6 +123,8 @@ class SentenceAlignment:
     cited_support: Optional[float] = None  # ½(lexical + semantic) against the cited notes alone (alignment-v4)
     also_supported: str = ""  # information: another note supports the sentence better (not a defect)
     specifics: list[str] = field(default_factory=list)  # false-looking specifics, described (engine.specifics)
+    restates: Optional[int] = None  # index of an earlier sentence this one says again (alignment-v6)
+    restates_detail: str = ""  # the restatement, described (engine.redundancy)
 
 
 @dataclass
@@ -591,6 +593,10 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
                                      [ref(j, sims[i, j]) for j in etop], round(support, 4),
                                      weak, best_note, verdict, detail, round(ev.score, 4), round(ev.lexical, 4),
                                      round(ev.semantic, 4), ev.foreign, why, cited_support, also, found))
+    from .redundancy import restatements
+
+    for r in restatements([x.clean for x in ssents], S, skip=[is_heading(x.clean) for x in ssents]):
+        out[r.later].restates, out[r.later].restates_detail = r.first, r.describe()
     cov, dens = coverage_density(summary.text, "\n".join(n.text for n in case.notes))
     mean_support = float(np.mean([a.support for a in out])) if out else 0.0
     issues = [{"sentence": a.index, "verdict": a.citation_verdict, "detail": a.citation_detail, "text": a.text}

@@ -17,9 +17,11 @@ Each defect is *found* when the evidence a reader is shown for it names it:
 * a wrong citation: a sentence overlapping the span has the verdict ``wrong`` or ``unknown``;
 * a missing citation: a sentence overlapping the span has the verdict ``missing``;
 * a dropped fact: one of the first :data:`TOP_REGIONS` uncovered regions overlaps the source span;
-* stigmatizing language: the lexicon detector marks a word inside the span.
+* stigmatizing language: the lexicon detector marks a word inside the span;
+* redundancy (two spans saying the same thing): a sentence overlapping one span is marked as restating a sentence
+  overlapping the other.
 
-Redundancy has no evidence kind yet: it is listed and counted as not checked (``found`` None).
+A defect type with no evidence kind is listed and counted as not checked (``found`` None).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from .models import Dataset
 
 TOP_REGIONS = 5
 CHECKED = ("fabricated_fact", "falsified_fact", "wrong_citation", "missing_citation", "dropped_fact",
-           "stigmatizing_language")
+           "stigmatizing_language", "redundancy")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,18 @@ def check_defect(ds: Dataset, summary_id: str, defect: Mapping, alignment: Optio
         hits = [h for h in stigma.detect(summary.text).hits if pos >= 0 and h.start < pos + len(span) and h.end > pos]
         return DefectCheck(summary_id, kind, span, bool(hits),
                            ", ".join(summary.text[h.start:h.end] for h in hits) or "no lexicon term in the span")
+    if kind == "redundancy" and len(defect.get("summary_spans", [])) == 2:
+        first, second = defect["summary_spans"]
+        shown = " / ".join(defect["summary_spans"])
+        if alignment is None:
+            return DefectCheck(summary_id, kind, shown, False, "no sentence-support evidence stored")
+        a = {s.index for s in _overlapping(alignment, summary.text, first)}
+        b = {s.index for s in _overlapping(alignment, summary.text, second)}
+        hits = [s for s in alignment.sentences if s.restates is not None
+                and ((s.index in b and s.restates in a) or (s.index in a and s.restates in b))]
+        return DefectCheck(summary_id, kind, shown, bool(hits),
+                           "; ".join(f"sentence {s.index + 1} {s.restates_detail}" for s in hits)
+                           or "no sentence marked as a restatement")
     return DefectCheck(summary_id, kind, " / ".join(defect.get("summary_spans", [])) or span, None,
                        "no evidence kind checks this defect type")
 

@@ -187,10 +187,11 @@ with tab_align:
         m2.metric("Coverage (extractive)", f"{al.coverage:.2f}")
         m3.metric("Density", f"{al.density:.2f}")
         m4.metric("Citation issues", len(al.citation_issues))
-        slabels = [("⚠ " if a.weak else "") + f"{a.index + 1}\\. "
+        slabels = [("⚠ " if a.weak else "") + ("↻ " if a.restates is not None else "") + f"{a.index + 1}\\. "
                    + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]
-        pick = st.radio("Summary sentences (⚠ = weak support); select one to see its support", slabels,
+        pick = st.radio("Summary sentences (⚠ = weak support, ↻ = says again what an earlier sentence said); select "
+                        "one to see its support", slabels,
                         on_change=_picked, args=("support",))
         a = al.sentences[slabels.index(pick)]
         st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
@@ -201,6 +202,10 @@ with tab_align:
                                                                  "the notes back this sentence poorly")
                        + " (rule: the mean of word evidence and embedding similarity below the threshold chosen on "
                          "the development split, or a number or name the notes never state).")
+        if a.restates is not None:
+            st.caption("↻ Restatement: this sentence " + untrusted.md_inline(a.restates_detail)
+                       + " — it adds no value the summary has not given already (rule: close in meaning with rare "
+                         "words in common, or most rare words shared, and no new number; see the README).")
         refs, best = evidence_view.aligned_passages(a)  # best: outlined and scrolled into view
         scroll_page = _just_picked("support")
         for nid in sorted({r.note_id for r in refs}, key=lambda x: [n.note_id for n in case.notes].index(x)):
