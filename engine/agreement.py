@@ -227,7 +227,9 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
     complete = ~np.isnan(x).any(axis=1)
     out = ItemAgreement(m.item, int(rated.sum()), x.shape[1], int(complete.sum()))
     data = [[None if np.isnan(v) else v for v in row] for row in x[rated]]
-    if likert:
+    if not rated.any():
+        out.notes.append("no rater scored this item")
+    elif likert:
         if complete.sum() >= 3:
             out.icc = _safe(lambda: rel.icc_all(x[complete]), out.notes, "ICC") or {}
         else:

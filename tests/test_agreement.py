@@ -29,7 +29,21 @@ def report(ds):
 
 
 def _icc3k(m):
-    return rel.icc_all(m)["ICC3k"].value
+    """ICC(3,k) from the two-way ANOVA mean squares (McGraw & Wong 1996, case 3, average measures), written out
+    here with numpy: an independent check of the adapter and of the LLM-effect code that uses it."""
+    m = np.asarray(m, dtype=float)
+    n, k = m.shape
+    grand = m.mean()
+    ms_rows = k * ((m.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+    resid = m - m.mean(axis=1, keepdims=True) - m.mean(axis=0, keepdims=True) + grand
+    ms_error = (resid ** 2).sum() / ((n - 1) * (k - 1))
+    return (ms_rows - ms_error) / ms_rows
+
+
+def test_the_adapters_icc3k_is_the_anova_formula(ds):
+    m = item_matrix(ds, "accurate")
+    x = m.values[~np.isnan(m.values).any(axis=1)]
+    assert rel.icc_all(x)["ICC3k"].value == pytest.approx(_icc3k(x), abs=1e-9)
 
 
 def test_llm_effect_matches_direct_computation(ds):
@@ -52,6 +66,16 @@ def test_llm_identical_to_a_rater_changes_nothing_when_it_replaces_that_rater(ds
     x = m.values[~np.isnan(m.values).any(axis=1)]
     eff = llm_effect(x, x[:, 2].copy(), m.rater_ids, n_boot=50)
     assert eff.icc_substituted[m.rater_ids[2]] == pytest.approx(eff.icc_humans)
+
+
+def test_an_llm_that_follows_the_raters_raises_the_icc_and_noise_lowers_it(ds):
+    m = item_matrix(ds, "thorough")
+    x = m.values[~np.isnan(m.values).any(axis=1)]
+    follows = llm_effect(x, np.round(x.mean(axis=1)), m.rater_ids, n_boot=200, seed=1)
+    noise = llm_effect(x, np.random.default_rng(7).integers(1, 6, len(x)).astype(float), m.rater_ids, n_boot=200,
+                       seed=1)
+    assert follows.delta_extra > 0 and follows.delta_extra_ci[0] > 0
+    assert noise.delta_extra < 0 and noise.delta_substitute_mean < follows.delta_substitute_mean
 
 
 def test_item_icc_is_the_adapters_icc_on_complete_rows(ds, report):

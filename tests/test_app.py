@@ -62,8 +62,12 @@ def test_data_page_delete_needs_confirmation():
     at.checkbox[-1].check().run()
     next(b for b in at.button if b.label == "Delete").click().run()
     assert not at.exception
-    assert any("Deleted" in s.value for s in at.success) or "sample" not in " ".join(
-        str(d.value) for d in at.dataframe)
+    import os
+
+    from engine.store import Store
+
+    assert "sample" not in Store(os.environ["SUMCHECK_WORKSPACE"]).dataset_names()  # really gone
+    assert any("Deleted 'sample'" in s.value for s in at.success), [s.value for s in at.success]  # and said so
 
 
 def test_settings_page_rejects_bad_model_and_saves_good(tmp_path):

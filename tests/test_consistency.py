@@ -75,15 +75,18 @@ def test_never_stops_while_a_median_could_still_move():
     # replacing the remaining samples by other recorded samples' values gives the same medians
     results = recorded()[:12]
     pool = [s for r in results for s in r.samples if s.ok][:40]
+    stopped_early = 0
     for r in results:
         k = _replay(r)
         if k >= len(r.samples):
             continue
+        stopped_early += 1
         base = {i: (s.median, s.is_na) for i, s in aggregate(r.samples).items()}
         for j in range(0, len(pool) - 7):
             swapped = list(r.samples[:k]) + [SampleReply(**{**s.__dict__}) for s in pool[j:j + len(r.samples) - k]]
             got = {i: (s.median, s.is_na) for i, s in aggregate(swapped).items()}
             assert got == base, (r.summary_id, k)
+    assert stopped_early, "no recorded result stopped early: the check above checked nothing"
 
 
 class ReplayBackend:

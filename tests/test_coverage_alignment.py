@@ -86,6 +86,7 @@ def test_offsets_lie_inside_notes_and_match(emb, ds, method):
     case = ds.case("neph-01")
     for s in ds.summaries_for(case.case_id):
         r = score_coverage(case, s, emb, CoverageParams(method=method))
+        assert r.regions and r.units, (method, s.summary_id)  # the loops below check something
         for g in r.regions:
             assert 0 <= g.start < g.end <= len(case.note(g.note_id).text)
             assert case.note(g.note_id).text[g.start:g.end] == g.text

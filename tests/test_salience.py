@@ -71,12 +71,16 @@ def test_small_talk_counts_only_in_dialogue():
     assert line_salience("Doing well.", dialogue=True) <= 0.1
 
 
-def test_weights_lie_in_the_unit_interval_and_are_deterministic():
-    lines = ["", "   ", "...", "Will do.", "Plan per Dr. Varga:", "[patient] no, nothing like that.",
-             "Results follow-up (chart review and telephone call)."]
-    for line in lines:
-        w = line_salience(line)
-        assert 0.0 <= w <= 1.0 and w == line_salience(line)
+@pytest.mark.parametrize("line,kind,weight", [
+    ("", "empty", 0.0), ("   ", "empty", 0.0), ("...", "empty", 0.0),  # nothing to read
+    ("Will do.", "no-content", 0.3),  # words, but no clinical content
+    ("Plan per Dr. Varga:", "header", 0.0),  # a heading introduces, it states nothing
+    ("Results follow-up (chart review and telephone call).", "header", 0.0),
+    ("[patient] no, nothing like that.", "small-talk", 0.1),  # a transcript turn without content
+])
+def test_each_kind_of_line_gets_its_documented_weight(line, kind, weight):
+    assert classify(line).kind == kind
+    assert line_salience(line) == weight
 
 
 def test_copy_forward_repeats_are_down_weighted_after_their_first_occurrence():

@@ -352,7 +352,13 @@ def test_data_page_upload_keeps_no_copy_and_maps_columns(payload_workspace, tmp_
     assert not list(tmp.iterdir())
     next(b for b in at.button if b.label == "Validate").click().run()
     assert not at.exception
-    assert at.error or at.success  # a report either way
+    # the files were read from the private copies: the report is about their rows (the REDCap ratings name
+    # summaries of the sample, not of the payload bundle), never about a file that could not be opened
+    assert any("nothing was imported" in e.value for e in at.error), [e.value for e in at.error]
+    report = next(d.value for d in at.dataframe if "message" in d.value.columns)
+    assert set(report["file"]) == {"redcap_ratings.csv"} and (report["row"] >= 1).all()
+    assert report["message"].str.startswith("rating for unknown summary").all(), report["message"].unique()[:3]
+    assert not list(tmp.iterdir())
     assert not list(tmp.iterdir()), list(tmp.iterdir())
     shown_files = [str(f) for d in at.dataframe if "file" in d.value.columns for f in d.value["file"]]
     assert "notes.csv" in shown_files and "redcap_ratings.csv" in shown_files  # upload names, not temp paths
