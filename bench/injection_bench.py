@@ -1,11 +1,11 @@
-"""Does text in a note steer the judge? The reproduced attack of issue 9, measured with a real model.
+"""Does text in a note steer the judge? A reproduced attack, measured with a real model.
 
 A wrong summary (it contradicts the notes and cites nothing) is judged twice: once as is, once with a note that
 closes the prompt's tags, forges a summary, a system instruction and a model turn, and asks for 5 on every item.
 For each it prints the structural checks (the prompt parses back to exactly the data; the token ids hold exactly
 the chat template's control tokens) and the judge's medians.
 
-Before the fix the embedded model scored the injected case 5 on every item and the plain one 1 (issue 9). The
+Before the fix the embedded model scored the injected case 5 on every item and the plain one 1. The
 structure is now intact by construction; what a model does with an instruction it reads *as note text* is a
 property of the model: a 270M smoke-test model follows text far more readily than an 8B instruction-tuned judge,
 so run this with the model you will use (``--model``).

@@ -1,4 +1,4 @@
-"""Sentence-support benchmark (issue 13): does the weak-support rule flag sentences swapped in from another patient
+"""Sentence-support benchmark: does the weak-support rule flag sentences swapped in from another patient
 without flagging the genuine ones — on clinical notes *and* on doctor–patient conversations?
 
 ALL DATA HERE IS OURS: the SumCheck team wrote every case, note, transcript and summary (the bundled sample

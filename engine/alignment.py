@@ -1,4 +1,5 @@
-"""Which source sentences support each summary sentence (faithfulness evidence, ``shared/seeds/002_*``).
+"""Which source sentences support each summary sentence (faithfulness evidence after Adams et al., "A Meta-Evaluation of Faithfulness Metrics for Long-Form
+Hospital-Course Summarization").
 
 Per summary sentence:
 * **ROUGE-TopK** (k = 5): the source sentences with the highest mean of ROUGE-1/2/L F1;
@@ -7,7 +8,7 @@ Per summary sentence:
 * **embedding-TopK** (k = 5): cosine of sentence embeddings;
 * **support**: BERTScore-style precision — each content token of the summary sentence takes its best cosine
   with the tokens of its aligned source sentences (ROUGE-Gain ∪ embedding top-1), averaged;
-* **weak support** (issue 13, chosen and measured by ``bench/support_benchmark.py``; see *The weak-support
+* **weak support** (chosen and measured by ``bench/support_benchmark.py``; see *The weak-support
   rule* below): ``support_score`` = ½(lexical + semantic), weak when it is below :data:`WEAK_SUPPORT` or when the
   sentence states a number or a patient name that the source never states;
 * **citation check**: a sentence without <NoteID:n> is *missing*; a cited note that does not exist is *unknown*;
@@ -68,7 +69,7 @@ from .salience import SPEAKER_TAG
 from .sentences import Sentence, split_sentences
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
-# v2: citations read by engine.citations. v3 (issue 13): the weak-support rule (support_score, lexical, semantic,
+# v2: citations read by engine.citations. v3: the weak-support rule (support_score, lexical, semantic,
 # foreign), and transcript units without speaker tags and disfluencies.
 # v4: a citation is right when the cited note supports the sentence. v5: fact-level checks (engine.specifics) in the
 # weak rule and the citation check.

@@ -2,7 +2,7 @@
 
 Methods
 -------
-* ``kde`` — EmbedKDECheck (``shared/seeds/004_*``): token embeddings of the whole source and of the summary,
+* ``kde`` — EmbedKDECheck (Oukelmoun et al., "Detecting Omissions in LLM-Generated Medical Summaries"): token embeddings of the whole source and of the summary,
   optional cleaning (stopwords, short words), standardisation and PCA fitted on both sets together, a Gaussian
   KDE fitted on the summary's tokens; each source token gets the density ratio r = density / (lowest density of
   any summary token) and the omission score 1/r, reported here as log(1/r) (same order, no overflow); the global

@@ -1,6 +1,6 @@
 """PDSQI-9 LLM-as-a-judge: prompt planning, constrained sampling, parsing, self-consistency, expected scores.
 
-Protocol (``shared/seeds/001_*``): notes + summary + target specialty → JSON with one key per item; the
+Protocol (Croxford et al.'s LLM-as-a-judge study for PDSQI-9): notes + summary + target specialty → JSON with one key per item; the
 judge's score is the **median of N samples** (self-consistency, default 7). The prompt is evaluated once and
 reused (llama.cpp keeps the prompt's KV cache), so every extra sample only costs its decoding. Sample 0 is
 greedy and its score-token log-probabilities give a probability-weighted **expected score** per item

@@ -1,6 +1,6 @@
 """The PDSQI-9 judge prompt and its output schema, built from :mod:`engine.rubric`.
 
-Protocol (after Croxford et al., ``shared/seeds/001_*``): the judge sees every source note tagged with its
+Protocol (after Croxford et al.'s LLM-as-a-judge study for PDSQI-9): the judge sees every source note tagged with its
 note id, the summary, and the target specialty; the rubric marks each attribute with its own tag, the
 attribute description in upper case and the grade definitions below it; the answer is one JSON object with
 one key per attribute. Few-shot examples are earlier conversation turns whose answers are the median

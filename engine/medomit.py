@@ -1,6 +1,6 @@
 """MED-OMIT: which pertinent facts a summary left out, and how much each matters.
 
-Method (``shared/seeds/003_*``, Schumacher et al.):
+Method (Schumacher et al., MED-OMIT):
  1. atomic facts from the source, each linked back to the note and character span it came from;
  2. a differential diagnosis (DDx) from the source: ≤ 10 ranked conditions, probable / possible / unlikely;
  3. per fact: omitted from the summary or not (strict: any missing part counts);

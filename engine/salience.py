@@ -1,4 +1,4 @@
-"""Salience of source text: how likely a good summary is to carry a piece of a note (issue 12, item 3).
+"""Salience of source text: how likely a good summary is to carry a piece of a note.
 
 Uncovered-region ranking (:func:`engine.coverage.merge_regions`) multiplies each region's raw omission score by
 this weight, so boilerplate and small talk — text no good summary would carry, and which a summary therefore never
@@ -40,7 +40,7 @@ marker (``1.``, ``-``). Its weight, first match wins:
    transcript — fillers ("Will do."; in a note "Doing well." is content).
 6. **Non-clinical talk → 0.3**, only in transcripts: content words but no clinical content (step 2) — logistics,
    family news, small talk the lexicons do not list ("the parking garage is a bit of a maze"). In a note such a
-   line keeps 1.0. Added with the honest omission benchmark (issue 13): on its development conversations, with
+   line keeps 1.0. Added with the omission benchmark (``bench/omission_benchmark.py``): on its development conversations, with
    unit coverage, it raises the localisation AUROC of removed facts against every other unit from 0.62 to 0.71,
    at the cost of 0.85 → 0.81 against the kept facts only and 0.65 → 0.62 Spearman (``bench/omission_benchmark.py``).
 7. Anything else → 1.0.

@@ -1,4 +1,4 @@
-"""Stigmatizing-language detector that needs no LLM (issue 14).
+"""Stigmatizing-language detector that needs no LLM.
 
 The lexicon lives in ``engine/data/stigma_lexicon.json``. Each entry has an id, a term (see that file's ``about``
 for the term syntax), a category (credibility, disapproval, stereotyping, social_descriptor), a short source

@@ -1,12 +1,15 @@
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -90,3 +93,94 @@ def _stop(proc) -> None:
         proc.wait()
 
 
+# ------------------------------------------------------------------ a page run with AppTest (shared)
+TIMEOUT = 120
+
+
+def _run(script: str, **session) -> AppTest:
+    at = AppTest.from_file(str(ROOT / script), default_timeout=TIMEOUT)
+    for k, v in session.items():
+        at.session_state[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+# ------------------------------------------------- the browser tests' watch on requests and page text (shared)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Watch:
+    """Records every request (and websocket) that leaves the app's origin, and every dialog."""
+
+    def __init__(self, page, url: str):
+        self.origin = url
+        self.netloc = urllib.parse.urlsplit(url).netloc
+        self.port = urllib.parse.urlsplit(url).port
+        self.requests: list[str] = []
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("request", lambda r: self._seen(r.url))
+        page.on("websocket", lambda ws: self._seen(ws.url))
+        page.on("dialog", self._dialog)
+
+    def _seen(self, url: str) -> None:
+        self.requests.append(url)
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme in ("data", "blob"):
+            return
+        if parts.hostname not in ("127.0.0.1", "localhost") or parts.port != self.port:
+            self.outside.append(url)
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+
+def _settle(page, timeout_s: float = 150) -> None:
+    """Wait until the script run has finished (the app root says so and nothing is stale)."""
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout_s * 1000)
+    page.wait_for_function("() => !document.querySelector('[data-stale=true]')", timeout=timeout_s * 1000)
+
+
+# Runs in the page: every link, image and embedded resource that does not stay on the app's origin, and every
+# element that payload markup could have produced (KaTeX, a script or image inside rendered Markdown).
+AUDIT_JS = """([origin, marks]) => {
+  const bad = [];
+  const flag = s => marks.some(m => (s || '').toLowerCase().includes(m));
+  for (const a of document.querySelectorAll('a')) {
+    const href = a.getAttribute('href') || a.getAttribute('xlink:href') || '';
+    if (href.startsWith('#') && !flag(a.textContent)) continue;       // in-page heading anchors
+    let u = null;
+    try { u = new URL(href, location.href); } catch (e) {}
+    if (!u || u.origin !== origin || flag(href) || flag(a.textContent))
+      bad.push(['a', href, (a.textContent || '').slice(0, 80)]);
+  }
+  const sel = 'img, image, iframe, frame, video, audio, source, track, embed, object, link[href], script[src], use';
+  for (const el of document.querySelectorAll(sel)) {
+    const src = el.getAttribute('src') || el.getAttribute('href') || el.getAttribute('xlink:href')
+                || el.getAttribute('data') || el.getAttribute('srcset') || '';
+    if (!src || src.startsWith('data:') || src.startsWith('blob:') || (el.tagName === 'use' && src.startsWith('#')))
+      continue;
+    let u = null;
+    try { u = new URL(src, location.href); } catch (e) {}
+    if (!u || u.origin !== origin) bad.push([el.tagName, src]);
+  }
+  for (const el of document.querySelectorAll('.katex, [data-testid=stMarkdownContainer] script, '
+                                             + '[data-testid=stMarkdownContainer] img, '
+                                             + '[data-testid=stMarkdownContainer] iframe'))
+    bad.push(['markup', el.tagName, (el.outerHTML || '').slice(0, 120)]);
+  for (const el of document.querySelectorAll('[data-testid=stException]'))
+    bad.push(['traceback', (el.innerText || '').slice(0, 300)]);
+  return bad;
+}"""
+
+
+PAYLOAD_MARKS = ("javascript:", "evil", "127.0.0.2", "alert(")
+
+
+def _audit(page, watch: Watch, where: str) -> None:
+    bad = page.evaluate(AUDIT_JS, [watch.origin, list(PAYLOAD_MARKS)])
+    assert not bad, f"{where}: {bad}"
+    assert not watch.outside, f"{where}: requests left the app's origin: {watch.outside}"
+    assert not watch.dialogs, f"{where}: dialogs opened: {watch.dialogs}"

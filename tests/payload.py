@@ -8,7 +8,16 @@ any of them shows up in the browser test's request log; nothing can reach the in
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+from markdown_it import MarkdownIt
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import AlertBase
+from streamlit.testing.v1.element_tree import HeadingBase
+from streamlit.testing.v1.element_tree import Markdown
+from streamlit.testing.v1.element_tree import Metric
+from streamlit.testing.v1.element_tree import Radio
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "payload"
 BUNDLE = FIXTURE / "bundle"
@@ -139,3 +148,77 @@ ESCAPING_PAYLOADS = [
     'Ünïcödé — 𝒳 — \u202eRTL override',
 ]
 ATTACKS = INSTRUCTION_ATTACKS + ESCAPING_PAYLOADS
+
+
+# ------------------------------------------------- where rendered Markdown could carry a payload: the checks
+BAD_TAG = re.compile(r"<(a|img|image|script|iframe|frame|object|embed|video|audio|source|link|style|svg|math|form|"
+                     r"input|base|meta)\b", re.IGNORECASE)
+
+
+DIRECTIVE = re.compile(r"(?<!\\):[A-Za-z-]+\[")
+
+
+GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
+
+
+# Text-level rewrites of Streamlit's Markdown pipeline, applied to the *text* after parsing (so escapes do not
+# stop them): GFM literal autolinks (regexes of mdast-util-gfm-autolink-literal, as in Streamlit's bundle),
+# emoji and :material/icon: shortcodes. ASCII semantics like JavaScript's \w.
+GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.IGNORECASE | re.ASCII)
+
+
+# CommonMark with raw HTML allowed (as in st.markdown(unsafe_allow_html=True)), plus GFM tables / strikethrough.
+MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+OWN_NOTE_LINK = re.compile(r'<a href="#note-[0-9a-f]{12}" style="text-decoration:none">')
+
+
+SHORTCODE = re.compile(r":[\w+-]+(?:/[\w+-]+)?:", re.ASCII)
+
+
+UNESCAPED_DOLLAR = re.compile(r"(?<!\\)(?:\\\\)*\$")
+
+
+def markdown_problems(source: str) -> list[str]:
+    """Why ``source`` (Markdown given to Streamlit) is not inert: tags, links, images, autolinks, LaTeX, colour
+    directives or shortcodes it would produce. Empty = renders as plain text (plus the HTML we build, whose
+    text is entity-escaped and which Streamlit's text-level rewrites do not touch)."""
+    source = OWN_NOTE_LINK.sub("", source).replace("</a>", "")  # our badge links to a note block (hash ids)
+    problems = [f"tag {m.group(0)!r}" for m in BAD_TAG.finditer(MARKDOWN.render(source))]
+    for block in MARKDOWN.parse(source):
+        if block.type != "inline":
+            continue
+        raw = re.sub(r"<[^>]*>", "", block.content)  # the inline's source, our own inline HTML dropped
+        problems += [f"LaTeX delimiter in {raw[:60]!r}"] if UNESCAPED_DOLLAR.search(raw) else []
+        problems += [f"colour directive in {raw[:60]!r}"] if DIRECTIVE.search(raw) else []
+        for child in block.children or []:
+            if child.type in ("link_open", "image"):
+                problems.append(f"{child.type} {child.attrs}")
+            if child.type == "text":
+                problems += [f"{rx.pattern[:20]}… matches {m.group(0)!r}" for rx in (GFM_URL, GFM_EMAIL, SHORTCODE)
+                             for m in rx.finditer(child.content)]
+    return problems
+
+
+# --------------------------------------------------------------------------------------------- pages (AppTest)
+def markdown_sinks(at: AppTest) -> list[str]:
+    """Every string the page handed to a Markdown sink: markdown, captions, headings, alerts, and the labels of
+    widgets, expanders, tabs, status and metrics, and radio options."""
+    out: list[str] = []
+
+    def visit(node) -> None:
+        if isinstance(node, (Markdown, HeadingBase, AlertBase)):
+            out.append(node.value)
+        label = getattr(node, "label", None)
+        if isinstance(label, str):
+            out.append(label)
+        if isinstance(node, Radio):
+            out.extend(node.options)
+        if isinstance(node, Metric):
+            out.append(node.label)
+        for child in getattr(node, "children", {}).values():
+            visit(child)
+
+    visit(at._tree)
+    return out

@@ -5,6 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import FORMATS, ROOT
 from engine.untrusted import md_inline
+from fakes import _seed_medomit  # noqa: F401
 
 TIMEOUT = 60
 
@@ -126,22 +127,6 @@ def test_judge_page_bad_model_path_keeps_running(tmp_path):
     assert any("not a GGUF model" in e.value for e in at.error)
 
 
-def _seed_medomit(name="sample"):
-    """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
-    from engine.medomit import MedOmit, run_medomit
-    from test_medomit import ScriptedBackend
-    from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
-
-    store = Store(workspace_path())
-    ensure_sample(store)
-    ds = store.load_dataset(name)
-    sid = ds.summaries[0].summary_id
-    list(run_medomit(MedOmit(ScriptedBackend(), "scripted"), ds, [sid], store=store, dataset_name=name))
-    return sid
-
-
 def test_case_page_shows_stored_medomit_result():
     _seed_medomit()
     at = _run("pages/case.py")
@@ -230,7 +215,7 @@ def test_judge_page_on_a_server_streams_partial_scores_and_stops_early(monkeypat
     import engine.judge as judge_mod
     from engine.backends import BackendError
     from engine.settings import SOURCE_SERVER, AppSettings, config_path
-    from test_http_dialects import DIALECTS, make_server
+    from fakes import DIALECTS, make_server
 
     calls, partials = [], []
     real = judge_mod.run_batch

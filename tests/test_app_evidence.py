@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from components.evidence_view import COLUMN_HELP
 from engine.untrusted import html
+from fakes import _drop_stored_evidence  # noqa: F401
 
 TIMEOUT = 120
 EXPLAINED = ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
@@ -44,7 +45,7 @@ def _shown(df_element):
 
 
 def test_evidence_page_is_readable_on_the_sample():
-    from test_app import _seed_medomit
+    from fakes import _seed_medomit
 
     sid = _seed_medomit()
     _seed_embeddings(sid)
@@ -85,18 +86,6 @@ def test_evidence_page_is_readable_on_the_sample():
     # the tables and the chart's data download as CSV
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels.count("Download table (CSV)") >= 4 and "Download chart data (CSV)" in labels
-
-
-def _drop_stored_evidence() -> None:
-    """A workspace whose sample has no embedding evidence (as after new content or a code-version bump)."""
-    from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
-
-    store = Store(workspace_path())
-    ensure_sample(store)
-    with store.transaction() as con:
-        con.execute("DELETE FROM evidence_results")
 
 
 def test_evidence_page_empty_state_says_what_to_run():

@@ -102,7 +102,7 @@ def test_case_page_medomit_progress_and_cancel():
 
 
 def test_evidence_page_batch_cancel_keeps_and_resumes():
-    from test_app_evidence import _drop_stored_evidence
+    from fakes import _drop_stored_evidence
 
     _drop_stored_evidence()
     at = _run("pages/evidence.py")

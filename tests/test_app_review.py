@@ -27,7 +27,7 @@ def _store():
 def _seed_judge(store, sid):
     """Store an LLM judge result for one sample summary (fake backend: logic only)."""
     from engine.judge import Judge, JudgeParams, run_batch
-    from test_judge_logic import GOOD, FakeBackend
+    from fakes import GOOD, FakeBackend
 
     ds = store.load_dataset("sample")
     list(run_batch(Judge(FakeBackend([GOOD]), "sha", JudgeParams(n_samples=1)), ds, [sid], store=store,

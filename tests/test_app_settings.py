@@ -12,7 +12,7 @@ from conftest import ROOT
 from engine import untrusted
 from engine.settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings, SettingsError,
                              config_path, load_settings, save_settings)
-from test_http_dialects import DIALECTS, make_server
+from fakes import DIALECTS, make_server
 
 TIMEOUT = 60
 SECRET = "sk-test-3f9a1c7e-never-shown"
@@ -252,7 +252,7 @@ def test_model_found_in_ollama_store_is_selectable_and_judges(tmp_path, monkeypa
 
 def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypatch):
     from engine.model_download import CATALOG
-    from test_model_download import BODY, SHA, hub
+    from fakes import BODY, SHA, hub
 
     srv, state = hub()
     monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
@@ -279,7 +279,7 @@ def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypa
 
 def test_download_failure_is_shown_and_nothing_is_kept(tmp_path, monkeypatch):
     from engine.model_download import CATALOG
-    from test_model_download import hub
+    from fakes import hub
 
     srv, _ = hub(sha="0" * 64)
     monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
@@ -297,7 +297,7 @@ def test_download_failure_is_shown_and_nothing_is_kept(tmp_path, monkeypatch):
 def test_hostile_server_replies_and_names_render_inert():
     """Model names come from the server (and the settings file): every one reaches the page as plain text."""
     import payload
-    from test_untrusted import markdown_problems, markdown_sinks
+    from payload import markdown_problems, markdown_sinks
 
     routes = {("GET", "/v1/models"): {"data": [{"id": payload.ALL}, {"id": "llama3.1:8b"}]},
               ("POST", "/api/show"): {"parameters": "num_ctx 4096"}}

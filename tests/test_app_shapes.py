@@ -1,4 +1,4 @@
-"""Every page renders for every dataset shape (issue 11): the sample, each file of sample_data/formats/, no
+"""Every page renders for every dataset shape: the sample, each file of sample_data/formats/, no
 ratings, ratings but no LLM results, one summary, one rater, an item nobody rated, all-NA synthesized, only yes/no
 items — with an explanatory empty state where data is missing and never an exception."""
 import warnings

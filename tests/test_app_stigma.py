@@ -1,4 +1,4 @@
-"""AppTest of stigmatizing language on the pages (issue 14): highlighted in the notes and the summary with the
+"""AppTest of stigmatizing language on the pages: highlighted in the notes and the summary with the
 category on hover and a legend, carried forward vs introduced on the Case page, the detector's answer beside the
 raters' and the LLM's for the two PDSQI-9 items, per-group rates on the Evidence page, and agreement on the
 Agreement page."""
@@ -7,7 +7,7 @@ import re
 
 from streamlit.testing.v1 import AppTest
 
-from test_smoke_marks import _run
+from conftest import _run
 
 
 def _marks(at: AppTest) -> list[tuple[str, str]]:

@@ -4,18 +4,16 @@ opens no dialog and shows no link or image that came from data."""
 import csv
 import os
 import re
-import shutil
 import time
 import tomllib
-import urllib.parse
 from pathlib import Path
 
 import pytest
 
 import payload
 from conftest import BUNDLE, FORMATS, LAUNCH_ARGS, ROOT, _start, _stop
+from conftest import CHROMIUM, Watch, _settle, AUDIT_JS, PAYLOAD_MARKS, _audit  # noqa: F401
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
     if os.environ.get("CI"):
         pytest.fail("Debian's chromium is required in CI ('make test' installs it)", pytrace=False)
@@ -75,72 +73,6 @@ PAGES = [("", "SumCheck", "Next"), ("case", "Case", "Rater scores"), ("judge", "
          ("evidence", "Evidence", "Embedding evidence per summary"), ("agreement", "Agreement", None),
          ("review", "Spot-check & adjudicate", "Export"), ("data", "Data", "Datasets in the workspace"),
          ("settings", "Settings", "Save settings")]
-PAYLOAD_MARKS = ("javascript:", "evil", "127.0.0.2", "alert(")
-
-# Runs in the page: every link, image and embedded resource that does not stay on the app's origin, and every
-# element that payload markup could have produced (KaTeX, a script or image inside rendered Markdown).
-AUDIT_JS = """([origin, marks]) => {
-  const bad = [];
-  const flag = s => marks.some(m => (s || '').toLowerCase().includes(m));
-  for (const a of document.querySelectorAll('a')) {
-    const href = a.getAttribute('href') || a.getAttribute('xlink:href') || '';
-    if (href.startsWith('#') && !flag(a.textContent)) continue;       // in-page heading anchors
-    let u = null;
-    try { u = new URL(href, location.href); } catch (e) {}
-    if (!u || u.origin !== origin || flag(href) || flag(a.textContent))
-      bad.push(['a', href, (a.textContent || '').slice(0, 80)]);
-  }
-  const sel = 'img, image, iframe, frame, video, audio, source, track, embed, object, link[href], script[src], use';
-  for (const el of document.querySelectorAll(sel)) {
-    const src = el.getAttribute('src') || el.getAttribute('href') || el.getAttribute('xlink:href')
-                || el.getAttribute('data') || el.getAttribute('srcset') || '';
-    if (!src || src.startsWith('data:') || src.startsWith('blob:') || (el.tagName === 'use' && src.startsWith('#')))
-      continue;
-    let u = null;
-    try { u = new URL(src, location.href); } catch (e) {}
-    if (!u || u.origin !== origin) bad.push([el.tagName, src]);
-  }
-  for (const el of document.querySelectorAll('.katex, [data-testid=stMarkdownContainer] script, '
-                                             + '[data-testid=stMarkdownContainer] img, '
-                                             + '[data-testid=stMarkdownContainer] iframe'))
-    bad.push(['markup', el.tagName, (el.outerHTML || '').slice(0, 120)]);
-  for (const el of document.querySelectorAll('[data-testid=stException]'))
-    bad.push(['traceback', (el.innerText || '').slice(0, 300)]);
-  return bad;
-}"""
-
-
-class Watch:
-    """Records every request (and websocket) that leaves the app's origin, and every dialog."""
-
-    def __init__(self, page, url: str):
-        self.origin = url
-        self.netloc = urllib.parse.urlsplit(url).netloc
-        self.port = urllib.parse.urlsplit(url).port
-        self.requests: list[str] = []
-        self.outside: list[str] = []
-        self.dialogs: list[str] = []
-        page.on("request", lambda r: self._seen(r.url))
-        page.on("websocket", lambda ws: self._seen(ws.url))
-        page.on("dialog", self._dialog)
-
-    def _seen(self, url: str) -> None:
-        self.requests.append(url)
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme in ("data", "blob"):
-            return
-        if parts.hostname not in ("127.0.0.1", "localhost") or parts.port != self.port:
-            self.outside.append(url)
-
-    def _dialog(self, dialog) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-
-def _settle(page, timeout_s: float = 150) -> None:
-    """Wait until the script run has finished (the app root says so and nothing is stale)."""
-    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout_s * 1000)
-    page.wait_for_function("() => !document.querySelector('[data-stale=true]')", timeout=timeout_s * 1000)
 
 
 def _open_all(page) -> None:
@@ -157,13 +89,6 @@ def _open_all(page) -> None:
             tab.click()
             expanders()
     page.wait_for_timeout(300)
-
-
-def _audit(page, watch: Watch, where: str) -> None:
-    bad = page.evaluate(AUDIT_JS, [watch.origin, list(PAYLOAD_MARKS)])
-    assert not bad, f"{where}: {bad}"
-    assert not watch.outside, f"{where}: requests left the app's origin: {watch.outside}"
-    assert not watch.dialogs, f"{where}: dialogs opened: {watch.dialogs}"
 
 
 def _visible_text(page) -> str:

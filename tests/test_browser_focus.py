@@ -7,7 +7,7 @@ import pytest
 
 from components.evidence_view import aligned_passages, focus_id
 from conftest import LAUNCH_ARGS, _start, _stop
-from test_browser import CHROMIUM, Watch, _audit, _settle
+from conftest import CHROMIUM, Watch, _audit, _settle
 
 MAX_REGIONS = 30  # as pages/case.py lists them
 VIEWPORT = {"width": 1280, "height": 800}

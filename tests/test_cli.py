@@ -129,7 +129,7 @@ def test_busy_workspace_exits_2_with_a_message(tmp_path, monkeypatch, capsys):
 def test_judge_import_reports_every_bad_line_and_writes_nothing(tmp_path, capsys):
     import json
 
-    from test_hostile_input import judge_lines
+    from fakes import judge_lines
 
     assert main(["import", str(BUNDLE), "--name", "s"]) == 0
     store = Store(workspace_path())
@@ -155,7 +155,7 @@ def test_judge_import_reports_every_bad_line_and_writes_nothing(tmp_path, capsys
 def test_models_lists_ollama_and_lmstudio_ggufs(tmp_path, monkeypatch, capsys):
     import json
 
-    from test_local_models import tiny_gguf
+    from fakes import tiny_gguf
 
     ollama = tmp_path / "ollama"
     tiny_gguf(ollama / "blobs" / "sha256-feed01", arch="llama", file_type=15)
@@ -181,7 +181,7 @@ def test_models_lists_ollama_and_lmstudio_ggufs(tmp_path, monkeypatch, capsys):
 
 def test_get_model_lists_downloads_and_verifies(tmp_path, monkeypatch, capsys):
     from engine.model_download import CATALOG
-    from test_model_download import BODY, SHA, hub
+    from fakes import BODY, SHA, hub
 
     assert main(["get-model", "--list"]) == 0
     out = capsys.readouterr().out
@@ -215,7 +215,7 @@ def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys
 
     import engine.judge as judge_mod
     from engine.backends import OpenAIHTTPBackend
-    from test_http_dialects import DIALECTS, make_server
+    from fakes import DIALECTS, make_server
 
     keys, batch = [], []
     real_init, real_batch = OpenAIHTTPBackend.__init__, judge_mod.run_batch

@@ -1,12 +1,11 @@
 """Exact early stopping: the medians after stopping equal the full run's, proven on recorded real results."""
-import json
 from pathlib import Path
 
-import pytest
 
 from engine.consistency import all_fixed, possible_outcomes
 from engine.judge import JudgeResult, SampleReply, aggregate
 from engine.rubric import get_item
+from fakes import ReplayBackend  # noqa: F401
 
 
 def test_likert_median_fixed_once_a_majority_agrees():
@@ -87,36 +86,6 @@ def test_never_stops_while_a_median_could_still_move():
             got = {i: (s.median, s.is_na) for i, s in aggregate(swapped).items()}
             assert got == base, (r.summary_id, k)
     assert stopped_early, "no recorded result stopped early: the check above checked nothing"
-
-
-class ReplayBackend:
-    """Answers each sample with what the embedded model answered when the result was recorded (sample i = seed
-    offset i), so the judge's own early-stopping loop runs on real replies."""
-
-    name = "replay"
-    n_ctx = 1_000_000
-
-    def __init__(self, result: JudgeResult, base_seed: int):
-        self.by_seed = {s.seed: s for s in result.samples}
-        self.base_seed = base_seed
-        self.calls = 0
-
-    def describe(self):
-        return {"backend": "replay", "model_file": "recorded", "quantization": "none"}
-
-    def render(self, messages):
-        return "\n".join(m["content"] for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
-
-        self.calls += 1
-        s = self.by_seed[seed]
-        cut = bool(s.error and "cut off" in s.error)
-        return Generation(s.raw, 1, s.completion_tokens, 0.0, s.decode_seconds, "length" if cut else "stop")
 
 
 def test_the_judge_stops_where_the_replay_says_with_the_recorded_medians():

@@ -1,4 +1,4 @@
-"""Embedder caches and long texts (issue 13, items 7-8), with the real bundled model."""
+"""Embedder caches and long texts, with the real bundled model."""
 import numpy as np
 import pytest
 

@@ -250,7 +250,7 @@ def test_fuzz_dialogue_csv(ws, content, specialty):
 
 @pytest.fixture(scope="module")
 def genuine_lines(ws):
-    from test_hostile_input import judge_lines
+    from fakes import judge_lines
 
     sids = [s.summary_id for s in ws.load_dataset("s").summaries[:2]]
     return judge_lines(ws, "s", sids) + judge_lines(ws, "s", sids[:1], replies=["{cut off"], seed=5)

@@ -14,6 +14,7 @@ from engine.loading import (LoadOptions, RatingsMapping, load_paths, loads_stric
                             sniff_wide_ratings)
 from engine.settings import SettingsError
 from engine.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
+from fakes import GOOD_REPLY, judge_lines  # noqa: F401
 
 ITEMS_LIKERT = ("cited", "accurate", "thorough", "useful", "organized", "comprehensible", "succinct")
 
@@ -505,23 +506,6 @@ def test_many_small_cases_import_in_linear_time(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------- judge-import
-
-GOOD_REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
-              "succinct": 4, "abstraction": "yes", "synthesized": 3, "stigmatizing_notes": "no",
-              "stigmatizing_summary": "no"}
-
-
-def judge_lines(store, dataset, summary_ids, replies=None, n_ctx=100_000, **params):
-    """Real judge results (fake model) for summaries of a stored dataset, as exported JSON lines."""
-    from engine.judge import Judge, JudgeParams
-
-    ds = store.load_dataset(dataset)
-    replies = replies or [GOOD_REPLY, {**GOOD_REPLY, "cited": 2}, {**GOOD_REPLY, "cited": 5, "abstraction": "no",
-                                                                   "synthesized": "NA"}]
-    from test_judge_logic import FakeBackend  # the one scripted backend for judge-logic tests
-
-    judge = Judge(FakeBackend(replies, n_ctx), "ab" * 32, JudgeParams(**{"n_samples": 3, **params}))
-    return [judge.judge(ds, sid).to_json() for sid in summary_ids]
 
 
 @pytest.fixture

@@ -1,9 +1,6 @@
 """OpenAI-compatible servers as they really are: llama.cpp server, vLLM, Ollama, LM Studio (stand-ins on loopback
 that answer the way each documents: which endpoints exist, where the context size is, 404 on /tokenize for
 Ollama and LM Studio), plus retries on 429/5xx."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -11,83 +8,7 @@ from conftest import BUNDLE
 from engine.backends import ESTIMATE_BYTES_PER_TOKEN, BackendError, OpenAIHTTPBackend
 from engine.judge import STATUS_SCORED, Judge, JudgeParams
 from engine.loading import load_paths
-
-REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
-         "succinct": 4, "abstraction": "no", "synthesized": "NA", "stigmatizing_notes": "no",
-         "stigmatizing_summary": "no"}
-
-DIALECTS = {
-    "llama.cpp": {
-        ("GET", "/v1/models"): {"object": "list", "data": [{"id": "llama-3.1-8b.gguf", "meta": {"n_ctx_train": 131072}}]},
-        ("GET", "/props"): {"default_generation_settings": {"n_ctx": 8192}},
-        ("POST", "/tokenize"): "tokens",
-    },
-    "vllm": {
-        ("GET", "/v1/models"): {"data": [{"id": "meta-llama/Llama-3.1-8B-Instruct", "owned_by": "vllm",
-                                          "max_model_len": 16384}]},
-        ("POST", "/tokenize"): "count",
-    },
-    "ollama": {
-        ("GET", "/v1/models"): {"object": "list", "data": [{"id": "llama3.1:8b", "object": "model",
-                                                            "owned_by": "library"}]},
-        ("POST", "/api/show"): {"parameters": "num_ctx 16384\nstop \"<|eot_id|>\"",
-                                "model_info": {"general.architecture": "llama", "llama.context_length": 131072}},
-    },
-    "lmstudio": {
-        ("GET", "/v1/models"): {"data": [{"id": "gemma-3-270m-it", "object": "model", "owned_by": "organization_owner"}]},
-        ("GET", "/api/v0/models"): {"data": [{"id": "gemma-3-270m-it", "max_context_length": 32768,
-                                              "loaded_context_length": 8192}]},
-    },
-}
-
-
-def make_server(routes, fail_first=0, fail_status=503):
-    seen = []
-    state = {"fails": fail_first}
-
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a):
-            pass
-
-        def _send(self, code, obj, headers=()):
-            data = json.dumps(obj).encode()
-            self.send_response(code)
-            for k, v in headers:
-                self.send_header(k, v)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _handle(self, method):
-            n = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(n)) if n else None
-            seen.append((method, self.path, body))
-            if self.path == "/v1/chat/completions":
-                if state["fails"] > 0:
-                    state["fails"] -= 1
-                    return self._send(fail_status, {"error": "busy"}, [("Retry-After", "0")])
-                return self._send(200, {"choices": [{"message": {"content": json.dumps(REPLY)},
-                                                     "finish_reason": "stop"}],
-                                        "usage": {"prompt_tokens": 100, "completion_tokens": 40}})
-            route = routes.get((method, self.path))
-            if route == "tokens" and body and "content" in body:
-                return self._send(200, {"tokens": list(range(len(body["content"].split())))})
-            if route == "count" and body and "prompt" in body:
-                return self._send(200, {"count": len(body["prompt"].split()), "max_model_len": 16384})
-            if isinstance(route, dict):
-                return self._send(200, route)
-            return self._send(404, {"error": "not found"})
-
-        def do_GET(self):
-            self._handle("GET")
-
-        def do_POST(self):
-            self._handle("POST")
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, seen
+from fakes import REPLY, DIALECTS, make_server  # noqa: F401
 
 
 @pytest.fixture(scope="module")

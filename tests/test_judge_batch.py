@@ -13,13 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import BUNDLE
-from engine.backends import BackendError, Generation, OpenAIHTTPBackend
+from engine.backends import BackendError, OpenAIHTTPBackend
 from engine.judge import Judge, JudgeParams, JudgeResult, run_batch
 from engine.loading import load_paths
-
-REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
-         "succinct": 4, "abstraction": "no", "synthesized": "NA", "stigmatizing_notes": "no",
-         "stigmatizing_summary": "no"}
+from fakes import REPLY, SlowFake
 
 
 class StubServer:
@@ -218,35 +215,6 @@ def test_generator_closed_early_stops_the_workers(ds, stored):
         assert srv.chats == settled < 4 * 12
     finally:
         srv.close()
-
-
-class SlowFake:
-    """An in-process stand-in (no concurrent_ok): records whether two generations ever overlapped."""
-
-    name = "fake"
-
-    def __init__(self):
-        self.active = self.max_active = 0
-        self.order: list[str] = []
-
-    n_ctx = 100_000
-
-    def describe(self):
-        return {"backend": "fake", "model_file": "fake.gguf", "quantization": "none"}
-
-    def render(self, messages):
-        return "\n".join(m["content"] for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        self.active += 1
-        self.max_active = max(self.max_active, self.active)
-        time.sleep(0.01)
-        self.active -= 1
-        self.order.append(prompt)
-        return Generation(json.dumps(REPLY), 10, 10, 0.0, 0.01, "stop")
 
 
 def test_in_process_backend_stays_sequential(ds):

@@ -14,39 +14,7 @@ from engine.judge import (STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Judge,
 from engine.judge_prompt import PROMPT_VERSION, build_messages, output_schema, read_user_message, rubric_text
 from engine.loading import load_paths
 from engine.rubric import ITEMS
-
-GOOD = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5, "succinct": 4,
-        "abstraction": "yes", "synthesized": 3, "stigmatizing_notes": "no", "stigmatizing_summary": "no"}
-
-
-class FakeBackend:
-    """Counts one token per whitespace-separated word; replies from a script (cycled)."""
-
-    name = "fake"
-
-    def __init__(self, replies, n_ctx=100_000):
-        self.replies = list(replies)
-        self._n_ctx = n_ctx
-        self.calls = []
-
-    @property
-    def n_ctx(self):
-        return self._n_ctx
-
-    def describe(self):
-        return {"backend": "fake", "model_file": "fake.gguf", "quantization": "none"}
-
-    def render(self, messages):
-        return "\n".join(f"<{m['role']}>\n{m['content']}" for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        self.calls.append((prompt, temperature, seed))
-        r = self.replies[(len(self.calls) - 1) % len(self.replies)]
-        text = r if isinstance(r, str) else json.dumps(r)
-        return Generation(text, self.count_tokens(prompt), len(text) // 4, 0.1, 0.2, "stop")
+from fakes import GOOD, FakeBackend  # noqa: F401
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,9 @@
 """GGUF models that Ollama and LM Studio keep on disk are found, with size and quantization read from the header."""
 import json
-import struct
 
 from engine.local_models import discover, read_gguf_metadata
 from engine.modelfiles import embedded_model_path
-
-
-def tiny_gguf(path, arch="llama", file_type=15, ctx=131072, name="Tiny"):
-    """A minimal valid GGUF header (v3) with a few metadata keys, an array, and no tensors."""
-    def s(x):
-        b = x.encode()
-        return struct.pack("<Q", len(b)) + b
-
-    kvs = [(s("general.architecture"), 8, s(arch)), (s("general.name"), 8, s(name)),
-           (s("tokenizer.ggml.scores"), 9, struct.pack("<IQ", 6, 3) + struct.pack("<3f", 0.1, 0.2, 0.3)),
-           (s("general.file_type"), 4, struct.pack("<I", file_type)),
-           (s(f"{arch}.context_length"), 4, struct.pack("<I", ctx))]
-    data = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs))
-    for k, t, v in kvs:
-        data += k + struct.pack("<I", t) + v
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data + b"\0" * 64)
-    return path
+from fakes import tiny_gguf  # noqa: F401
 
 
 def test_reads_the_embedded_models_header():

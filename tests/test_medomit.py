@@ -1,13 +1,12 @@
 """MED-OMIT: the scoring on the paper's worked examples and edge cases; the pipeline with a scripted backend."""
 import json
-import re
 
 import pytest
 
-from engine.backends import Generation
 from engine.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
                             link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
 from engine.models import Case, Dataset, Note, Summary
+from fakes import ScriptedBackend  # noqa: F401
 
 # ------------------------------------------------------------------------------ the paper's worked examples
 
@@ -101,69 +100,6 @@ CASE = Case("c1", "Cardiology", (
     Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
     Note("2", "Echo: LVEF 35%. Nephrology referral placed for CKD stage 3.", "2024-02-01")))
 SUMMARY = Summary("c1-s1", "c1", "Atrial fibrillation on apixaban. <NoteID:1> LVEF 35%. <NoteID:2>")
-
-
-class ScriptedBackend:
-    """Answers each MED-OMIT step from a script keyed by what the prompt asks (logic test only)."""
-
-    name = "scripted"
-    n_ctx = 100_000
-
-    def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x"):
-        self.fail_step, self.calls, self.schemas = fail_step, [], []
-        self.extra_facts, self.ddx_reply, self.model_file = list(extra_facts), ddx, model_file
-
-    def describe(self):
-        return {"backend": "scripted", "model_file": self.model_file}
-
-    def render(self, messages):
-        return "\n".join(m["content"] for m in messages)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    @staticmethod
-    def _from_note(prompt, facts):
-        """The scripted facts, or — on another case's note (the sample) — facts quoted from that note's first
-        sentences, so that they link to the source like a faithful model's."""
-        m = re.search(r'<(note-\w+) id="[^"]*">\n(.*?)\n</\1>', prompt, re.S)
-        note = m.group(2) if m else ""
-        if all(f["quote"].lower() in note.lower() for f in facts):
-            return facts
-        sents = [x.strip() for x in re.split(r"(?<=[.!?])\s+|\n+", note) if len(x.strip()) >= 12]
-        return [{"fact": q, "quote": q} for q in sents[:len(facts)]]
-
-    def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        props = schema["properties"]
-        if "facts" in props and ' id="1"' in prompt:
-            step, out = "facts", {"facts": self._from_note(prompt, [
-                {"fact": "New atrial fibrillation", "quote": "New atrial fibrillation"},
-                {"fact": "Apixaban 5 mg twice daily", "quote": "apixaban 5 mg twice daily"}])}
-        elif "facts" in props:
-            step, out = "facts", {"facts": self._from_note(prompt, [
-                {"fact": "LVEF 35%", "quote": "LVEF 35%"},
-                {"fact": "Nephrology referral for CKD 3", "quote": "Nephrology referral"}]) + self.extra_facts}
-        elif "diagnoses" in props:
-            step, out = "ddx", {"diagnoses": self.ddx_reply or [
-                {"name": "Atrial fibrillation", "likelihood": "probable", "reason": "r"},
-                {"name": "HFrEF", "likelihood": "probable", "reason": "r"}]}
-        elif "clusters" in props:
-            step, out = "clusters", {"clusters": [
-                {"diagnosis": "HFrEF", "polarity": "supporting", "mechanism": "systolic dysfunction", "facts": ["F3"]},
-                {"diagnosis": "Atrial fibrillation", "polarity": "supporting", "mechanism": "arrhythmia",
-                 "facts": ["F1", "F2"]}]}
-        elif all(isinstance(v, dict) and "enum" in v and "critical" in v["enum"] for v in props.values()):
-            step, out = "importance", {k: {"F1": "critical", "F2": "critical", "F3": "critical"}.get(k, "important")
-                                       for k in props}
-        else:
-            step, out = "omissions", {k: {"status": "omitted" if k in ("F4", "F5") else "present",
-                                          "explanation": "e"} for k in props}
-        self.calls.append(step)
-        self.schemas.append((step, sorted(props)))
-        text = json.dumps(out)
-        if step == self.fail_step:
-            text = text[: len(text) // 2]  # a cut-off reply
-        return Generation(text, 10, 10, 0.0, 0.0, "stop")
 
 
 def test_pipeline_end_to_end_with_script():

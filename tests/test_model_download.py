@@ -1,68 +1,11 @@
 """“Get a judge model” against a local HTTP server standing in for the hub: progress, resume, sha256, disk check."""
-import hashlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from engine.model_download import CATALOG, CatalogEntry, DownloadError, download
+from fakes import BODY, SHA, hub  # noqa: F401
 
-BODY = b"GGUF" + bytes(range(256)) * 4000  # ~1 MB "model"
-SHA = hashlib.sha256(BODY).hexdigest()
 ENTRY = CatalogEntry("test", "Test judge", "org/test-GGUF", "test-Q4_K_M.gguf", 0.001, 0.1, "MIT")
-
-
-def hub(body=BODY, sha=SHA, cut_after=None):
-    """Answers HEAD/GET /{repo}/resolve/{rev}/{file} like the hub does for an LFS file (Range supported)."""
-    state = {"gets": 0, "ranges": []}
-
-    class H(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def _headers(self, length, status=200, extra=()):
-            self.send_response(status)
-            self.send_header("X-Repo-Commit", "a" * 40)
-            self.send_header("ETag", f'"{sha}"')
-            self.send_header("X-Linked-Etag", f'"{sha}"')
-            self.send_header("X-Linked-Size", str(len(body)))
-            self.send_header("Accept-Ranges", "bytes")
-            self.send_header("Content-Length", str(length))
-            for k, v in extra:
-                self.send_header(k, v)
-            self.end_headers()
-
-        def do_HEAD(self):
-            if "/resolve/" not in self.path:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self._headers(len(body))
-
-        def do_GET(self):
-            state["gets"] += 1
-            start = 0
-            rng = self.headers.get("Range")
-            if rng:
-                start = int(rng.split("=")[1].split("-")[0])
-                state["ranges"].append(start)
-            data = body[start:]
-            if cut_after is not None and state["gets"] == 1:
-                self._headers(len(data), 206 if rng else 200)
-                self.wfile.write(data[:cut_after])  # the connection drops mid-file
-                self.wfile.flush()
-                self.close_connection = True
-                return
-            self._headers(len(data), 206 if rng else 200,
-                          [("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")] if rng else [])
-            self.wfile.write(data)
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, state
 
 
 def test_downloads_with_progress_and_checks_sha(tmp_path):

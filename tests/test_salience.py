@@ -1,4 +1,4 @@
-"""Boilerplate / small-talk down-weighting of uncovered source regions (engine.salience; issue 12, item 3)."""
+"""Boilerplate / small-talk down-weighting of uncovered source regions (engine.salience)."""
 import json
 
 import pytest

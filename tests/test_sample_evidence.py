@@ -1,5 +1,5 @@
 """Fast start: the sample's embedding evidence ships precomputed, keyed by content and code version, and is
-recomputed only when stale (issue 12, item 1)."""
+recomputed only when stale."""
 import json
 import os
 import subprocess

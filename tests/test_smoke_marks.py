@@ -5,8 +5,8 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from engine.untrusted import md_inline
+from conftest import TIMEOUT, _run  # noqa: F401
 
-TIMEOUT = 120
 SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results, relabelled as the smoke-test model's
 
 
@@ -23,21 +23,12 @@ def _smoke_sample():
     return store
 
 
-def _run(script: str, **session) -> AppTest:
-    at = AppTest.from_file(str(ROOT / script), default_timeout=TIMEOUT)
-    for k, v in session.items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _seed_medomit(model_file: str):
     from engine.medomit import MedOmit, run_medomit
     from engine.sample import ensure_sample
     from engine.settings import workspace_path
     from engine.store import Store
-    from test_medomit import ScriptedBackend
+    from fakes import ScriptedBackend
 
     store = _smoke_sample()
     ds = store.load_dataset("sample")

@@ -1,4 +1,4 @@
-"""Stigmatizing-language detector (engine/stigma.py, issue 14): lexicon, context rules, carried vs introduced,
+"""Stigmatizing-language detector (engine/stigma.py): lexicon, context rules, carried vs introduced,
 run-time extra entries, the CLI, and the labelled sets in sample_data/stigma/labelled.json."""
 import json
 

@@ -1,4 +1,4 @@
-"""Clinician stigmatizing-language lexicon entries (issue 14, item 6): stored in the workspace (migration 7), validated
+"""Clinician stigmatizing-language lexicon entries: stored in the workspace (migration 7), validated
 by engine.stigma, part of the lexicon version, used by detection, the Settings page and the CLI."""
 import json
 import sqlite3

@@ -1,4 +1,4 @@
-"""The weak-support rule (issue 13): a sentence swapped in from another patient — a foreign drug, a foreign number —
+"""The weak-support rule: a sentence swapped in from another patient — a foreign drug, a foreign number —
 is weak, a paraphrased genuine sentence is not, with one threshold for a note source and a transcript source.
 All data here is ours (the bundled synthetic sample and conversations)."""
 import json

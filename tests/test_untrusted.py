@@ -18,53 +18,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import AlertBase, HeadingBase, Markdown, Metric, Radio
 
 import payload
 from conftest import FORMATS, ROOT
 from engine import untrusted
 from engine.untrusted import WORD_JOINER, md, md_inline
+from payload import BAD_TAG, DIRECTIVE, GFM_EMAIL, GFM_URL, MARKDOWN, OWN_NOTE_LINK, SHORTCODE, UNESCAPED_DOLLAR, markdown_problems, markdown_sinks  # noqa: F401
 
 TIMEOUT = 120
 PAGES = ["pages/case.py", "pages/judge.py", "pages/evidence.py", "pages/agreement.py", "pages/review.py",
          "pages/data.py", "pages/settings.py"]
-
-# CommonMark with raw HTML allowed (as in st.markdown(unsafe_allow_html=True)), plus GFM tables / strikethrough.
-MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-# Text-level rewrites of Streamlit's Markdown pipeline, applied to the *text* after parsing (so escapes do not
-# stop them): GFM literal autolinks (regexes of mdast-util-gfm-autolink-literal, as in Streamlit's bundle),
-# emoji and :material/icon: shortcodes. ASCII semantics like JavaScript's \w.
-GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.IGNORECASE | re.ASCII)
-GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
-SHORTCODE = re.compile(r":[\w+-]+(?:/[\w+-]+)?:", re.ASCII)
-BAD_TAG = re.compile(r"<(a|img|image|script|iframe|frame|object|embed|video|audio|source|link|style|svg|math|form|"
-                     r"input|base|meta)\b", re.IGNORECASE)
-OWN_NOTE_LINK = re.compile(r'<a href="#note-[0-9a-f]{12}" style="text-decoration:none">')
-UNESCAPED_DOLLAR = re.compile(r"(?<!\\)(?:\\\\)*\$")
-DIRECTIVE = re.compile(r"(?<!\\):[A-Za-z-]+\[")
-
-
-def markdown_problems(source: str) -> list[str]:
-    """Why ``source`` (Markdown given to Streamlit) is not inert: tags, links, images, autolinks, LaTeX, colour
-    directives or shortcodes it would produce. Empty = renders as plain text (plus the HTML we build, whose
-    text is entity-escaped and which Streamlit's text-level rewrites do not touch)."""
-    source = OWN_NOTE_LINK.sub("", source).replace("</a>", "")  # our badge links to a note block (hash ids)
-    problems = [f"tag {m.group(0)!r}" for m in BAD_TAG.finditer(MARKDOWN.render(source))]
-    for block in MARKDOWN.parse(source):
-        if block.type != "inline":
-            continue
-        raw = re.sub(r"<[^>]*>", "", block.content)  # the inline's source, our own inline HTML dropped
-        problems += [f"LaTeX delimiter in {raw[:60]!r}"] if UNESCAPED_DOLLAR.search(raw) else []
-        problems += [f"colour directive in {raw[:60]!r}"] if DIRECTIVE.search(raw) else []
-        for child in block.children or []:
-            if child.type in ("link_open", "image"):
-                problems.append(f"{child.type} {child.attrs}")
-            if child.type == "text":
-                problems += [f"{rx.pattern[:20]}… matches {m.group(0)!r}" for rx in (GFM_URL, GFM_EMAIL, SHORTCODE)
-                             for m in rx.finditer(child.content)]
-    return problems
 
 
 def plain(rendered_html: str) -> str:
@@ -234,29 +198,6 @@ def test_agreement_downloads_are_neutralised(monkeypatch):
         hover = [str(h) for tr in f.data for h in (tr.hovertext if tr.hovertext is not None else [])]
         assert hover and not any("<a" in h for h in hover)
     assert '<a href="http://127.0.0.2:9/">s</a>' in [r[0] for r in csv.reader(io.StringIO(got["dl_length"].decode()))]
-
-
-# --------------------------------------------------------------------------------------------- pages (AppTest)
-def markdown_sinks(at: AppTest) -> list[str]:
-    """Every string the page handed to a Markdown sink: markdown, captions, headings, alerts, and the labels of
-    widgets, expanders, tabs, status and metrics, and radio options."""
-    out: list[str] = []
-
-    def visit(node) -> None:
-        if isinstance(node, (Markdown, HeadingBase, AlertBase)):
-            out.append(node.value)
-        label = getattr(node, "label", None)
-        if isinstance(label, str):
-            out.append(label)
-        if isinstance(node, Radio):
-            out.extend(node.options)
-        if isinstance(node, Metric):
-            out.append(node.label)
-        for child in getattr(node, "children", {}).values():
-            visit(child)
-
-    visit(at._tree)
-    return out
 
 
 @pytest.fixture
