@@ -1,5 +1,5 @@
-"""Which source sentences support each summary sentence (faithfulness evidence after Adams et al., "A Meta-Evaluation of Faithfulness Metrics for Long-Form
-Hospital-Course Summarization").
+"""Which source sentences support each summary sentence (faithfulness evidence after Adams et al., "A
+Meta-Evaluation of Faithfulness Metrics for Long-Form Hospital-Course Summarization").
 
 Per summary sentence:
 * **ROUGE-TopK** (k = 5): the source sentences with the highest mean of ROUGE-1/2/L F1;

@@ -1,9 +1,9 @@
 """The PDSQI-9 instrument, defined once for the whole product.
 
 Source: Provider Documentation Summarization Quality Instrument (PDSQI-9), Appendix C of
-Croxford et al. ("Development and Validation of the Provider Documentation Summarization Quality Instrument for Large Language Models"). The item texts and level anchors below are a
-faithful paraphrase of that appendix; the judge prompt and the in-app rating form
-both render them from here, so there is exactly one definition.
+Croxford et al. ("Development and Validation of the Provider Documentation Summarization Quality Instrument for
+Large Language Models"). The item texts and level anchors below are a faithful paraphrase of that appendix; the
+judge prompt and the in-app rating form both render them from here, so there is exactly one definition.
 
 Scales
 ------
