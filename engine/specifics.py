@@ -353,6 +353,12 @@ hpi a/p s/p c/o r/o w/u h&p""".split())
 _WORDISH = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
 
 
+# Devices and home therapies a reader must find in a summary when the notes order or change them (they have no
+# drug stem or finding ending).
+DEVICE_TERMS = frozenset("""concentrator pacemaker defibrillator catheter stent nebulizer tracheostomy gastrostomy
+colostomy ileostomy nephrostomy dialysis transfusion wheelchair walker splint brace pump""".split())
+
+
 def key_terms(text: str) -> list[str]:
     """The terms of a source passage a reader would look for in a summary: drugs and named conditions or
     procedures (by their endings), labels mixing letters and digits (PLA2R, CYP3A4, FEV1) and abbreviations of
@@ -367,8 +373,9 @@ def key_terms(text: str) -> list[str]:
             caps = part.isupper() and part.isalpha() and 3 <= len(part) <= 6
             mixed = any(c.isdigit() for c in part) and any(c.isalpha() for c in part) and len(part) >= 3 \
                 and not re.fullmatch(r"[xXqQ]\d+|\d+[a-z]+", part)
-            named = len(low) >= 6 and low not in _MONTHS and (low.endswith(DRUG_STEMS)
-                                                                or low.endswith(KEY_FINDING_ENDINGS))
+            named = (len(low) >= 6 and low not in _MONTHS and (low.endswith(DRUG_STEMS)
+                                                                 or low.endswith(KEY_FINDING_ENDINGS))) \
+                or low in DEVICE_TERMS
             if (caps or mixed or named) and part not in out:
                 out.append(part)
     return out
