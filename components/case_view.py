@@ -101,16 +101,29 @@ def render_summary(text: str, citations: Sequence[tuple[int, int, Sequence[str]]
     st.markdown(summary_html(text, citations, note_ids, marks), unsafe_allow_html=True)
 
 
-def render_score_table(rows: list[dict]) -> None:
+RATER_WIDTH = 150  # px of the rater column beside the eight 1-5 items: the table fits a 1,280 px window
+RATER_WIDTH_YES_NO = 250  # beside the three yes/no items there is room for "Stigma detector (lexicon, no LLM)"
+
+
+def render_score_table(rows: list[dict], scored: Sequence[str]) -> None:
+    """The rater table in two parts that fit a 1,280 px window without scrolling sideways: the 1-5 items
+    (``scored``: their column labels) and the yes/no items; a row with nothing in a part is left out of it."""
     if not rows:
         st.info("No human ratings for this summary.")
         return
     from components.frames import clean
 
-    df = clean(rows)
-    config = {"rater": st.column_config.TextColumn("rater", width="medium"),
-              "group": st.column_config.TextColumn("group", width="small")}
-    st.dataframe(df, hide_index=True, width="stretch", column_config=config)
+    group = st.column_config.TextColumn("group", width="small")
+    head = ["rater", "group"]
+    cols = list(dict.fromkeys(k for r in rows for k in r if k not in head))
+    parts = [("1-5 items", [c for c in cols if c in scored]), ("yes/no items", [c for c in cols if c not in scored])]
+    for title, part in parts:
+        keep = [{k: r.get(k) for k in head + part} for r in rows if any(r.get(c) not in (None, "") for c in part)]
+        if not part or not keep:
+            continue
+        st.caption(title)
+        rater = st.column_config.TextColumn("rater", width=RATER_WIDTH if len(part) > 4 else RATER_WIDTH_YES_NO)
+        st.dataframe(clean(keep), hide_index=True, width="stretch", column_config={"rater": rater, "group": group})
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "
                "items: yes or no per rater; a median row shows the share of yes (\"2 of 3 yes (67%)\"). The median "
                "row is the human reference: an adjudicated final score replaces it, marked (adjudicated).")

@@ -98,14 +98,12 @@ score_rows = display_table(ds.ratings_for(sid))
 judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
                if r.summary_id == sid), None)
 if judged is not None and judged.status == "scored":
-    model = (judged.provenance.model_file or "server model").removesuffix(".gguf")
-    model = model if len(model) <= 24 else model[:23] + "…"  # named in full under the table
-    score_rows.append({"rater": f"LLM judge: {model}", "group": "llm",
+    score_rows.append({"rater": "LLM judge", "group": "llm",  # its model and configuration: named under the table
                        **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
 if sstig is not None:  # the two stigmatizing-language items: the detector beside the raters and the LLM judge
     score_rows.append({"rater": "Stigma detector (lexicon, no LLM)", "group": "detector",
                        **{get_item(k).label: ("yes" if v else "no") for k, v in sstig.item_answers.items()}})
-case_view.render_score_table(score_rows)
+case_view.render_score_table(score_rows, [it.label for it in ITEMS if it.is_likert])
 if judged is not None:
     st.caption(f"LLM judge row: {untrusted.md(judged.provenance.model_file or 'server model')} · prompt "
                f"{untrusted.md(judged.provenance.prompt_version)} · configuration "

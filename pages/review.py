@@ -149,7 +149,8 @@ else:
                "replaced by the adjudicated score where there is one — spot checks and adjudications are never "
                "averaged in as more raters.")
     case_view.render_score_table(display_table(ds.ratings_for(sid)
-                                               + state.guarded(reviews_as_ratings, store, name, sid, default=[])))
+                                               + state.guarded(reviews_as_ratings, store, name, sid, default=[])),
+                                 [it.label for it in ITEMS if it.is_likert])
 
     st.markdown("#### LLM judge")
     stored = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))

@@ -61,6 +61,16 @@ def _tables(at):
     return [d.value for d in at.dataframe if "priority" not in d.value.columns]
 
 
+def _raters(at):
+    """The rater table's two parts (1-5 items, yes/no items) as one frame, one row per rater, in page order."""
+    parts = [t for t in _tables(at) if "rater" in t.columns]
+    assert parts, "no rater table shown"
+    out = parts[0]
+    for t in parts[1:]:
+        out = out.merge(t, on=["rater", "group"], how="outer", sort=False)
+    return out.fillna("")
+
+
 def test_page_renders_on_sample():
     at = _run()
     assert at.title[0].value == "Spot-check & adjudicate"
@@ -116,7 +126,7 @@ def test_blinded_hides_scores_until_submit_then_shows_history():
     assert cur["cited"].comment.startswith("note 3") and cur["synthesized"].value is None
 
     tables = _tables(at)
-    raters = tables[0]
+    raters = _raters(at)
     assert "Dr Test" in list(raters["rater"]) and "R1" in list(raters["rater"])  # this review and the others'
     assert raters.loc[raters["rater"] == "Dr Test", "Cited"].item() == "2"
     llm = next(t for t in tables if "LLM median" in t.columns)
@@ -158,7 +168,7 @@ def test_unblinded_shows_scores_and_adjudication_replaces_the_median_not_one_mor
     at = _run()
     next(c for c in at.checkbox if c.label == "Blinded").uncheck().run()
     assert not at.exception
-    assert _tables(at) and "R1" in list(_tables(at)[0]["rater"])
+    assert "R1" in list(_raters(at)["rater"])
     # the sample ships with the embedded model's recorded judge results: its medians are shown
     assert any("Status: scored" in c.value for c in at.caption)
     assert any("LLM median" in t.columns for t in _tables(at))
@@ -166,10 +176,10 @@ def test_unblinded_shows_scores_and_adjudication_replaces_the_median_not_one_mor
     _reviewer(at, "Dr Chair")
     next(r for r in at.radio if r.label == "Kind").set_value("adjudication").run()
     _value_box(at, "Accurate").set_value("5")
-    before = _tables(at)[0]
+    before = _raters(at)
     median_before = before[before["rater"] == "median"].iloc[0]
     _submit(at)
-    raters = _tables(at)[0]
+    raters = _raters(at)
     row = raters[raters["rater"] == "adjudicated"]
     assert len(row) == 1 and row["group"].item() == "adjudicated" and row["Accurate"].item() == "5"
     assert "Dr Chair" not in list(raters["rater"])
@@ -239,7 +249,7 @@ def test_next_and_previous_buttons_walk_every_summary_across_cases():
 def test_yes_no_items_show_yes_no_and_shares_never_fractions():
     at = _run()
     next(c for c in at.checkbox if c.label == "Blinded").uncheck().run()
-    raters = _tables(at)[0]
+    raters = _raters(at)
     for label in ("Abstraction needed", "Stigmatizing (notes)", "Stigmatizing (summary)"):
         cells = list(raters.loc[~raters["rater"].isin(["median"]), label])
         assert set(cells) <= {"yes", "no", ""}, cells

@@ -39,7 +39,7 @@ def test_case_page_highlights_carried_and_introduced_language():
     assert carried, _marks(at)
     assert any("1 carried forward from the notes" in c.value for c in at.caption)
     # the two PDSQI-9 items: the detector's row beside the raters'
-    table = next(d.value for d in at.dataframe if "rater" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "Stigmatizing (notes)" in d.value.columns)
     det = table[table["rater"] == "Stigma detector (lexicon, no LLM)"].iloc[0]
     assert det["Stigmatizing (notes)"] == "yes" and det["Stigmatizing (summary)"] == "yes"
     # the Evidence tab lists it with where it came from
@@ -57,7 +57,7 @@ def test_case_page_marks_introduced_language():
 def test_case_page_without_stigma_has_no_marks_and_says_no():
     at = _run("pages/case.py", case_id="card-01")
     assert not _marks(at)
-    table = next(d.value for d in at.dataframe if "rater" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "Stigmatizing (notes)" in d.value.columns)
     det = table[table["rater"] == "Stigma detector (lexicon, no LLM)"].iloc[0]
     assert det["Stigmatizing (notes)"] == "no" and det["Stigmatizing (summary)"] == "no"
 

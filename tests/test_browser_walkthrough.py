@@ -45,6 +45,13 @@ def test_committee_walkthrough(tmp_path):
             page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
             checked = page.locator("[data-testid=stMain] [data-testid=stRadio] input:checked").first
             assert checked.evaluate("i => i.closest('label').innerText.trim()") == "gi-01-s2"
+            # the rater tables fit the 1,280 px window: no column cut off, nothing to scroll sideways
+            page.locator("[data-testid=stMain] [data-testid=stDataFrame] .dvn-scroller").nth(1).wait_for(
+                timeout=60_000)
+            overflow = page.evaluate("() => [...document.querySelectorAll('[data-testid=stMain] "
+                                     "[data-testid=stDataFrame] .dvn-scroller')].slice(0, 2)"
+                                     ".map(s => s.scrollWidth - s.clientWidth)")
+            assert len(overflow) == 2 and all(o <= 0 for o in overflow), overflow
             _nav(page, url, "judge", "Judge")
             page.get_by_role("heading", name="gi-01-s2").first.wait_for(timeout=60_000)
             assert "summary=gi-01-s2" in page.url
