@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.backends import Generation  # noqa: E402
+from engine.backends import Capabilities, Generation  # noqa: E402
 from engine.loading import load_paths  # noqa: E402
 from engine.medomit import MedOmit, run_medomit  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
@@ -51,6 +51,7 @@ class OracleBackend:
     """Answers each MED-OMIT step from the manifest (upper bound of the pipeline)."""
 
     name = "oracle"
+    capabilities = Capabilities()
     n_ctx = 1_000_000
 
     def __init__(self, manifest, ds):

@@ -6,7 +6,6 @@ import streamlit as st
 
 from engine import untrusted
 from engine.ratings import judge_cell
-from engine.rubric import format_value
 
 
 def when_text(judged_now: bool, created_at: str = "") -> str:
@@ -122,28 +121,21 @@ def partial_rows(partial) -> list[dict]:
     the full run. Empty when it holds no scores."""
     from engine.rubric import ITEMS
 
-    items = getattr(partial, "items", None)
-    if not isinstance(items, dict) or not items:
+    if not partial.items:
         return []
-    decided = getattr(partial, "decided", None) or {}
     rows = []
     for item in ITEMS:
-        sc = items.get(item.key)
+        sc = partial.items.get(item.key)
         if sc is None:
             continue
-        median = getattr(sc, "median", None)
-        expected = getattr(sc, "expected", None)
-        rows.append({"item": item.label,
-                     "median so far": judge_cell(item, sc) if hasattr(sc, "values") else
-                     ("NA" if getattr(sc, "is_na", False) else "" if median is None else format_value(item, median)),
-                     "expected": "" if expected is None else f"{expected:.2f}",
-                     "decided": "yes" if decided.get(item.key) else ""})
+        rows.append({"item": item.label, "median so far": judge_cell(item, sc),
+                     "expected": "" if sc.expected is None else f"{sc.expected:.2f}",
+                     "decided": "yes" if partial.decided.get(item.key) else ""})
     return rows
 
 
 def render_partial(partial, rows: list[dict]) -> None:
-    taken, n = getattr(partial, "taken", None), getattr(partial, "n_samples", None)
-    sid = getattr(partial, "summary_id", "")
+    taken, n, sid = partial.taken, partial.n_samples, partial.summary_id
     count = f" after {taken} of {n} samples" if taken and n else ""
     st.caption(f"{untrusted.md_inline(sid)}: scores so far{count} (the first are the greedy sample's); "
                "decided = no further sample can change that median.")

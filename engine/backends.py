@@ -50,8 +50,21 @@ class Generation:
     prompt_new_tokens: Optional[int] = None  # of prompt_tokens, those evaluated now (the rest came from the cache)
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared by the backend itself; callers read it and never probe for methods."""
+
+    concurrent: bool = False  # serves several requests at once (the judge may keep several summaries in flight)
+    tokenizer: bool = False  # ``tokenize(text) -> list[int]`` in process, cheaply: a run can be planned in tokens
+    saved_prefix: bool = False  # ``use_shared_prefix(prompts, cache_id)``: keeps the shared prompt prefix evaluated
+    grammar: bool = True  # output constrained to the JSON schema (grammar or the server's response format)
+    logprobs: bool = True  # asks for the rating tokens' log-probabilities (servers that omit them give none)
+    reuse_batch: int = 1  # a reused prompt prefix is cut to a multiple of this many tokens
+
+
 class Backend(Protocol):
     name: str
+    capabilities: Capabilities
 
     def describe(self) -> dict: ...
 
@@ -172,7 +185,6 @@ class LlamaCppBackend:
     backend loads it instead of evaluating it — bit-exact as well."""
 
     name = "llama.cpp"
-    concurrent_ok = False  # one llama.cpp context: one generation at a time
 
     def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, n_threads: int = 0, n_gpu_layers: int = 0,
                  seed: int = 0):
@@ -355,6 +367,12 @@ class LlamaCppBackend:
     def reuse_batch(self) -> int:
         """A reused prompt prefix is cut to a multiple of this many tokens (what a run plan must assume)."""
         return self._batch
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """One llama.cpp context: one generation at a time; tokenizer, saved prefix, grammar and log-probs."""
+        return Capabilities(concurrent=False, tokenizer=True, saved_prefix=True, grammar=True, logprobs=True,
+                            reuse_batch=self._batch)
 
     def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
         """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).
@@ -738,7 +756,8 @@ class OpenAIHTTPBackend:
       connections (``Retry-After`` honoured)."""
 
     name = "openai-http"
-    concurrent_ok = True  # a server takes several requests at once (engine.judge.run_batch's concurrency)
+    # a server takes several requests at once; counting tokens costs a request, so no run plan in tokens
+    capabilities = Capabilities(concurrent=True, tokenizer=False, saved_prefix=False, grammar=True, logprobs=True)
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", n_ctx: int = 8192, timeout: float = 600,
                  retries: int = 4, backoff: float = 0.5, probe: bool = True):

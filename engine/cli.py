@@ -351,7 +351,6 @@ def cmd_judge(args) -> int:
 
     from .backends import BackendError
     from .judge import Judge, JudgeParams, run_batch
-    from .judge_source import batch_kwargs, make_params
     from .ratings import medians
 
     try:
@@ -359,7 +358,7 @@ def cmd_judge(args) -> int:
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    params = make_params(JudgeParams, n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
+    params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
                          temperature=args.temperature, trim=args.trim, early_stop=not args.no_early_stop)
     params.validate()
     try:
@@ -386,7 +385,7 @@ def cmd_judge(args) -> int:
 
     try:
         for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
-                           **batch_kwargs(run_batch, _concurrency(args, backend))):
+                           concurrency=_concurrency(args, backend)):
             counts[r.status] += 1
             counts["cached"] += int(r.from_cache)
             if not r.from_cache:
@@ -454,18 +453,21 @@ def _open_backend(args, store):
 def _concurrency(args, backend) -> int:
     """Requests in flight: ``--concurrency``, else the setting for a server; always 1 in process (one llama.cpp
     context)."""
-    from .backends import OpenAIHTTPBackend
     from .settings import MAX_CONCURRENCY
 
-    if not isinstance(backend, OpenAIHTTPBackend):
+    if not backend.capabilities.concurrent:
         return 1
-    n = getattr(args, "concurrency", None) or load_settings().concurrency
+    n = args.concurrency or load_settings().concurrency
     return max(1, min(int(n), MAX_CONCURRENCY))
 
 
 def cmd_omissions(args) -> int:
     from .backends import BackendError
 
+    if args.concurrency is not None:
+        say("error: --concurrency applies to 'judge' only: MED-OMIT sends its requests one at a time, and the "
+            "coverage methods send none", file=sys.stderr)
+        return 2
     try:
         store, ds, name, ids = _dataset_and_ids(args)
     except DatasetInvalid as exc:
@@ -490,10 +492,7 @@ def cmd_omissions(args) -> int:
         mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
-        from .judge_source import accepts
-
-        extra = {"concurrency": _concurrency(args, backend)} if accepts(run_medomit, "concurrency") else {}
-        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog, **extra):
+        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
             case = ds.case(r.case_id)
             emit({"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
                   "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,

@@ -148,8 +148,7 @@ class Embedder:
         self.tok = self.model.tokenizer
         self.torch = torch
         self.dim = int(self.model[0].auto_model.config.hidden_size)  # token vectors
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.sentence_dim = int(get_dim() or self.dim)
+        self.sentence_dim = int(self.model.get_embedding_dimension() or self.dim)
         self._lock = threading.Lock()
         self._cache_size = cache_size
         self._cache: OrderedDict[str, TokenEmbeddings] = OrderedDict()  # sha256 -> token embeddings

@@ -555,11 +555,10 @@ class Judge:
         if self._prefix_declared:
             return
         self._prefix_declared = True
-        declare = getattr(self.backend, "use_shared_prefix", None)
-        if declare is None:
+        if not self.backend.capabilities.saved_prefix:
             return
         prompts = [self.backend.render(build_messages(c, s, self.params.explain)) for c, s in _PREFIX_PROBES]
-        declare(prompts, f"{self.model_sha256}|{PROMPT_VERSION}" if self.model_sha256 else None)
+        self.backend.use_shared_prefix(prompts, f"{self.model_sha256}|{PROMPT_VERSION}" if self.model_sha256 else None)
 
     @staticmethod
     def _items(samples: Sequence[SampleReply], expected: dict[str, tuple[float, float]]) -> dict[str, ItemScore]:
@@ -663,12 +662,12 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
     ``should_stop()`` is true.
 
     ``concurrency`` > 1 keeps up to that many summaries in flight (at most :data:`MAX_IN_FLIGHT`) when the backend
-    can serve requests at once (``backend.concurrent_ok``, an OpenAI-compatible server); in process llama.cpp
+    can serve requests at once (``backend.capabilities.concurrent``, an OpenAI-compatible server); in process llama.cpp
     runs one at a time whatever is asked. Either way ``progress``, ``on_partial`` and ``should_stop`` are called
     from the caller's thread only, and the output order is ``summary_ids``'. On cancel no further summary starts
     and the ones in flight stop after their current sample (finished ones are stored)."""
     n = max(1, min(int(concurrency), MAX_IN_FLIGHT))
-    if n > 1 and len(summary_ids) > 1 and getattr(judge.backend, "concurrent_ok", False):
+    if n > 1 and len(summary_ids) > 1 and judge.backend.capabilities.concurrent:
         yield from _run_concurrent(judge, ds, list(summary_ids), store, dataset_name or ds.name, progress,
                                    should_stop, on_partial, n)
         return
@@ -731,8 +730,8 @@ def _plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], s
     results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""
     from .run_plan import measured_speeds, work_tokens
 
-    tokenize = getattr(judge.backend, "tokenize", None)
-    if tokenize is None:
+    caps = judge.backend.capabilities
+    if not caps.tokenizer:
         return
     prompts: list = []
     for sid in summary_ids:
@@ -746,10 +745,10 @@ def _plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], s
         except ContextTooLong:
             prompts.append(None)  # refused at once: no work
             continue
-        prompts.append(tokenize(plan.prompt))
+        prompts.append(judge.backend.tokenize(plan.prompt))
     stored = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)] if store else []
     speeds = measured_speeds(stored, judge.model_sha256)
-    job.plan(work_tokens(prompts, judge.params.n_samples, speeds, int(getattr(judge.backend, "reuse_batch", 1))),
+    job.plan(work_tokens(prompts, judge.params.n_samples, speeds, caps.reuse_batch),
              speeds.prompt_tps if speeds else None, speeds.decode_weight if speeds else 5.0)
 
 

@@ -9,9 +9,8 @@ Nothing here reaches the network except the server the user configured.
 """
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from .backends import Backend, BackendError, OpenAIHTTPBackend
 from .settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings, SettingsError,
@@ -96,44 +95,3 @@ def describe_source(settings: AppSettings) -> dict[str, Any]:
         if src == SOURCE_LOCAL and settings.local_model_name:
             out["model"] = settings.local_model_name
     return out
-
-
-# ---------------------------------------------------------------------------------- optional engine features
-
-PARTIAL_PARAM_NAMES = ("on_partial",)  # engine.judge.run_batch(on_partial=...) receives a PartialResult per sample
-
-
-def accepts(fn: Callable, name: str) -> bool:
-    """Whether ``fn`` takes a keyword argument ``name``."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params
-
-
-def batch_kwargs(run_batch: Callable, concurrency: int = 1, on_partial: Optional[Callable] = None) -> dict:
-    """The keyword arguments for ``run_batch`` that this engine supports: ``concurrency`` (requests in flight) and
-    a partial-results callback (whatever it is called), each only when the function takes it."""
-    kw: dict[str, Any] = {}
-    if accepts(run_batch, "concurrency"):
-        kw["concurrency"] = max(1, int(concurrency))
-    if on_partial is not None:
-        name = next((n for n in PARTIAL_PARAM_NAMES if accepts(run_batch, n)), None)
-        if name:
-            kw[name] = on_partial
-    return kw
-
-
-def has_param(cls, name: str) -> bool:
-    """Whether the dataclass ``cls`` (e.g. JudgeParams) has a field ``name``."""
-    try:
-        return name in {f.name for f in fields(cls)}
-    except TypeError:
-        return False
-
-
-def make_params(cls, **values):
-    """``cls(**values)`` without the values that this version of ``cls`` has no field for (e.g. ``early_stop``)."""
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in values.items() if k in names})

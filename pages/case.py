@@ -196,7 +196,7 @@ with tab_align:
                     + (f" — {untrusted.md(a.citation_detail)}" if a.citation_detail else ""),
                     unsafe_allow_html=True)
         if a.weak:
-            st.caption("⚠ Weak support: " + untrusted.md_inline(getattr(a, "weak_reason", "") or
+            st.caption("⚠ Weak support: " + untrusted.md_inline(a.weak_reason or
                                                                  "the notes back this sentence poorly")
                        + " (rule: the mean of word evidence and embedding similarity below the threshold chosen on "
                          "the development split, or a number or name the notes never state).")

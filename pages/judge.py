@@ -8,7 +8,7 @@ from engine import calibration, untrusted
 from engine.backends import BackendError
 from engine.judge import JudgeParams, JudgeResult, Judge, judge_job, primary_score
 from engine.judge_configs import config_key_of, is_smoke_test
-from engine.judge_source import describe_source, has_param, make_params
+from engine.judge_source import describe_source
 from engine.modelfiles import embedded
 from engine.ratings import judge_cell, medians, reference_cell
 from engine.rubric import ITEMS, format_value
@@ -60,16 +60,15 @@ with st.form("judge_params"):
     explain = st.checkbox("One-sentence explanation per item (slower)", value=bool(opts["explain"]))
     trim = st.checkbox("If the notes do not fit the context, drop the oldest notes (else the case is refused)",
                        value=bool(opts["trim"]))
-    early_stop = (st.checkbox("Stop early when the medians are decided (same result, fewer samples)",
-                              value=bool(opts["early_stop"]))
-                  if has_param(JudgeParams, "early_stop") else False)
+    early_stop = st.checkbox("Stop early when the medians are decided (same result, fewer samples)",
+                             value=bool(opts["early_stop"]))
     run = st.form_submit_button("Run judge", type="primary")
 if run:
     opts.update(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), scope=scope,
                 explain=bool(explain), trim=bool(trim), early_stop=bool(early_stop))
 
-params = make_params(JudgeParams, n_samples=int(n_samples), shots=int(shots), temperature=float(temperature),
-                     explain=explain, trim=trim, early_stop=bool(early_stop))
+params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), explain=explain,
+                     trim=trim, early_stop=bool(early_stop))
 store = state.store()
 
 if run and jobs_view.running("judge"):
@@ -111,7 +110,7 @@ def _finished(job) -> None:
 
 done = jobs_view.panel("judge", live=_live, on_finish=_finished)
 if done is not None and done.finished and done.state != "failed":
-    stopped = sum(bool(getattr(r, "stopped_early", False)) for r in jobs_view.get("judge").results
+    stopped = sum(r.stopped_early for r in jobs_view.get("judge").results
                   if not r.from_cache)
     if stopped:
         st.caption(f"{stopped} summaries stopped sampling early: every median was decided (same result, fewer "

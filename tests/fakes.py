@@ -14,7 +14,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from engine.backends import Generation
+from engine.backends import Capabilities, Generation
 from engine.judge import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
 from engine.judge_prompt import PROMPT_VERSION
 from engine.rubric import ITEMS, Scale
@@ -45,6 +45,7 @@ class EchoBackend:
     """Answers every judge call with one fixed reply (a dict) and counts the calls; logic tests only."""
 
     name = "fake"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
     n_ctx = 100_000
 
     def __init__(self, reply: dict):
@@ -63,7 +64,7 @@ class EchoBackend:
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         import json
 
-        from engine.backends import Generation
+        from engine.backends import Capabilities, Generation
 
         self.calls += 1
         return Generation(json.dumps(self.reply), 10, 10, 0.0, 0.0, "stop")
@@ -98,6 +99,7 @@ class ScriptedBackend:
     """Answers each MED-OMIT step from a script keyed by what the prompt asks (logic test only)."""
 
     name = "scripted"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
     n_ctx = 100_000
 
     def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x"):
@@ -275,6 +277,7 @@ class FakeBackend:
     """Counts one token per whitespace-separated word; replies from a script (cycled)."""
 
     name = "fake"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
 
     def __init__(self, replies, n_ctx=100_000):
         self.replies = list(replies)
@@ -404,6 +407,7 @@ class ReplayBackend:
     offset i), so the judge's own early-stopping loop runs on real replies."""
 
     name = "replay"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
     n_ctx = 1_000_000
 
     def __init__(self, result: JudgeResult, base_seed: int):
@@ -421,7 +425,7 @@ class ReplayBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
+        from engine.backends import Capabilities, Generation
 
         self.calls += 1
         s = self.by_seed[seed]
@@ -434,6 +438,7 @@ class RecordingBackend:
     """Records every MED-OMIT prompt and answers each step with a minimal valid reply (logic only)."""
 
     name = "recording"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
     n_ctx = 100_000
 
     def __init__(self):
@@ -450,7 +455,7 @@ class RecordingBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
+        from engine.backends import Capabilities, Generation
 
         props = schema["properties"]
         if "facts" in props:
@@ -468,9 +473,10 @@ class RecordingBackend:
 
 # ------------------------------------------------------------ the judge: a slow backend that records how many calls overlap
 class SlowFake:
-    """An in-process stand-in (no concurrent_ok): records whether two generations ever overlapped."""
+    """An in-process stand-in (not concurrent): records whether two generations ever overlapped."""
 
     name = "fake"
+    capabilities = Capabilities()  # one call at a time; no tokenizer, no saved prefix
 
     def __init__(self):
         self.active = self.max_active = 0
