@@ -10,6 +10,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import streamlit as st  # noqa: E402
 
+st.session_state["_sumcheck_app_ran"] = True  # components.state.APP_RAN: pages reached through this navigation
+
 from components import state, uploads  # noqa: E402
 from engine import untrusted  # noqa: E402
 from engine.store import StoreError  # noqa: E402
@@ -31,6 +33,12 @@ pages = {
               st.Page("pages/settings.py", title="Settings", icon=":material/settings:")],
 }
 nav = st.navigation(pages)
+asked = st.query_params.get(state.PAGE_PARAM)
+if asked is not None:  # a page reached before this navigation existed (see components.state): open it here
+    del st.query_params[state.PAGE_PARAM]
+    target = next((p for group in pages.values() for p in group if p.url_path == asked), None)
+    if target is not None and target.url_path != nav.url_path:
+        st.switch_page(target, query_params=st.query_params.to_dict())  # the selection in the link is kept
 try:
     state.store()  # opens the workspace once and imports the sample dataset on first run
 except Exception as exc:  # a broken workspace path must not take the whole app down

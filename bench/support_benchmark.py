@@ -140,10 +140,10 @@ def build_items(cases: dict, splits: dict) -> list[dict]:
 def legacy_support(case: Case, text: str, sent_clean: str, emb: Embedder) -> float:
     """alignment-v2's ``support`` for one sentence, reproduced: token-level precision against the ROUGE-Gain ∪
     embedding-top-1 source sentences, raw transcript lines included."""
-    from engine.coverage import _check_summary
+    from engine.coverage import checked_summary_text
 
-    rouge = A._rouge()
-    blanked = _check_summary(text)
+    rouge = A.rouge_scorer()
+    blanked = checked_summary_text(text)
     sent = next(s for s in split_sentences(text) if s.clean == sent_clean)
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
     sims = (emb.sentence_embeddings([sent.clean]) @ emb.sentence_embeddings([s.clean for _, s in src]).T)[0]

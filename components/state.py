@@ -15,15 +15,22 @@ from engine.settings import AppSettings, SettingsError, load_settings, workspace
 from engine.store import DatasetInfo, Store, StoreError
 
 
+APP_RAN = "_sumcheck_app_ran"  # set by app.py before it imports this module
+PAGE_PARAM = "page"  # app.py opens this page (url path) when a request reached a page without it
+
+
 def _use_app_navigation() -> None:
     """A deep link (e.g. /agreement) opened as the server's very first request makes Streamlit run the page file
-    in its legacy `pages/` mode, bypassing app.py's st.navigation for the rest of the process. Switch that mode off
-    and rerun, so the request goes through app.py like every other."""
-    from streamlit.runtime.pages_manager import PagesManager
+    in its legacy `pages/` mode, without app.py's st.navigation. This runs once, when a page first imports this
+    module: if app.py has not run in this session and a browser asked for the page (``st.context.url``; page tests
+    run files directly and have none), go to app.py with the page asked for in the query, and app.py opens it
+    through its own navigation."""
+    from urllib.parse import urlparse
 
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    if st.session_state.get(APP_RAN) or not st.context.url:
+        return
+    path = urlparse(st.context.url).path.strip("/").split("/")[-1]
+    st.switch_page("app.py", query_params={**st.query_params.to_dict(), **({PAGE_PARAM: path} if path else {})})
 
 
 _use_app_navigation()

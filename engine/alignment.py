@@ -171,7 +171,7 @@ def _fmt(v: float) -> str:
     return str(int(v)) if v == int(v) else f"{v:g}"
 
 
-def _canon(tok: str) -> str:
+def canonical_number(tok: str) -> str:
     t = tok.lstrip("0") or "0"
     if "." in t:
         t = t.rstrip("0").rstrip(".") or "0"
@@ -188,9 +188,9 @@ def numbers(text: str, generous: bool = False) -> set[str]:
     "1/10/24" -> 2024), "half" as 50 and 0.5, and the spoken run-together forms ("one thirty-eight" -> 138,
     "one fifty-two" -> 152) — a summary's number counts as stated when any reading of the source gives it."""
     t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())
-    out = {_canon(m.group()) for m in re.finditer(r"(?<![a-z0-9.])\d+(?:\.\d+)?", t)}
+    out = {canonical_number(m.group()) for m in re.finditer(r"(?<![a-z0-9.])\d+(?:\.\d+)?", t)}
     if generous:
-        out |= {_canon(m.group()) for m in re.finditer(r"\d+(?:\.\d+)?", t)}
+        out |= {canonical_number(m.group()) for m in re.finditer(r"\d+(?:\.\d+)?", t)}
         out |= {y[2:] for y in out if re.fullmatch(r"(?:19|20)\d\d", y)}
         out |= {"20" + m.group(1) for m in re.finditer(r"\d{1,2}/\d{1,2}/(\d{2})(?!\d)", t)}
         if re.search(r"\bhalf\b", t):
@@ -236,13 +236,13 @@ def _spoken_values(run: list[str], generous: bool) -> set[str]:
         out.add(_fmt(composed))
     last = composed if composed is not None else (vals[-1] if vals else None)
     if last is not None and decimal:
-        out.add(_canon(f"{_fmt(last)}.{decimal}"))
+        out.add(canonical_number(f"{_fmt(last)}.{decimal}"))
     if last is not None and half:
         out.add(_fmt(last + 0.5))
     if generous and composed is None and len(vals) >= 2 and all(v == int(v) for v in vals):
         for a in range(len(vals)):
             for b in range(a + 2, min(len(vals), a + 3) + 1):
-                out.add(_canon("".join(str(int(v)) for v in vals[a:b])))
+                out.add(canonical_number("".join(str(int(v)) for v in vals[a:b])))
     return out
 
 
@@ -253,14 +253,14 @@ def _stop_stems() -> frozenset:
     from .salience import FILLERS, GENERIC_WORDS, STOPWORDS
 
     words = set(ENGLISH_STOP_WORDS) | set(STOPWORDS) | set(GENERIC_WORDS) | set(FILLERS) | {"doctor", "guest"}
-    return frozenset(words | {t for w in words for t in _rouge().tokens(w)})
+    return frozenset(words | {t for w in words for t in rouge_scorer().tokens(w)})
 
 
 def content_stems(text: str) -> list[str]:
     """The sentence's content words as Porter stems (ROUGE's tokenizer), each once, in order: no digits, no
     stopwords, generic words ("patient", "wife") or fillers, at least three letters."""
     stop = _stop_stems()
-    return list(dict.fromkeys(t for t in _rouge().tokens(_LIST_MARKER.sub("", text))
+    return list(dict.fromkeys(t for t in rouge_scorer().tokens(_LIST_MARKER.sub("", text))
                               if len(t) > 2 and not t[0].isdigit() and t not in stop))
 
 
@@ -320,7 +320,7 @@ def source_profile(case: Case, emb: Embedder, units: Optional[list] = None) -> S
     pairs = [texts[i - 1] + " " + texts[i] for i in range(1, len(units)) if units[i - 1][0] == units[i][0]]
     vecs = emb.sentence_embeddings(texts + pairs)
     text = "\n".join(texts)
-    return SourceProfile(units, vecs, frozenset(_rouge().tokens(text)), frozenset(re.findall(r"[a-z][a-z'-]*",
+    return SourceProfile(units, vecs, frozenset(rouge_scorer().tokens(text)), frozenset(re.findall(r"[a-z][a-z'-]*",
                          text.lower())), frozenset(numbers(text, generous=True)),
                          bool(_AGE.search(text) or _AGE_TALK.search(text)))
 
@@ -495,7 +495,7 @@ class _Rouge:
 _ROUGE: Optional[_Rouge] = None
 
 
-def _rouge() -> _Rouge:
+def rouge_scorer() -> _Rouge:
     global _ROUGE
     if _ROUGE is None:
         _ROUGE = _Rouge()
@@ -503,7 +503,7 @@ def _rouge() -> _Rouge:
 
 
 def _content_mask(text: str, spans) -> np.ndarray:
-    from .coverage import _stopwords
+    from .coverage import stopword_set
 
     keep = np.zeros(len(spans), bool)
     for i, (s, e) in enumerate(spans):
@@ -513,14 +513,14 @@ def _content_mask(text: str, spans) -> np.ndarray:
             ws -= 1
         while we < len(text) and text[we].isalnum():
             we += 1
-        keep[i] = bool(re.search(r"[A-Za-z0-9]", piece)) and text[ws:we].lower() not in _stopwords()
+        keep[i] = bool(re.search(r"[A-Za-z0-9]", piece)) and text[ws:we].lower() not in stopword_set()
     return keep
 
 
 def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
-    from .coverage import _check_summary
+    from .coverage import checked_summary_text
 
-    blanked = _check_summary(summary.text)
+    blanked = checked_summary_text(summary.text)
     ssents = split_sentences(summary.text)
     units = source_units(case)
     src: list[tuple[str, Sentence]] = [(nid, s) for nid, s, _ in units]
@@ -528,7 +528,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
     note_ids = {n.note_id for n in case.notes}
     notes = tuple((n.note_id, n.text) for n in case.notes)
     index = specifics.index_for(notes)
-    rouge = _rouge()
+    rouge = rouge_scorer()
     profile = source_profile(case, emb, units)
     S = emb.sentence_embeddings([s.clean for s in ssents])
     X = profile.unit_vecs[:len(src)]

@@ -26,7 +26,7 @@ from .prompt_fence import CONTROL_STRINGS
 TOP_LOGPROBS = 20
 
 # GGUF general.file_type -> quantization name (llama.cpp's LLAMA_FTYPE_*)
-_FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+GGUF_FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
                11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M",
                18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S",
                25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M",
@@ -220,7 +220,7 @@ class LlamaCppBackend:
         self.template = meta.get("tokenizer.chat_template")
         self._bos_text = self._piece(self.llm.token_bos())
         self._eos_text = self._piece(self.llm.token_eos())
-        self.quantization = _FILE_TYPES.get(int(meta.get("general.file_type", -1)), "unknown")
+        self.quantization = GGUF_FILE_TYPES.get(int(meta.get("general.file_type", -1)), "unknown")
         self._formatter = None
         if self.template:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter

@@ -133,7 +133,7 @@ class CoverageResult:
         return asdict(self)
 
 
-def _check_summary(summary_text: str) -> str:
+def checked_summary_text(summary_text: str) -> str:
     """The summary with its citations blanked (offsets kept). Any summary with a word or a number is scored — a
     one-word summary of a long source is as omissive as it looks; only an empty one is an error."""
     text = strip_citations(summary_text, keep_offsets=True)  # keep offsets, drop citations
@@ -148,7 +148,7 @@ def _check_summary(summary_text: str) -> str:
 _STOP: Optional[frozenset] = None
 
 
-def _stopwords() -> frozenset:
+def stopword_set() -> frozenset:
     global _STOP
     if _STOP is None:
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -171,7 +171,7 @@ def _keep_mask(text: str, te: TokenEmbeddings, clean: bool, min_len: int) -> np.
             while we < len(text) and text[we].isalnum():
                 we += 1
             word = text[ws:we].lower()
-            if word in _stopwords() or (len(word) < min_len and not word.isdigit()):
+            if word in stopword_set() or (len(word) < min_len and not word.isdigit()):
                 keep[i] = False
     return keep
 
@@ -215,7 +215,7 @@ def kde_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
     from sklearn.decomposition import PCA
     from sklearn.preprocessing import StandardScaler
 
-    stext = _check_summary(summary.text)
+    stext = checked_summary_text(summary.text)
     ste = emb.token_embeddings(stext)
     skeep = _keep_mask(stext, ste, p.clean, p.min_word_length)
     if skeep.sum() < 2:  # a one-word summary: keep its every token (word pieces and stopwords included)
@@ -254,7 +254,7 @@ def kde_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):
 
 def _sentence_setup(case: Case, summary: Summary, emb: Embedder):
     """(source sentences with note ids, summary sentence vectors, source sentence vectors)."""
-    _check_summary(summary.text)
+    checked_summary_text(summary.text)
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
     if not src:
         raise CoverageError("the source notes have no sentence to score")
@@ -322,7 +322,7 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
     """The source cut into units a summary sentence can cover: every line, without its speaker tag, split into
     sentences (no merging across a lower-case start: transcripts are lower case), and a sentence longer than
     ``max_words`` words split into consecutive windows of ``max_words`` words — nothing is left out."""
-    from .sentences import _segmenter
+    from .sentences import segmenter
 
     out: list[SourceUnit] = []
     for note_id, t in notes:
@@ -336,7 +336,7 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
                 continue
             pieces: list[list[int]] = []  # [start, end] in body; a fragment of < 3 words joins its neighbour
             spans: list[tuple[int, int]] = []
-            for seg in _segmenter().segment(body):
+            for seg in segmenter().segment(body):
                 # "b.i.d. Start dapagliflozin": a dosing abbreviation that ends the sentence before, cut off with
                 # the next one, goes back to its own sentence
                 lead = _ABBREV_LEAD.match(body, seg.start, seg.end)
@@ -465,7 +465,7 @@ def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     naming key terms is covered at most 0.3 + 0.7 × the share of them the summary writes (:data:`KEY_TERM_CAP`)."""
     from .salience import unit_salience
 
-    stext = _check_summary(summary.text)
+    stext = checked_summary_text(summary.text)
     units = source_units(case)
     if not units:
         raise CoverageError("the source notes have no text to score")

@@ -893,7 +893,7 @@ import re as _re  # noqa: E402  (this section's own imports)
 from pathlib import Path as _Path  # noqa: E402
 
 from .loading import JsonProblem, loads_strict, read_text_file, split_lines  # noqa: E402
-from .loading import _json_type as _jtype  # noqa: E402 - one namer of JSON value types for every report
+from .loading import json_type as _jtype  # noqa: E402 - one namer of JSON value types for every report
 from .validation import DatasetInvalid, Issue, ValidationReport  # noqa: E402
 
 MAX_IMPORT_TEXT_CHARS = 4_000  # reason, a sample's error or warning

@@ -185,7 +185,7 @@ class RatingsMapping:
         example = '{"summary_col": "record_id", "rater_col": "rater", "items": {"accurate": "q2"}, "ignore": ["notes"]}'
         if not isinstance(data, dict):
             raise ValueError(f"mapping file {source} must hold one JSON object such as {example}, "
-                             f"not {_json_type(data)}")
+                             f"not {json_type(data)}")
         known = ("summary_col", "rater_col", "rater_group_col", "items", "ignore", "default_rater_group", "rename")
         unknown = [k for k in data if k not in known]
         if unknown:
@@ -198,14 +198,14 @@ class RatingsMapping:
                 continue
             if not isinstance(v, str):
                 raise ValueError(f"mapping file {source}: key '{key}' must be a column name (text), "
-                                 f"not {_json_type(v)}")
+                                 f"not {json_type(v)}")
             out[key] = v.strip()
         items = data.get("items", {})
         if items is None:
             items = {}
         if not isinstance(items, dict):
             raise ValueError(f"mapping file {source}: key 'items' must be an object {{item: column}} such as "
-                             f'{{"accurate": "q2"}}, not {_json_type(items)}')
+                             f'{{"accurate": "q2"}}, not {json_type(items)}')
         bad = [k for k in items if k not in ITEM_KEYS]
         if bad:
             raise ValueError(f"mapping file {source}: key 'items' names unknown PDSQI-9 item(s) "
@@ -213,29 +213,29 @@ class RatingsMapping:
         for k, v in items.items():
             if not isinstance(v, str) or not v.strip():
                 raise ValueError(f"mapping file {source}: key 'items.{k}' must be a column name (text), "
-                                 f"not {_json_type(v)}")
+                                 f"not {json_type(v)}")
         out["items"] = {k: v.strip() for k, v in items.items()}
         ignore = data.get("ignore", [])
         if ignore is None:
             ignore = []
         if not isinstance(ignore, list):
             raise ValueError(f"mapping file {source}: key 'ignore' must be a list of column names such as "
-                             f'["notes"], not {_json_type(ignore)}')
+                             f'["notes"], not {json_type(ignore)}')
         for i, v in enumerate(ignore):
             if not isinstance(v, str):
                 raise ValueError(f"mapping file {source}: key 'ignore[{i}]' must be a column name (text), "
-                                 f"not {_json_type(v)}")
+                                 f"not {json_type(v)}")
         out["ignore"] = [v.strip() for v in ignore]
         rename = data.get("rename", {})
         if rename is None:
             rename = {}
         if not isinstance(rename, dict):
             raise ValueError(f"mapping file {source}: key 'rename' must be an object {{file column: expected name}} "
-                             f'such as {{"transcript": "dialogue"}}, not {_json_type(rename)}')
+                             f'such as {{"transcript": "dialogue"}}, not {json_type(rename)}')
         for k, v in rename.items():
             if not isinstance(v, str) or not v.strip():
                 raise ValueError(f"mapping file {source}: key 'rename.{k}' must be a column name (text), "
-                                 f"not {_json_type(v)}")
+                                 f"not {json_type(v)}")
         out["rename"] = {k.strip(): v.strip() for k, v in rename.items()}
         group = out.get("default_rater_group")
         if group is not None:
@@ -299,7 +299,7 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return out
 
 
-def _json_type(v: object) -> str:
+def json_type(v: object) -> str:
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -596,7 +596,7 @@ def _read_jsonl(path: Path, text: str, report: ValidationReport) -> Optional[tup
             ok = False
             continue
         if not isinstance(obj, dict):
-            report.add(Issue(fname, f"each line must be a JSON object, not {_json_type(obj)}", row=number,
+            report.add(Issue(fname, f"each line must be a JSON object, not {json_type(obj)}", row=number,
                              line=lineno, hint='write one object per line, e.g. {"case_id": "c1", ...}'))
             ok = False
             continue
@@ -641,7 +641,7 @@ def _scalar(report: ValidationReport, fname: str, row: Optional[_Row], fld: str,
         return str(v)
     if isinstance(v, float) and math.isfinite(v) and abs(v) < 1e18:
         return str(int(v)) if v.is_integer() else repr(v)
-    report.add(Issue(fname, f"'{fld}' must be text, not {_json_type(v)}", row=row.number if row else None,
+    report.add(Issue(fname, f"'{fld}' must be text, not {json_type(v)}", row=row.number if row else None,
                      line=row.line if row else None, field=fld, hint=f"write '{fld}' as text"))
     return None
 
@@ -806,7 +806,7 @@ class _Collector:
 
 def _text_field(report, fname, row: Optional[_Row], fld: str, value: object, what: str) -> Optional[str]:
     if value is not None and not isinstance(value, str):
-        report.add(Issue(fname, f"{what} must be text, not {_json_type(value)}", row=row.number if row else None,
+        report.add(Issue(fname, f"{what} must be text, not {json_type(value)}", row=row.number if row else None,
                          line=row.line if row else None, field=fld, hint=f"write the {what} as text"))
         return None
     text = (value or "")
@@ -1074,7 +1074,7 @@ def _read_case_json(c: _Collector, report: ValidationReport, path: Path, text: s
 def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: object) -> None:
     fname = str(path)
     if not isinstance(obj, dict):
-        report.add(Issue(fname, f"a case file must hold one JSON object, not {_json_type(obj)}",
+        report.add(Issue(fname, f"a case file must hold one JSON object, not {json_type(obj)}",
                          hint='expected {"target_specialty": ..., "notes": {"1": ...}, "summary": ...}'))
         return
     missing = [k for k in CASE_JSON_KEYS_REQUIRED if k not in obj]
@@ -1100,7 +1100,7 @@ def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: obj
     spec = obj["target_specialty"]
     if not isinstance(spec, str) or not spec.strip():
         report.add(Issue(fname, "target specialty is empty" if isinstance(spec, str) or spec is None
-                         else f"target specialty must be text, not {_json_type(spec)}", field="target_specialty",
+                         else f"target specialty must be text, not {json_type(spec)}", field="target_specialty",
                          hint="name the specialty the summary is written for"))
         return
     c.add_case(report, fname, None, cid, spec.strip())
@@ -1117,7 +1117,7 @@ def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: obj
             else:
                 entries.append((str(i + 1), fld, n))
     else:
-        report.add(Issue(fname, f"'notes' must be an object {{note_id: text}} or a list, not {_json_type(notes)}",
+        report.add(Issue(fname, f"'notes' must be an object {{note_id: text}} or a list, not {json_type(notes)}",
                          field="notes"))
         return
     if not entries:
@@ -1141,7 +1141,7 @@ def _read_case_obj(c: _Collector, report: ValidationReport, path: Path, obj: obj
     if "summaries" in obj:
         summ = obj["summaries"]
         if not isinstance(summ, list):
-            report.add(Issue(fname, f"'summaries' must be a list, not {_json_type(summ)}", field="summaries"))
+            report.add(Issue(fname, f"'summaries' must be a list, not {json_type(summ)}", field="summaries"))
             return
         for i, s in enumerate(summ):
             fld = f"summaries[{i}]"

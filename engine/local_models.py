@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .backends import _FILE_TYPES
+from .backends import GGUF_FILE_TYPES
 
 OLLAMA_MODEL_MEDIA = "application/vnd.ollama.image.model"
 MAX_MANIFEST_BYTES = 1 << 20
@@ -112,7 +112,7 @@ def _describe(source: str, name: str, path: Path) -> Optional[LocalModel]:
     arch = str(meta.get("general.architecture") or "")
     ctx = meta.get(f"{arch}.context_length") if arch else None
     ft = meta.get("general.file_type")
-    quant = _FILE_TYPES.get(int(ft), "unknown") if isinstance(ft, int) else "unknown"
+    quant = GGUF_FILE_TYPES.get(int(ft), "unknown") if isinstance(ft, int) else "unknown"
     return LocalModel(source, name, str(path), size, arch, quant, int(ctx) if isinstance(ctx, int) else None)
 
 

@@ -36,7 +36,7 @@ _VALUE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+
 def values(text: str) -> frozenset:
     """The values a sentence states, as (number, unit) pairs; the unit is "" unless one of :data:`UNITS` follows
     the number (a range "1.8 to 0.6 g/g" gives both ends the unit)."""
-    from .alignment import _canon
+    from .alignment import canonical_number
 
     out = set()
     for m in _VALUE.finditer(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())):
@@ -45,9 +45,9 @@ def values(text: str) -> frozenset:
         unit = {"years": "year", "yrs": "year", "yr": "year", "months": "month", "weeks": "week", "wk": "week",
                 "wks": "week", "days": "day", "d": "day", "hours": "hour", "h": "hour", "hr": "hour", "hrs": "hour",
                 "lbs": "lb", "units": "unit", "u": "unit"}.get(unit, unit)
-        out.add((_canon(m.group(1)), unit))
+        out.add((canonical_number(m.group(1)), unit))
         if m.group(2):
-            out.add((_canon(m.group(2)), unit))
+            out.add((canonical_number(m.group(2)), unit))
     return frozenset(out)
 
 
@@ -87,12 +87,12 @@ class _Profile:
 
 
 def _profile(text: str) -> _Profile:
-    from .alignment import _rouge, content_stems, idf_weights
+    from .alignment import rouge_scorer, content_stems, idf_weights
 
     stems = tuple(content_stems(text))
     w = idf_weights(stems) if stems else np.zeros(0)
     surface = {}
-    rouge = _rouge()
+    rouge = rouge_scorer()
     for word in text.split():
         toks = rouge.tokens(word)
         for t in toks:

@@ -26,7 +26,6 @@ This module is UI-free: it never imports streamlit.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -253,20 +252,6 @@ _ICC_DESC = {
 }
 
 
-@contextlib.contextmanager
-def _pingouin_no_rounding():
-    import pingouin
-
-    saved = dict(pingouin.options)
-    try:
-        for key in [k for k in pingouin.options if k.startswith("round")]:
-            pingouin.options[key] = None
-        yield
-    finally:
-        pingouin.options.clear()
-        pingouin.options.update(saved)
-
-
 def _icc_mean_squares(x: np.ndarray) -> tuple[float, float, float, float]:
     """MSR (between targets), MSW (within targets), MSC (raters), MSE (residual)."""
     n, k = x.shape
@@ -335,9 +320,10 @@ def icc_all(data: Any, ci_level: float = 0.95) -> dict[str, Estimate]:
     F-based intervals of Shrout & Fleiss (1979) (with McGraw & Wong's 1996
     approximate df for the absolute-agreement forms).
 
-    Values, F, df and p come from ``pingouin.intraclass_corr`` (its CI is used
-    at the 95 % level; other levels use the identical formulas in
-    :func:`_icc_ci`). Units with any missing rating are dropped (listwise).
+    Values, F, df and p come from ``pingouin.intraclass_corr``; the CIs, at any
+    level, from the identical formulas in :func:`_icc_ci` (pingouin rounds its
+    CI95 column to two decimals, and its options are never changed here).
+    Units with any missing rating are dropped (listwise).
 
     References: Shrout, P.E. & Fleiss, J.L. (1979) Psychol Bull 86:420-428;
     McGraw, K.O. & Wong, S.P. (1996) Psychol Methods 1:30-46.
@@ -355,18 +341,20 @@ def icc_all(data: Any, ci_level: float = 0.95) -> dict[str, Estimate]:
             "rating": x.ravel(),
         }
     )
-    with _pingouin_no_rounding(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         # pingouin 0.7 calls DataFrame.dropna(inplace=True), deprecated in pandas 3.1
         warnings.simplefilter("ignore", category=FutureWarning)
         warnings.simplefilter("ignore", category=DeprecationWarning)
         tab = pingouin.intraclass_corr(long, targets="target", raters="rater", ratings="rating")
     tab = tab.set_index("Type")
-    own_ci = None if math.isclose(ci_level, 0.95) else _icc_ci(x, ci_level)
+    # pingouin rounds its CI95 column to 2 decimals (a global option we leave alone): the CIs come from the same
+    # F-based formulas computed here, at any level
+    own_ci = _icc_ci(x, ci_level)
     out: dict[str, Estimate] = {}
     for short in ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k"):
         form = _ICC_FORMS[short]
         row = tab.loc[form]
-        lo, hi = (row["CI95"] if own_ci is None else own_ci[form])
+        lo, hi = own_ci[form]
         out[short] = Estimate(
             value=float(row["ICC"]),
             ci_low=float(lo), ci_high=float(hi), ci_level=ci_level,

@@ -22,7 +22,7 @@ class Sentence:
 
 
 @lru_cache(maxsize=1)
-def _segmenter():
+def segmenter():
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
@@ -30,7 +30,7 @@ def _segmenter():
 
 def split_sentences(text: str, style: cit.CitationStyle = cit.DEFAULT_STYLE) -> list[Sentence]:
     spans: list[list[int]] = []
-    for seg in _segmenter().segment(text):
+    for seg in segmenter().segment(text):
         s, e = seg.start, seg.end
         for part in re.split(r"(\n\s*\n)", text[s:e]):  # a blank line always ends a sentence
             if part.strip():

@@ -912,7 +912,7 @@ class Store:
         """Add an active clinician entry and return it (``with_meta`` shape). Raises
         :class:`engine.stigma.LexiconError` when the entry cannot be used (empty or malformed term, unknown
         category, text too long, or a term the built-in lexicon or an active clinician entry already has)."""
-        from .stigma import LexiconError, _compile_term, load_lexicon
+        from .stigma import LexiconError, check_clinician_entry
 
         term = " ".join(str(term or "").split())
         category = str(category or "").strip()
@@ -928,34 +928,12 @@ class Store:
             if value and len(value) > self.STIGMA_TEXT_MAX:
                 raise LexiconError(f"the {what} is {len(value)} characters long; shorten it to at most "
                                    f"{self.STIGMA_TEXT_MAX}")
-        base = load_lexicon()
-        if category not in base.categories:
-            raise LexiconError(f"category {category!r} is not a lexicon category; choose one of "
-                               f"{', '.join(base.categories)}")
         raw = {"term": term, "category": category, "source": source, "suggest": suggest,
                "noun_only": bool(noun_only), "patient_only": bool(patient_only)}
         raw = {k: v for k, v in raw.items() if v not in (None, "", False)}
         with self.transaction() as con:
             current = [self._stigma_dict(r, False) for r in self._stigma_rows(con, True)]
-            try:
-                lex = load_lexicon([*current, raw])  # the lexicon's own validation: its LexiconError says what
-            except LexiconError as exc:
-                raise LexiconError(f"{exc}. Write the term as plain words, or in the lexicon's term syntax: "
-                                   "(a|b|) alternatives, '-' for an optional hyphen, a lone '*' between two words "
-                                   "for up to three words") from exc
-            new = lex.entries[-1]
-            new_pattern = _compile_term(new.term)
-            for e in lex.entries[:-1]:
-                covered = (e.term.lower() == new.term.lower()
-                           or _literal(new.term) and _compile_term(e.term).fullmatch(new.term)
-                           or _literal(e.term) and new_pattern.fullmatch(e.term))
-                if not covered:
-                    continue
-                if e.origin == "lexicon":
-                    raise LexiconError(f"{term!r} is already in the built-in lexicon (entry {e.id!r}, term "
-                                       f"{e.term!r}, category {e.category}); there is no need to add it")
-                raise LexiconError(f"{term!r} is already a clinician entry (term {e.term!r}, category "
-                                   f"{e.category}); deactivate that entry first to replace it")
+            new = check_clinician_entry(current, raw)
             try:
                 cur = con.execute("INSERT INTO stigma_entries (term, category, source, suggest, noun_only, "
                                   "patient_only, added_by, created_at) VALUES (?,?,?,?,?,?,?,?)",
@@ -984,11 +962,6 @@ class Store:
             row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
                               (entry_id,)).fetchone()
         return self._stigma_dict(row, True)
-
-
-def _literal(term: str) -> bool:
-    """A lexicon term without the term syntax's alternatives or '*' gaps (it reads as the words it finds)."""
-    return not any(c in term for c in "()|*")
 
 
 def _statements(sql: str) -> list[str]:

@@ -59,12 +59,15 @@ def test_deep_link_as_first_request_uses_the_app_navigation(server):
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
         page = browser.new_page()
-        page.goto(server + "/judge", wait_until="domcontentloaded")
+        page.goto(server + "/judge?dataset=sample&case=gi-01&summary=gi-01-s2", wait_until="domcontentloaded")
         page.get_by_role("heading", name="Judge").first.wait_for(timeout=60_000)
         page.get_by_text("Spot-check").first.wait_for(timeout=30_000)
         nav = page.inner_text("[data-testid=stSidebarNav]")
+        page.get_by_role("heading", name="gi-01-s2").first.wait_for(timeout=60_000)  # the link's selection kept
+        url = page.url
         browser.close()
     assert "Spot-check" in nav and "Setup" in nav and "review" not in nav.split()
+    assert "/judge" in url and "summary=gi-01-s2" in url and "page=" not in url
 
 
 # ------------------------------------------------------------------------------------------------ hostile input

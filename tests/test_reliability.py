@@ -330,3 +330,19 @@ def test_bootstrap_coincidence_alpha_equals_package_alpha():
         est = rel.krippendorff_alpha_bootstrap(case["data"], level, n_boot=50, seed=1)
         assert est.extra["alpha_from_coincidences"] == pytest.approx(est.value, abs=1e-9)
         assert est.ci_low <= est.value <= est.ci_high
+
+
+def test_icc_leaves_pingouins_options_alone_and_its_ci_matches_pingouins():
+    import pingouin
+
+    x = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], float)
+    before = dict(pingouin.options)
+    est = rel.icc_all(x)
+    assert pingouin.options == before  # no global option is set, even for a moment
+    import pandas as pd
+
+    long = pd.DataFrame({"t": np.repeat(np.arange(6), 4), "r": np.tile(np.arange(4), 6), "y": x.ravel()})
+    tab = pingouin.intraclass_corr(long, targets="t", raters="r", ratings="y").set_index("Type")
+    lo, hi = tab.loc["ICC(C,k)", "CI95"]
+    assert (round(est["ICC3k"].ci_low, 2), round(est["ICC3k"].ci_high, 2)) == (lo, hi)
+    assert est["ICC3k"].ci_low != round(est["ICC3k"].ci_low, 2)  # ours is not rounded
