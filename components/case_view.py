@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import pandas as pd
 import streamlit as st
 
 from components.evidence_view import marks_html

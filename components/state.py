@@ -262,26 +262,17 @@ def require_dataset():
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
 def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None,
                spot_checks: bool = False):
-    from engine.agreement import analyse, llm_scores_from_results
-    from engine.judge import JudgeResult
-    from engine.judge_configs import results_for
-    from engine.reviews import dataset_with_reviews
+    from engine.configured_analysis import analyse_configuration
 
-    s = _store_for(path)
-    ds = dataset_with_reviews(s, name)
-    results = [JudgeResult.from_json(x) for x in s.judge_results(name, latest_only=False)]
-    llm = llm_scores_from_results(results_for(results, config_key)) if config_key else {}
-    rep = analyse(ds, llm, count_tokens=token_counter(), n_boot=n_boot, spot_checks_in_reference=spot_checks)
-    rep.judge_config = config_key
-    return rep
+    return analyse_configuration(_store_for(path), name, config_key, n_boot=n_boot, count_tokens=token_counter(),
+                                 spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report
 
 
 def judge_configurations(name: str):
     """The judge configurations present in a dataset's stored results (most summaries first)."""
-    from engine.judge import JudgeResult
-    from engine.judge_configs import configurations
+    from engine.configured_analysis import configured_results
 
-    return configurations([JudgeResult.from_json(x) for x in store().judge_results(name, latest_only=False)])
+    return configured_results(store(), name).configs
 
 
 @st.cache_resource(show_spinner=False)

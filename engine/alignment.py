@@ -637,7 +637,6 @@ def result_from_dict(d: dict) -> AlignmentResult:
 def alignment_key(case: Case, summary: Summary) -> str:
     """The stored result's key: code version, embedding model, the notes and the summary."""
     import hashlib
-    import json
 
     from .embeddings import EMBEDDING_NAME
 
@@ -645,10 +644,10 @@ def alignment_key(case: Case, summary: Summary) -> str:
         bg = hashlib.sha256(BACKGROUND_PATH.read_bytes()).hexdigest()[:16]
     except OSError:
         bg = "none"
-    return hashlib.sha256(json.dumps({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME, "background": bg,
-                                      "weak": WEAK_SUPPORT,
-                                      "notes": [asdict(n) for n in case.notes], "summary": summary.text},
-                                     sort_keys=True).encode()).hexdigest()
+    from .stamps import json_key
+
+    return json_key({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME, "background": bg, "weak": WEAK_SUPPORT,
+                     "notes": [asdict(n) for n in case.notes], "summary": summary.text})
 
 
 def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> AlignmentResult:

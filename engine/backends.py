@@ -22,6 +22,7 @@ import numpy as np
 
 from .jobs import check_cancelled, current_cancel_token, report_tokens
 from .prompt_fence import CONTROL_STRINGS
+from .stamps import json_key
 
 TOP_LOGPROBS = 20
 
@@ -455,7 +456,7 @@ class LlamaCppBackend:
                     "n": n, "llama_cpp_python": llama_cpp.__version__, "n_batch": self._batch,
                     "type_k": int(self.llm.context_params.type_k), "type_v": int(self.llm.context_params.type_v),
                     **self.params}
-            key = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()
+            key = json_key(meta)
             path = prefix_cache_dir() / f"{key[:40]}.kvprefix"
         if prefix != self._prefix or path != self._prefix_file:
             self._prefix, self._prefix_file = prefix, path

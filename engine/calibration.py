@@ -316,13 +316,14 @@ def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: 
     scores left out) against one judge configuration's results (``config_key`` None: the configuration covering
     most summaries). With ``kind="judge+evidence"`` the stored evidence is used too. Saved as the next version
     unless ``save`` is False. Raises :class:`CalibrationRefused` (with the reasons) or ValueError."""
-    from .judge import JudgeResult, primary_score
+    from .configured_analysis import stored_judge_results
+    from .judge import primary_score
     from .judge_configs import configurations, find, results_for
     from .models import RESERVED_RATER_GROUPS
     from .ratings import medians
 
     ds = store.load_dataset(dataset)
-    results = [JudgeResult.from_json(x) for x in store.judge_results(dataset, latest_only=False)]
+    results = stored_judge_results(store, dataset)
     config = find(configurations(results), config_key)
     if config is None:
         raise CalibrationRefused(f"dataset {dataset!r} has no judge results"

@@ -229,14 +229,13 @@ def cmd_calibrate(args) -> int:
 
 def cmd_export_training(args) -> int:
     """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
-    from .judge import JudgeResult
+    from .configured_analysis import stored_judge_results
     from .judge_configs import results_for
     from .training_export import PHI_WARNING, write
 
     store = _store(args)
     ds, name = _resolve_dataset(store, args.target, args)
-    every = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
-    results = {r.summary_id: r for r in results_for(every, args.judge_config)}
+    results = {r.summary_id: r for r in results_for(stored_judge_results(store, name), args.judge_config)}
     say(f"warning: {PHI_WARNING}", file=sys.stderr)
     out = Path(args.out)
     summ = write(ds, args.format, out, args.train_fraction, results)
@@ -618,37 +617,24 @@ def cmd_stigma(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    from .agreement import analyse, llm_scores_from_results
-    from .judge import JudgeResult
+    from .configured_analysis import UnknownConfiguration, analyse_configuration
 
     store = _store(args)
     try:
-        ds, name = _resolve_dataset(store, args.target, args)
+        _, name = _resolve_dataset(store, args.target, args)
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    try:
-        from .reviews import dataset_with_reviews
-
-        ds = dataset_with_reviews(store, name)
-    except ImportError:
-        pass
-    from .judge_configs import configurations, find, results_for
-
-    results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
-    configs = configurations(results)
-    config = find(configs, args.judge_config)
-    if args.judge_config and config is None:
-        say(f"no judge configuration {args.judge_config!r} in {name!r}; present: "
-              + (", ".join(c.key for c in configs) or "none"), file=sys.stderr)
-        return 1
-    for c in configs:
-        say(("* " if config and c.key == config.key else "  ") + c.label, file=sys.stderr)
-    llm = llm_scores_from_results(results_for(results, config.key)) if config else {}
     count = _judge_token_counter() if not args.words else (lambda t: len(t.split()))
-    rep = analyse(ds, llm, count_tokens=count, n_boot=args.boot, seed=args.seed,
-                  spot_checks_in_reference=args.spot_checks_in_reference)
-    rep.judge_config = config.key if config else None
+    try:
+        done = analyse_configuration(store, name, args.judge_config, n_boot=args.boot, seed=args.seed,
+                                     count_tokens=count, spot_checks_in_reference=args.spot_checks_in_reference)
+    except UnknownConfiguration as exc:
+        say(str(exc), file=sys.stderr)
+        return 1
+    for c in done.chosen.configs:
+        say(("* " if done.chosen.config and c.key == done.chosen.config.key else "  ") + c.label, file=sys.stderr)
+    rep, llm = done.report, done.chosen.llm
     text = json.dumps(rep.to_dict(), indent=1)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

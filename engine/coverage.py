@@ -702,12 +702,10 @@ COVERAGE_VERSION = "coverage-v6"
 
 
 def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:
-    import hashlib
-    import json
+    from .stamps import json_key
 
-    payload = {"version": COVERAGE_VERSION, "params": asdict(params), "model": model,
-               "notes": [asdict(n) for n in case.notes], "summary": summary.text}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return json_key({"version": COVERAGE_VERSION, "params": asdict(params), "model": model,
+                     "notes": [asdict(n) for n in case.notes], "summary": summary.text})
 
 
 def coverage_cached(store, dataset: str, case: Case, summary: Summary, emb,

@@ -28,9 +28,10 @@ import math
 import random
 import statistics
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Iterator, Optional, Sequence
 
+from .stamps import json_key, now_iso
 from .backends import Backend, BackendError, Generation
 from .jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
 from .judge_prompt import DEFAULT_CITATION_FORM, PROMPT_VERSION, FewShotExample, build_messages, output_schema
@@ -420,9 +421,9 @@ def plan_prompt(backend: Backend, case: Case, summary: Summary, params: JudgePar
 
 
 def content_key(case: Case, summary: Summary, examples: Sequence[FewShotExample]) -> str:
-    payload = {"specialty": case.target_specialty, "notes": [asdict(n) for n in case.notes], "summary": summary.text,
-               "examples": [[e.summary.summary_id, e.summary.text, e.answer] for e in examples]}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return json_key({"specialty": case.target_specialty, "notes": [asdict(n) for n in case.notes],
+                     "summary": summary.text,
+                     "examples": [[e.summary.summary_id, e.summary.text, e.answer] for e in examples]})
 
 
 # Parameters that never change a result's medians (exact early stopping) stay out of the cache key, so results
@@ -437,7 +438,7 @@ def cache_key(model_id: str, params: JudgeParams, n_ctx: int, case: Case, summar
                "max_tokens": params.resolved_max_tokens, "content": content_key(case, summary, examples)}
     if citation_form != DEFAULT_CITATION_FORM:  # the prompt names the dataset's citation form (default: unchanged)
         payload["citation_form"] = citation_form
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return json_key(payload)
 
 
 def dataset_citation_form(ds: Dataset) -> str:
@@ -488,10 +489,6 @@ class JudgeProgress:
     message: str = ""
 
 
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # Two stand-in cases that differ in every field. Their prompts share exactly what every judge prompt shares — the
@@ -588,7 +585,7 @@ class Judge:
             plan = plan_prompt(self.backend, case, summary, self.params, examples, form)
         except ContextTooLong as exc:
             return JudgeResult(summary_id, case.case_id, STATUS_REFUSED, str(exc), {}, [],
-                               self._provenance(examples, [], form), Timing(), key, _now())
+                               self._provenance(examples, [], form), Timing(), key, now_iso())
         schema = output_schema(self.params.explain)
         n = self.params.n_samples
         samples: list[SampleReply] = []
@@ -649,7 +646,7 @@ class Judge:
         if injection:
             notes.append(injection)
         return JudgeResult(summary_id, case.case_id, status, "; ".join(notes), items, samples,
-                           self._provenance(examples, plan.dropped_notes, form), timing, key, _now())
+                           self._provenance(examples, plan.dropped_notes, form), timing, key, now_iso())
 
 
 def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,

@@ -24,13 +24,12 @@ content (echoed instructions, placeholders, a DDx of one repeated name or of lik
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from typing import Callable, Optional, Sequence
 
+from .stamps import json_key, now_iso
 from .backends import Backend
 from .jobs import CACHED_COUNT, Job
 from .llm_steps import StepCache, StepResult, run_step
@@ -593,7 +592,7 @@ class MedOmit:
             failed = next(r for r in reversed(records) if not r.ok)
             return MedOmitResult(summary.summary_id, case.case_id, "incomplete", failed.step, failed.error,
                                  list(facts), list(ddx), list(clusters), [], None, None, steps=records,
-                                 provenance=prov, created_at=_now())
+                                 provenance=prov, created_at=now_iso())
 
         progress("extracting facts")
         facts = self.extract_facts(case, records)
@@ -631,7 +630,7 @@ class MedOmit:
         comparison = compare_ddx(ddx, sddx) if sddx is not None else None
         return MedOmitResult(summary.summary_id, case.case_id, "complete", "", "" if sddx is not None else
                              "the summary DDx step failed; the alternative metric is missing", facts, ddx, clusters,
-                             scores, weight, count, sddx or [], comparison, records, prov, _now())
+                             scores, weight, count, sddx or [], comparison, records, prov, now_iso())
 
 
 def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
@@ -685,13 +684,8 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
 
 
 def result_key(model_id: str, case: Case, summary: Summary) -> str:
-    payload = {"method": METHOD_VERSION, "model": model_id, "notes": [asdict(n) for n in case.notes],
-               "specialty": case.target_specialty, "summary": summary.text}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return json_key({"method": METHOD_VERSION, "model": model_id, "notes": [asdict(n) for n in case.notes],
+                     "specialty": case.target_specialty, "summary": summary.text})
 
 
 def omitted_fact_rows(result: MedOmitResult) -> list[dict]:

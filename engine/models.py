@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
 from . import citations
+from .stamps import json_key
 
 RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "spot-check", "unknown")
 
@@ -196,4 +196,4 @@ def content_hash(cases: Iterable[Case], summaries: Iterable[Summary], ratings: I
     finally:
         if was_enabled:
             gc.enable()
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+    return json_key(payload)

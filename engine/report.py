@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import untrusted
-from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, analyse, disagreements, format_p, headline,
-                        llm_scores_from_results, llm_vs_human_rows, mixed_model_rows)
+from .agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, disagreements, format_p, headline,
+                        llm_vs_human_rows, mixed_model_rows)
 from .models import RESERVED_RATER_GROUPS
 from .spot_checks import spot_check_rows
-from .judge_configs import JudgeConfig, configurations, find, results_for
+from .judge_configs import JudgeConfig
 from .rubric import ITEMS, get_item
 
 APP_VERSION = "SumCheck 0.9"
@@ -122,21 +122,15 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
     """Everything the report shows, for one dataset and one judge configuration (default: the one covering the
     most summaries). ``spot_checks_in_reference``: the clinicians' spot checks also enter the human reference
     (the panel statistics never include them); the choice is printed in the report."""
-    from .judge import JudgeResult
-    from .reviews import dataset_with_reviews
+    from .configured_analysis import UnknownConfiguration, analyse_configuration
 
-    ds = dataset_with_reviews(store, name)
-    all_results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
-    configs = configurations(all_results)
-    config = find(configs, judge_config)
-    if judge_config is not None and config is None:
-        raise ReportError(f"no judge configuration {judge_config!r} in dataset {name!r}; present: "
-                          + (", ".join(c.key for c in configs) or "none"))
-    results = results_for(all_results, config.key) if config else []
-    llm = llm_scores_from_results(results)
-    kwargs = {"count_tokens": count_tokens} if count_tokens else {}
-    rep = analyse(ds, llm or None, n_boot=n_boot, spot_checks_in_reference=spot_checks_in_reference, **kwargs)
-    rep.judge_config = config.key if config else None
+    try:
+        done = analyse_configuration(store, name, judge_config, n_boot=n_boot, count_tokens=count_tokens,
+                                     spot_checks_in_reference=spot_checks_in_reference)
+    except UnknownConfiguration as exc:
+        raise ReportError(str(exc)) from exc
+    ds, rep, config, configs = done.dataset, done.report, done.chosen.config, done.chosen.configs
+    results, llm = done.chosen.results, done.chosen.llm
     by_gen, by_q = _evidence_groups(store, name, ds)
     raters: dict[tuple[str, str], int] = {}
     for r in ds.ratings:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Mapping, Optional, Union
 
+from .stamps import now_iso
 from .models import (ADJUDICATED_GROUP, ADJUDICATED_RATER, RESERVED_RATER_IDS, SPOT_CHECK_GROUP,
                      REVIEW_RATER_SUFFIX, Dataset, Rating)
 from .rubric import ITEM_KEYS, format_value, get_item, parse_value
@@ -73,10 +73,6 @@ class Review:
 
 
 _COLUMNS = "review_id, summary_id, reviewer, kind, item, value, comment, created_at, superseded_by"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _row(r: sqlite3.Row) -> Review:
@@ -172,7 +168,7 @@ def save_review(store: Store, dataset: str, summary_id: str, reviewer: str, kind
         if not changed:
             return []
         next_id = con.execute("SELECT COALESCE(MAX(review_id), 0) + 1 FROM reviews").fetchone()[0]
-        now = _now()
+        now = now_iso()
         written = []
         for offset, key in enumerate(changed):
             rid = next_id + offset

@@ -45,13 +45,13 @@ class DatasetStatus:
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
     from .coverage import DEFAULT_METHOD
-    from .judge import JudgeResult
+    from .configured_analysis import stored_judge_results
     from .judge_configs import configurations
     from .reviews import ADJUDICATION, SPOT_CHECK, current_reviews
 
     ds = store.load_dataset(name)
     raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}
-    results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
+    results = stored_judge_results(store, name)
     configs = configurations(results)
     ids = {s.summary_id for s in ds.summaries}
 

@@ -21,10 +21,10 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Optional
 
+from .stamps import now_iso
 from .models import Case, Dataset, Note, Rating, Summary
 
 
@@ -350,10 +350,6 @@ class ImportResult:
     backup: Optional[str] = None  # replace: the automatic backup written first
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 class Store:
     """A workspace file. Safe to share between threads (each operation uses its own connection)."""
 
@@ -594,7 +590,7 @@ class Store:
                     return ImportResult(into, False, True, counts)
                 self._insert(con, did, ds)
                 con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
-                            "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), _now()))
+                            "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), now_iso()))
                 return ImportResult(into, False, False, counts)
             name = name or ds.name
             row = con.execute("SELECT dataset_id, content_hash FROM datasets WHERE name = ?", (name,)).fetchone()
@@ -617,11 +613,11 @@ class Store:
                                                                  if backup_path else ""))
                 con.execute("DELETE FROM datasets WHERE dataset_id = ?", (row["dataset_id"],))
             cur = con.execute("INSERT INTO datasets (name, content_hash, source, created_at) VALUES (?,?,?,?)",
-                              (name, h, ds.source or ", ".join(files), _now()))
+                              (name, h, ds.source or ", ".join(files), now_iso()))
             did = cur.lastrowid
             self._insert(con, did, ds)
             con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
-                        "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), _now()))
+                        "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), now_iso()))
             if carry is not None:
                 from . import carry_over
 
@@ -785,14 +781,14 @@ class Store:
 
     def put_llm_step(self, key: str, step: str, model_id: str, value: str) -> None:
         with self.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO llm_steps VALUES (?,?,?,?,?)", (key, step, model_id, _now(), value))
+            con.execute("INSERT OR REPLACE INTO llm_steps VALUES (?,?,?,?,?)", (key, step, model_id, now_iso(), value))
 
     def put_evidence(self, dataset: str, method: str, cache_key: str, summary_id: str, status: str,
                      result_json: str) -> None:
         with self.transaction() as con:
             did = self._dataset_id(con, dataset)
             con.execute("INSERT OR REPLACE INTO evidence_results VALUES (?,?,?,?,?,?,?)",
-                        (did, method, cache_key, summary_id, status, _now(), result_json))
+                        (did, method, cache_key, summary_id, status, now_iso(), result_json))
 
     def get_evidence(self, dataset: str, method: str, cache_key: str, summary_id: Optional[str] = None
                      ) -> Optional[str]:
@@ -852,7 +848,7 @@ class Store:
 
     def put_embeddings(self, model: str, kind: str, rows) -> int:
         """Store (sha256, dim, data, meta) rows in one transaction (replacing equal keys); returns how many."""
-        now = _now()
+        now = now_iso()
         rows = [(model, kind, sha, int(dim), data, meta, now) for sha, dim, data, meta in rows]
         if rows:
             with self.transaction() as con:
@@ -938,7 +934,7 @@ class Store:
                 cur = con.execute("INSERT INTO stigma_entries (term, category, source, suggest, noun_only, "
                                   "patient_only, added_by, created_at) VALUES (?,?,?,?,?,?,?,?)",
                                   (new.term, category, source, suggest, int(bool(noun_only)),
-                                   int(bool(patient_only)), added_by, _now()))
+                                   int(bool(patient_only)), added_by, now_iso()))
             except sqlite3.IntegrityError as exc:
                 raise LexiconError(f"{term!r} is already an active clinician entry; it is not added twice") from exc
             row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
@@ -958,7 +954,7 @@ class Store:
                                  + (" (it was already deactivated)" if row is not None else "")
                                  + (f"; active entries: {', '.join(active)}" if active else
                                     "; there are no active clinician entries"))
-            con.execute("UPDATE stigma_entries SET active=0, deactivated_at=? WHERE entry_id=?", (_now(), entry_id))
+            con.execute("UPDATE stigma_entries SET active=0, deactivated_at=? WHERE entry_id=?", (now_iso(), entry_id))
             row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
                               (entry_id,)).fetchone()
         return self._stigma_dict(row, True)

@@ -115,10 +115,11 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
     from .calibration import calibrated_scores
     from .evidence_features import evidence_for
-    from .judge import JudgeResult, primary_score
+    from .configured_analysis import stored_judge_results
+    from .judge import primary_score
     from .judge_configs import configurations, find, results_for
 
-    results = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)]
+    results = stored_judge_results(store, name)
     config = find(configurations(results), config_key)
     scores: dict = {}
     source = "no judge results"

@@ -5,9 +5,8 @@ import streamlit as st
 from components import agreement_view as av, state
 from engine import calibration, untrusted
 from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                              llm_scores_from_results, llm_vs_human_rows, mixed_model_rows, reliability_rows)
-from engine.judge import JudgeResult
-from engine.judge_configs import results_for
+                              llm_vs_human_rows, mixed_model_rows, reliability_rows)
+from engine.configured_analysis import configured_results
 from engine.report import HUMANS_TITLE, LLM_TITLE, forest_svg
 from engine.rubric import get_item
 from engine.spot_checks import spot_check_rows
@@ -68,9 +67,8 @@ with t_head:
     det = {r.summary_id: r.item_answers for r in state.guarded(state.stigma_results, name, default=[])}
     llm_med = {}
     if config is not None:
-        llm_med = llm_scores_from_results(results_for(
-            [JudgeResult.from_json(x) for x in state.guarded(store.judge_results, name, latest_only=False, default=[])],
-            config.key))
+        chosen = state.guarded(configured_results, store, name, config.key, default=None)
+        llm_med = chosen.llm if chosen is not None else {}
     stig_rows = []
     for a in detector_agreement(ds, det, llm_med):
         stig_rows.append({"item": a.label, "summaries": a.n, "raters: yes": a.reference_yes,

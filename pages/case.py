@@ -8,7 +8,7 @@ from engine.alignment import alignment_cached
 from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
                              coverage_cached, merge_regions)
 from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
-from engine.judge import JudgeResult
+from engine.configured_analysis import latest_result
 from engine.judge_configs import config_key_of, is_smoke_test
 from engine.ratings import display_table, judge_cell
 from engine.rubric import ITEMS, get_item
@@ -95,8 +95,7 @@ with right:
 
 st.markdown("#### Rater scores (PDSQI-9)")
 score_rows = display_table(ds.ratings_for(sid))
-judged = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
-               if r.summary_id == sid), None)
+judged = state.guarded(latest_result, store, name, sid, default=None)
 if judged is not None and judged.status == "scored":
     score_rows.append({"rater": "LLM judge", "group": "llm",  # its model and configuration: named under the table
                        **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})

@@ -13,7 +13,6 @@ from engine.modelfiles import embedded
 from engine.ratings import judge_cell, medians, reference_cell
 from engine.rubric import ITEMS, format_value
 from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
-from engine.store import StoreError
 
 st.title("Judge")
 name, ds = state.require_dataset()

@@ -10,7 +10,7 @@ from components import case_view, state, triage_view
 from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
                                     render_shortcuts)
 from engine import citations, triage, untrusted
-from engine.judge import JudgeResult
+from engine.configured_analysis import latest_result
 from engine.ratings import display_table, judge_cell
 from engine.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
                             review_history, reviews_as_ratings, save_review)
@@ -153,8 +153,7 @@ else:
                                  [it.label for it in ITEMS if it.is_likert])
 
     st.markdown("#### LLM judge")
-    stored = next((r for r in map(JudgeResult.from_json, state.guarded(store.judge_results, name, default=[]))
-                   if r.summary_id == sid), None)
+    stored = state.guarded(latest_result, store, name, sid, default=None)
     if stored is None:
         st.info("No LLM judge result is stored for this summary (run it on the Judge page).")
     else:

@@ -64,7 +64,7 @@ class EchoBackend:
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         import json
 
-        from engine.backends import Capabilities, Generation
+        from engine.backends import Generation
 
         self.calls += 1
         return Generation(json.dumps(self.reply), 10, 10, 0.0, 0.0, "stop")
@@ -240,7 +240,7 @@ def make_server(routes, fail_first=0, fail_status=503):
 
 
 # ------------------------------------------------------------ a stored MED-OMIT result for the Case page
-def _seed_medomit(name="sample"):
+def seed_medomit(name="sample"):
     """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
     from engine.medomit import MedOmit, run_medomit
     from engine.sample import ensure_sample
@@ -256,7 +256,7 @@ def _seed_medomit(name="sample"):
 
 
 # ------------------------------------------------------------ stored evidence removed, so a page must compute it
-def _drop_stored_evidence() -> None:
+def drop_stored_evidence() -> None:
     """A workspace whose sample has no embedding evidence (as after new content or a code-version bump)."""
     from engine.sample import ensure_sample
     from engine.settings import workspace_path
@@ -425,7 +425,7 @@ class ReplayBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Capabilities, Generation
+        from engine.backends import Generation
 
         self.calls += 1
         s = self.by_seed[seed]
@@ -455,7 +455,7 @@ class RecordingBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Capabilities, Generation
+        from engine.backends import Generation
 
         props = schema["properties"]
         if "facts" in props:

@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import FORMATS, ROOT
 from engine.untrusted import md_inline
-from fakes import _seed_medomit  # noqa: F401
+from fakes import seed_medomit
 
 TIMEOUT = 60
 
@@ -128,7 +128,7 @@ def test_judge_page_bad_model_path_keeps_running(tmp_path):
 
 
 def test_case_page_shows_stored_medomit_result():
-    _seed_medomit()
+    seed_medomit()
     at = _run("pages/case.py")
     labels = [r.options for r in at.radio if r.label.startswith("Omitted facts")]
     assert labels, "the omitted-fact list is shown"
@@ -137,7 +137,7 @@ def test_case_page_shows_stored_medomit_result():
 
 
 def test_evidence_page_lists_summaries():
-    sid = _seed_medomit()
+    sid = seed_medomit()
     from engine.alignment import alignment_cached
     from engine.coverage import coverage_cached
     from engine.embeddings import Embedder

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT
 from components.evidence_view import COLUMN_HELP
 from engine.untrusted import html
-from fakes import _drop_stored_evidence  # noqa: F401
+from fakes import drop_stored_evidence
 
 TIMEOUT = 120
 EXPLAINED = ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
@@ -45,9 +45,9 @@ def _shown(df_element):
 
 
 def test_evidence_page_is_readable_on_the_sample():
-    from fakes import _seed_medomit
+    from fakes import seed_medomit
 
-    sid = _seed_medomit()
+    sid = seed_medomit()
     _seed_embeddings(sid)
     at = _run()
     med = at.dataframe[0]
@@ -89,7 +89,7 @@ def test_evidence_page_is_readable_on_the_sample():
 
 
 def test_evidence_page_empty_state_says_what_to_run():
-    _drop_stored_evidence()
+    drop_stored_evidence()
     at = _run()
     infos = " ".join(i.value for i in at.info)
     assert "Press 'Compute for every summary'" in infos

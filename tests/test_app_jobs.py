@@ -102,9 +102,9 @@ def test_case_page_medomit_progress_and_cancel():
 
 
 def test_evidence_page_batch_cancel_keeps_and_resumes():
-    from fakes import _drop_stored_evidence
+    from fakes import drop_stored_evidence
 
-    _drop_stored_evidence()
+    drop_stored_evidence()
     at = _run("pages/evidence.py")
     next(b for b in at.button if b.label == "Compute for every summary").click()
     at.run()

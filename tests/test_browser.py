@@ -12,7 +12,7 @@ import pytest
 
 import payload
 from conftest import BUNDLE, FORMATS, LAUNCH_ARGS, ROOT, _start, _stop
-from conftest import CHROMIUM, Watch, _settle, AUDIT_JS, PAYLOAD_MARKS, _audit  # noqa: F401
+from conftest import CHROMIUM, Watch, _settle, _audit
 
 if not CHROMIUM:
     if os.environ.get("CI"):

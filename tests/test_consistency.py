@@ -5,7 +5,7 @@ from pathlib import Path
 from engine.consistency import all_fixed, possible_outcomes
 from engine.judge import JudgeResult, SampleReply, aggregate
 from engine.rubric import get_item
-from fakes import ReplayBackend  # noqa: F401
+from fakes import ReplayBackend
 
 
 def test_likert_median_fixed_once_a_majority_agrees():

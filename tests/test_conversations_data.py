@@ -1,5 +1,4 @@
 """Synthetic conversation benchmark (sample_data/conversations): shape, exact spans, omission rates, CSV, import."""
-import json
 import re
 import sys
 

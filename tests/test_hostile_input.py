@@ -14,7 +14,7 @@ from engine.loading import (LoadOptions, RatingsMapping, load_paths, loads_stric
                             sniff_wide_ratings)
 from engine.settings import SettingsError
 from engine.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
-from fakes import GOOD_REPLY, judge_lines  # noqa: F401
+from fakes import GOOD_REPLY, judge_lines
 
 ITEMS_LIKERT = ("cited", "accurate", "thorough", "useful", "organized", "comprehensible", "succinct")
 

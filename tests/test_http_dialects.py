@@ -8,7 +8,7 @@ from conftest import BUNDLE
 from engine.backends import ESTIMATE_BYTES_PER_TOKEN, BackendError, OpenAIHTTPBackend
 from engine.judge import STATUS_SCORED, Judge, JudgeParams
 from engine.loading import load_paths
-from fakes import REPLY, DIALECTS, make_server  # noqa: F401
+from fakes import DIALECTS, make_server
 
 
 @pytest.fixture(scope="module")

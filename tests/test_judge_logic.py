@@ -14,7 +14,7 @@ from engine.judge import (STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Judge,
 from engine.judge_prompt import PROMPT_VERSION, build_messages, output_schema, read_user_message, rubric_text
 from engine.loading import load_paths
 from engine.rubric import ITEMS
-from fakes import GOOD, FakeBackend  # noqa: F401
+from fakes import GOOD, FakeBackend
 
 
 @pytest.fixture(scope="module")

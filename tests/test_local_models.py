@@ -3,7 +3,7 @@ import json
 
 from engine.local_models import discover, read_gguf_metadata
 from engine.modelfiles import embedded_model_path
-from fakes import tiny_gguf  # noqa: F401
+from fakes import tiny_gguf
 
 
 def test_reads_the_embedded_models_header():

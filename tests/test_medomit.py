@@ -6,7 +6,7 @@ import pytest
 from engine.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
                             link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
 from engine.models import Case, Dataset, Note, Summary
-from fakes import ScriptedBackend  # noqa: F401
+from fakes import ScriptedBackend
 
 # ------------------------------------------------------------------------------ the paper's worked examples
 

@@ -16,7 +16,7 @@ from engine.medomit import MedOmit
 from engine.models import Case, Note, Summary
 from engine.prompt_fence import Fence, attr_escape, fence_codes, read_blocks
 from payload import ATTACKS
-from fakes import RecordingBackend  # noqa: F401
+from fakes import RecordingBackend
 
 
 def hostile_case(attack: str, i: int = 0) -> tuple[Case, Summary]:

@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from engine.untrusted import md_inline
-from conftest import TIMEOUT, _run  # noqa: F401
+from conftest import _run
 
 SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results, relabelled as the smoke-test model's
 
@@ -25,9 +25,6 @@ def _smoke_sample():
 
 def _seed_medomit(model_file: str):
     from engine.medomit import MedOmit, run_medomit
-    from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
     from fakes import ScriptedBackend
 
     store = _smoke_sample()

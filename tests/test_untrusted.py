@@ -24,7 +24,7 @@ import payload
 from conftest import FORMATS, ROOT
 from engine import untrusted
 from engine.untrusted import WORD_JOINER, md, md_inline
-from payload import BAD_TAG, DIRECTIVE, GFM_EMAIL, GFM_URL, MARKDOWN, OWN_NOTE_LINK, SHORTCODE, UNESCAPED_DOLLAR, markdown_problems, markdown_sinks  # noqa: F401
+from payload import BAD_TAG, MARKDOWN, markdown_problems, markdown_sinks
 
 TIMEOUT = 120
 PAGES = ["pages/case.py", "pages/judge.py", "pages/evidence.py", "pages/agreement.py", "pages/review.py",
