@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import alignment as A  # noqa: E402
+from engine import lexical as L  # noqa: E402
 from engine.embeddings import Embedder  # noqa: E402
 from engine.loading import load_paths  # noqa: E402
 from engine.models import Case, Note  # noqa: E402
@@ -101,7 +102,7 @@ def split_cases(cases: dict) -> dict[str, str]:
 def is_content(s) -> bool:
     letters = [c for c in s.clean if c.isalpha()]
     caps = sum(c.isupper() for c in letters) / max(1, len(letters))
-    return classify(s.clean, dialogue=False).kind != "header" and len(A.words(s.clean)) >= 3 and caps < 0.6
+    return classify(s.clean, dialogue=False).kind != "header" and len(L.words(s.clean)) >= 3 and caps < 0.6
 
 
 def build_items(cases: dict, splits: dict) -> list[dict]:
@@ -142,7 +143,7 @@ def legacy_support(case: Case, text: str, sent_clean: str, emb: Embedder) -> flo
     embedding-top-1 source sentences, raw transcript lines included."""
     from engine.coverage import checked_summary_text
 
-    rouge = A.rouge_scorer()
+    rouge = L.rouge_scorer()
     blanked = checked_summary_text(text)
     sent = next(s for s in split_sentences(text) if s.clean == sent_clean)
     src = [(n.note_id, s) for n in case.notes for s in split_sentences(n.text)]
@@ -178,13 +179,13 @@ def background_df(profiles: dict, ids) -> tuple[int, dict]:
 def compute_features(cases, splits, items, emb, legacy: bool) -> None:
     profiles = {cid: A.source_profile(v["case"], emb) for cid, v in cases.items()}
     dev_ids = sorted(c for c in cases if splits[c] == "dev")
-    shipped = A.support_background()
+    shipped = L.support_background()
     t0 = time.time()
     for n, it in enumerate(items):
         cid, kind = it["case"], cases[it["case"]]["kind"]
         prof = profiles[cid]
         ev = A.sentence_support(it["sent"], prof, emb)  # the engine's evidence (shipped background)
-        stems = A.content_stems(it["sent"])
+        stems = L.content_stems(it["sent"])
         if splits[cid] == "dev":  # leave the sentence's own case and its donor out of the background
             bg = background_df(profiles, [c for c in dev_ids if c not in (cid, it.get("donor"))])
         else:
@@ -194,11 +195,11 @@ def compute_features(cases, splits, items, emb, legacy: bool) -> None:
         same_kind = [c for c in dev_ids if cases[c]["kind"] == kind and c not in (cid, it.get("donor"))]
         it.update(
             kind=kind, split=splits[cid],
-            lex_idf=A.lexical_support(stems, prof.stems, bg),
-            lex_plain=A.lexical_support(stems, prof.stems, (0, {})),
+            lex_idf=L.lexical_support(stems, prof.stems, bg),
+            lex_plain=L.lexical_support(stems, prof.stems, (0, {})),
             sem=ev.semantic, sem_unit=float((units @ v).max()),
             sem_null=float(np.median([(profiles[c].unit_vecs @ v).max() for c in same_kind])),
-            foreign=bool(ev.foreign), engine_score=ev.score, shipped_lex=A.lexical_support(stems, prof.stems, shipped))
+            foreign=bool(ev.foreign), engine_score=ev.score, shipped_lex=L.lexical_support(stems, prof.stems, shipped))
         if legacy and it["group"] in ("genuine", "swapped", "defect"):
             it["legacy"] = legacy_support(cases[cid]["case"], it["text"], it["sent"], emb)
         if n % 200 == 0:
@@ -285,8 +286,8 @@ def main(argv=None) -> int:
     if args.write_background:
         profiles = {c: A.source_profile(cases[c]["case"], emb) for c in cases if splits[c] == "dev"}
         n, df = background_df(profiles, sorted(profiles))
-        A.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
-        A.BACKGROUND_PATH.write_text(json.dumps({
+        L.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
+        L.BACKGROUND_PATH.write_text(json.dumps({
             "about": "Background for SumCheck's weak-support rule (engine/alignment.py): for each Porter stem, the "
                      "number of background sources holding it. Sources: the development split of "
                      "bench/support_benchmark.py (our own synthetic sample: note cases and conversation "
@@ -294,8 +295,8 @@ def main(argv=None) -> int:
                      "python bench/support_benchmark.py --write-background.",
             "sources": sorted(profiles), "n_sources": n, "df": df}, indent=0, sort_keys=False) + "\n",
             encoding="utf-8")
-        A._load_background.cache_clear()
-        print(f"wrote {A.BACKGROUND_PATH.relative_to(ROOT)} ({n} sources, {len(df)} stems)")
+        L._load_background.cache_clear()
+        print(f"wrote {L.BACKGROUND_PATH.relative_to(ROOT)} ({n} sources, {len(df)} stems)")
     items = build_items(cases, splits)
     print("items: " + ", ".join(f"{k[0]}/{k[1]}/{k[2]} {v}" for k, v in sorted(
         Counter((cases[i["case"]]["kind"], splits[i["case"]], i["group"]) for i in items).items())))
@@ -366,7 +367,7 @@ def main(argv=None) -> int:
           "conversations' further summaries (terse, partial, paraphrased; a few fabricated)")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
-    digest = hashlib.sha256(A.BACKGROUND_PATH.read_bytes()).hexdigest()[:12] if A.BACKGROUND_PATH.exists() else "-"
+    digest = hashlib.sha256(L.BACKGROUND_PATH.read_bytes()).hexdigest()[:12] if L.BACKGROUND_PATH.exists() else "-"
     print(f"\nbackground file digest {digest}")
     return 0
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .store import StoreError
+from .schema import StoreError
 
 ENV_KEEP = "SUMCHECK_BACKUPS_KEEP"
 DEFAULT_KEEP = 20
@@ -112,7 +112,7 @@ def prune(workspace: Path, keep: int = 0) -> int:
 
 def check_workspace_file(path: Path) -> int:
     """The schema version of a workspace file, opened read-only (never modified); raises BackupError otherwise."""
-    from .store import SCHEMA_VERSION, inspect_workspace_file
+    from .schema import SCHEMA_VERSION, inspect_workspace_file
 
     if not Path(path).is_file():
         raise BackupError(f"{path} is not a file")

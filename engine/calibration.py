@@ -32,28 +32,14 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from . import reliability as rel
+from .evidence_features import Features
 from .rubric import ITEMS
 
 MIN_RATED = 20
 CALIBRATION_VERSION = "calib-v1"
 KINDS = ("judge+evidence", "judge")  # the first is the default
-FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words")
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
 N_BOOT = 1000
-
-
-@dataclass(frozen=True)
-class Features:
-    """Evidence about one summary that does not come from the judge (None = not computed)."""
-
-    omission: Optional[float] = None  # estimated share of source facts left out (unit coverage)
-    weak_support: Optional[float] = None  # share of summary sentences with weak support in the notes
-    citation_problems: Optional[float] = None  # share of citations that are wrong or point to no note
-    stigma_hits: Optional[float] = None  # stigmatizing terms the summary carries or introduces
-    log_words: Optional[float] = None  # log(1 + words in the summary)
-
-    def vector(self) -> list[Optional[float]]:
-        return [getattr(self, n) for n in FEATURE_NAMES]
 
 
 @dataclass
@@ -316,7 +302,7 @@ def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: 
     scores left out) against one judge configuration's results (``config_key`` None: the configuration covering
     most summaries). With ``kind="judge+evidence"`` the stored evidence is used too. Saved as the next version
     unless ``save`` is False. Raises :class:`CalibrationRefused` (with the reasons) or ValueError."""
-    from .configured_analysis import stored_judge_results
+    from .stored_results import stored_judge_results
     from .judge import primary_score
     from .judge_configs import configurations, find, results_for
     from .models import RESERVED_RATER_GROUPS

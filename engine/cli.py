@@ -229,7 +229,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_export_training(args) -> int:
     """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
-    from .configured_analysis import stored_judge_results
+    from .stored_results import stored_judge_results
     from .judge_configs import results_for
     from .training_export import PHI_WARNING, write
 

@@ -12,22 +12,13 @@ from typing import Callable, Optional
 
 from .agreement import AgreementReport, analyse, llm_scores_from_results
 from .judge import JudgeResult
+from .stored_results import stored_judge_results
 from .judge_configs import JudgeConfig, configurations, find, results_for
 from .models import Dataset
 
 
 class UnknownConfiguration(ValueError):
     """A judge configuration key that no stored result of the dataset has."""
-
-
-def stored_judge_results(store, name: str, latest_only: bool = False) -> list[JudgeResult]:
-    """Every stored judge result of dataset ``name`` (``latest_only``: the newest per summary and key), typed."""
-    return [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=latest_only)]
-
-
-def latest_result(store, name: str, summary_id: str) -> Optional[JudgeResult]:
-    """The newest stored judge result of one summary, of any configuration (None when it was never judged)."""
-    return next((r for r in stored_judge_results(store, name, latest_only=True) if r.summary_id == summary_id), None)
 
 
 @dataclass

@@ -11,9 +11,25 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .calibration import Features
 from .coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from .models import Dataset
+
+
+FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words")
+
+
+@dataclass(frozen=True)
+class Features:
+    """Evidence about one summary that does not come from the judge (None = not computed)."""
+
+    omission: Optional[float] = None  # estimated share of source facts left out (unit coverage)
+    weak_support: Optional[float] = None  # share of summary sentences with weak support in the notes
+    citation_problems: Optional[float] = None  # share of citations that are wrong or point to no note
+    stigma_hits: Optional[float] = None  # stigmatizing terms the summary carries or introduces
+    log_words: Optional[float] = None  # log(1 + words in the summary)
+
+    def vector(self) -> list[Optional[float]]:
+        return [getattr(self, n) for n in FEATURE_NAMES]
 
 
 @dataclass(frozen=True)

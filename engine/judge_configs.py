@@ -14,10 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from .modelfiles import EMBEDDED, embedded_key_of
+from .modelfiles import is_smoke_test_model
 
 IGNORED_PARAMS = ("early_stop",)  # cannot change a median
-SMOKE_TEST_FILES = ("gemma-3-270m",)
 
 
 @dataclass(frozen=True)
@@ -54,17 +53,6 @@ def config_key_of(result) -> str:
     params = {k: v for k, v in sorted(prov.params.items()) if k not in IGNORED_PARAMS}
     payload = json.dumps({"model": model_id, "prompt": prov.prompt_version, "params": params}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
-
-
-def is_smoke_test_model(*model_ids_or_files: Optional[str]) -> bool:
-    """Whether any of these model ids (sha256) or file names is the embedded smoke-test model: the one place
-    every page, export and pipeline (judge, MED-OMIT) asks."""
-    for m in model_ids_or_files:
-        text = str(m or "").lower()
-        key = embedded_key_of(text)
-        if text and ((key and EMBEDDED[key].smoke_test) or any(s in text for s in SMOKE_TEST_FILES)):
-            return True
-    return False
 
 
 def is_smoke_test(result) -> bool:

@@ -317,3 +317,17 @@ def judge_token_counter(configured: str = ""):
         return (lambda t: len(llm.tokenize(t.encode("utf-8"), add_bos=False))), "judge-model tokens"
     except Exception as exc:  # noqa: BLE001 - reported by the caller
         return (lambda t: len(t.split())), f"words (judge tokenizer unavailable: {exc})"
+
+
+SMOKE_TEST_FILES = ("gemma-3-270m",)  # file names of smoke-test models served elsewhere (Ollama, a server)
+
+
+def is_smoke_test_model(*model_ids_or_files: Optional[str]) -> bool:
+    """Whether any of these model ids (sha256) or file names is the embedded smoke-test model: the one place
+    every page, export and pipeline (judge, MED-OMIT) asks."""
+    for m in model_ids_or_files:
+        text = str(m or "").lower()
+        key = embedded_key_of(text)
+        if text and ((key and EMBEDDED[key].smoke_test) or any(s in text for s in SMOKE_TEST_FILES)):
+            return True
+    return False

@@ -9,7 +9,7 @@ and an earlier sentence ``i`` the rule reads:
   alike the words are;
 * ``similarity``: the cosine of the two sentence embeddings;
 * ``overlap``: the rarity-weighted share of the shorter sentence's content words (Porter stems, weighted by the
-  inverse document frequency of :func:`engine.alignment.support_background`) that the other sentence also has;
+  inverse document frequency of :func:`engine.lexical.support_background`) that the other sentence also has;
 * ``said before``: the rarity-weighted share of ``j``'s content words that some earlier sentence already has.
 
 ``j`` restates ``i`` when ``j`` has no new value and the two are close in meaning (``similarity``) with some rare
@@ -36,7 +36,7 @@ _VALUE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+
 def values(text: str) -> frozenset:
     """The values a sentence states, as (number, unit) pairs; the unit is "" unless one of :data:`UNITS` follows
     the number (a range "1.8 to 0.6 g/g" gives both ends the unit)."""
-    from .alignment import canonical_number
+    from .lexical import canonical_number
 
     out = set()
     for m in _VALUE.finditer(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())):
@@ -87,7 +87,7 @@ class _Profile:
 
 
 def _profile(text: str) -> _Profile:
-    from .alignment import rouge_scorer, content_stems, idf_weights
+    from .lexical import content_stems, idf_weights, rouge_scorer
 
     stems = tuple(content_stems(text))
     w = idf_weights(stems) if stems else np.zeros(0)

@@ -45,7 +45,7 @@ class DatasetStatus:
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
     from .coverage import DEFAULT_METHOD
-    from .configured_analysis import stored_judge_results
+    from .stored_results import stored_judge_results
     from .judge_configs import configurations
     from .reviews import ADJUDICATION, SPOT_CHECK, current_reviews
 

@@ -681,11 +681,27 @@ def _literal(term: str) -> bool:
     return not any(c in term for c in "()|*")
 
 
+CLINICIAN_TERM_MAX = 200  # characters of a clinician entry's term
+CLINICIAN_TEXT_MAX = 500  # characters of its suggestion, source / note and author
+
+
 def check_clinician_entry(current: Sequence[dict], raw: dict) -> "LexiconEntry":
-    """The lexicon entry ``raw`` (a clinician entry in :func:`load_lexicon`'s ``extra_entries`` shape) would become
-    beside the active clinician entries ``current``; :class:`LexiconError` saying why when it cannot be used: an
-    unknown category, a term the lexicon's syntax rejects, or a term the built-in lexicon or an active clinician
-    entry already finds."""
+    """The lexicon entry ``raw`` (a clinician entry in :func:`load_lexicon`'s ``extra_entries`` shape, plus
+    ``added_by``) would become beside the active clinician entries ``current``; :class:`LexiconError` saying why
+    when it cannot be used: an empty or too long text, an unknown category, a term the lexicon's syntax rejects,
+    or a term the built-in lexicon or an active clinician entry already finds."""
+    term = raw.get("term", "")
+    if not term:
+        raise LexiconError("the term is empty: type the word or phrase to flag, e.g. 'entitled'")
+    if len(term) > CLINICIAN_TERM_MAX:
+        raise LexiconError(f"the term is {len(term)} characters long; shorten it to at most {CLINICIAN_TERM_MAX} "
+                           "(a word or a short phrase)")
+    for what, key in (("suggestion", "suggest"), ("source / note", "source"), ("added by", "added_by")):
+        value = raw.get(key) or ""
+        if len(value) > CLINICIAN_TEXT_MAX:
+            raise LexiconError(f"the {what} is {len(value)} characters long; shorten it to at most "
+                               f"{CLINICIAN_TEXT_MAX}")
+    raw = {k: v for k, v in raw.items() if k != "added_by"}
     base = load_lexicon()
     if raw.get("category") not in base.categories:
         raise LexiconError(f"category {raw.get('category')!r} is not a lexicon category; choose one of "
@@ -710,3 +726,9 @@ def check_clinician_entry(current: Sequence[dict], raw: dict) -> "LexiconEntry":
         raise LexiconError(f"{raw['term']!r} is already a clinician entry (term {e.term!r}, category "
                            f"{e.category}); deactivate that entry first to replace it")
     return new
+
+
+def add_clinician_entry(store, term: str, category: str, **fields) -> dict:
+    """Add a clinician entry to the workspace ``store`` (``fields``: suggest, source, noun_only, patient_only,
+    added_by), validated by :func:`check_clinician_entry`; returns the stored entry."""
+    return store.add_stigma_entry(term, category, check=check_clinician_entry, **fields)

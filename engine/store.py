@@ -22,310 +22,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
-from .stamps import now_iso
 from .models import Case, Dataset, Note, Rating, Summary
-
-
-class StoreError(Exception):
-    """A workspace operation that cannot be done; the message says why and what to do."""
-
-
-class StoreBusy(StoreError):
-    """Another process held the workspace's write lock for longer than the busy timeout. Retrying later works."""
-
-
-class StoreReadOnly(StoreError):
-    """The workspace can be read but not written (file or folder permissions, a read-only medium)."""
-
-
-def _path_problem(path: Path) -> Optional[str]:
-    """Why ``path`` cannot be a workspace file ('' / None when it may be): a folder, a symlink loop, no permission."""
-    import errno
-
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return f"{path} is a symbolic link that loops back on itself (a symlink loop); point to a real file"
-        if exc.errno == errno.EACCES:
-            return f"{path} cannot be reached: permission denied on one of its folders"
-        return f"{path} cannot be opened: {exc.strerror or exc}"
-    import stat as stat_
-
-    if stat_.S_ISDIR(st.st_mode):
-        return f"{path} is a folder; the workspace is a file (e.g. {path / 'workspace.sqlite'})"
-    return None
-
-
-def inspect_workspace_file(path: Path) -> tuple[int, set[str]]:
-    """(schema version, table names) of an existing file, opened read-only: nothing is ever written to it. Raises
-    StoreError naming the cause when it cannot be read or is not an SQLite database."""
-    if not os.access(path, os.R_OK):
-        raise StoreError(f"cannot read the workspace {path}: permission denied. Ask for read access or choose "
-                         "another workspace in Settings (SUMCHECK_WORKSPACE).")
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            con.close()
-    except sqlite3.OperationalError as exc:
-        if _is_busy(exc):
-            raise StoreBusy(f"the workspace {path} is locked by another program; retry in a moment") from exc
-        try:  # a WAL database in a folder we may not write: read it as immutable to inspect it
-            con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-            try:
-                version = con.execute("PRAGMA user_version").fetchone()[0]
-                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            finally:
-                con.close()
-        except sqlite3.DatabaseError as exc2:
-            raise StoreError(f"{path} is not a workspace database ({exc2}). Point the workspace setting to a new "
-                             "file or a valid workspace.") from exc2
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a workspace database ({exc}). Point the workspace setting to a new file "
-                         "or a valid workspace.") from exc
-    return version, tables
-
-
-ENV_BUSY_TIMEOUT = "SUMCHECK_BUSY_TIMEOUT"
-DEFAULT_BUSY_TIMEOUT = 30.0
-
-
-def _is_busy(exc: BaseException) -> bool:
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF in (5, 6):  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
-        return True
-    text = str(exc).lower()
-    return "database is locked" in text or "database is busy" in text or "locked" in text and "table" in text
-
-
-def busy_timeout_from_env() -> float:
-    """``SUMCHECK_BUSY_TIMEOUT`` in seconds (default 30); StoreError when it is not a non-negative number."""
-    env = os.environ.get(ENV_BUSY_TIMEOUT)
-    if env is None or not env.strip():
-        return DEFAULT_BUSY_TIMEOUT
-    try:
-        value = float(env)
-    except ValueError:
-        value = float("nan")
-    if not (0 <= value <= 86_400):
-        raise StoreError(f"{ENV_BUSY_TIMEOUT}={env!r} is not a number of seconds; set it to e.g. 30, or unset it")
-    return value
-
-
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    description: str
-    sql: str
-
-
-MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "core tables: datasets, cases, notes, summaries, ratings", """
-        CREATE TABLE datasets (
-            dataset_id INTEGER PRIMARY KEY,
-            name TEXT NOT NULL UNIQUE,
-            content_hash TEXT NOT NULL,
-            source TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL
-        );
-        CREATE TABLE cases (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            case_id TEXT NOT NULL,
-            target_specialty TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, case_id)
-        );
-        CREATE TABLE notes (
-            dataset_id INTEGER NOT NULL,
-            case_id TEXT NOT NULL,
-            note_id TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            date TEXT, note_type TEXT, author_specialty TEXT,
-            text TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, case_id, note_id),
-            FOREIGN KEY (dataset_id, case_id) REFERENCES cases(dataset_id, case_id) ON DELETE CASCADE
-        );
-        CREATE TABLE summaries (
-            dataset_id INTEGER NOT NULL,
-            summary_id TEXT NOT NULL,
-            case_id TEXT NOT NULL,
-            text TEXT NOT NULL,
-            generator_model TEXT, quality_group TEXT, prompt_variant TEXT,
-            PRIMARY KEY (dataset_id, summary_id),
-            FOREIGN KEY (dataset_id, case_id) REFERENCES cases(dataset_id, case_id) ON DELETE CASCADE
-        );
-        CREATE TABLE ratings (
-            dataset_id INTEGER NOT NULL,
-            summary_id TEXT NOT NULL,
-            rater_id TEXT NOT NULL,
-            rater_group TEXT NOT NULL DEFAULT 'unknown',
-            item TEXT NOT NULL,
-            value REAL,
-            PRIMARY KEY (dataset_id, summary_id, rater_id, item),
-            FOREIGN KEY (dataset_id, summary_id) REFERENCES summaries(dataset_id, summary_id) ON DELETE CASCADE
-        );
-    """),
-    Migration(2, "import log (idempotent re-imports) and rating lookup index", """
-        CREATE TABLE imports (
-            import_id INTEGER PRIMARY KEY,
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            content_hash TEXT NOT NULL,
-            files TEXT NOT NULL,
-            counts TEXT NOT NULL,
-            imported_at TEXT NOT NULL,
-            UNIQUE (dataset_id, content_hash)
-        );
-        INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at)
-            SELECT dataset_id, content_hash, json_array(source), '{}', created_at FROM datasets;
-        CREATE INDEX ratings_by_rater ON ratings(dataset_id, rater_id);
-    """),
-)
-MIGRATIONS += (
-    Migration(3, "judge results (cache-keyed, with provenance) and model file hashes", """
-        CREATE TABLE judge_results (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            cache_key TEXT NOT NULL,
-            summary_id TEXT NOT NULL,
-            status TEXT NOT NULL,
-            prompt_version TEXT NOT NULL,
-            model_file TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            result TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, cache_key)
-        );
-        CREATE INDEX judge_results_by_summary ON judge_results(dataset_id, summary_id, created_at);
-        CREATE TABLE model_hashes (
-            path TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL, sha256 TEXT NOT NULL,
-            PRIMARY KEY (path, size, mtime)
-        );
-    """),
-)
-MIGRATIONS += (
-    Migration(4, "LLM step cache and evidence results (MED-OMIT)", """
-        CREATE TABLE llm_steps (
-            key TEXT PRIMARY KEY, step TEXT NOT NULL, model_id TEXT NOT NULL, created_at TEXT NOT NULL,
-            value TEXT NOT NULL
-        );
-        CREATE TABLE evidence_results (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            method TEXT NOT NULL,
-            cache_key TEXT NOT NULL,
-            summary_id TEXT NOT NULL,
-            status TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            result TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, method, cache_key)
-        );
-        CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
-    """),
-)
-MIGRATIONS += (
-    Migration(5, "clinician reviews with history", """
-        CREATE TABLE reviews (
-            review_id INTEGER PRIMARY KEY,
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            summary_id TEXT NOT NULL,
-            reviewer TEXT NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('spot_check', 'adjudication')),
-            item TEXT NOT NULL,
-            value REAL,
-            comment TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL,
-            superseded_by INTEGER REFERENCES reviews(review_id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
-            FOREIGN KEY (dataset_id, summary_id) REFERENCES summaries(dataset_id, summary_id) ON DELETE CASCADE
-        );
-        CREATE INDEX reviews_by_summary ON reviews(dataset_id, summary_id, review_id);
-        CREATE UNIQUE INDEX reviews_one_current ON reviews(dataset_id, summary_id, reviewer, kind, item)
-            WHERE superseded_by IS NULL;
-    """),
-)
-MIGRATIONS += (
-    Migration(6, "embedding cache: token and sentence vectors per model and content hash", """
-        CREATE TABLE embedding_cache (
-            model TEXT NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('token', 'sentence')),
-            sha256 TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            data BLOB NOT NULL,
-            meta TEXT,
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (model, kind, sha256)
-        );
-    """),
-)
-MIGRATIONS += (
-    Migration(7, "clinician stigmatizing-language lexicon entries (added in Settings)", """
-        CREATE TABLE stigma_entries (
-            entry_id INTEGER PRIMARY KEY,
-            term TEXT NOT NULL,
-            category TEXT NOT NULL,
-            source TEXT NOT NULL DEFAULT '',
-            suggest TEXT,
-            noun_only INTEGER NOT NULL DEFAULT 0 CHECK (noun_only IN (0, 1)),
-            patient_only INTEGER NOT NULL DEFAULT 0 CHECK (patient_only IN (0, 1)),
-            added_by TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL,
-            active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
-            deactivated_at TEXT
-        );
-        CREATE UNIQUE INDEX stigma_entries_one_active_term ON stigma_entries(lower(term)) WHERE active = 1;
-    """),
-)
-MIGRATIONS += (
-    Migration(8, "calibrations of the judge to the local raters, versioned per dataset and judge configuration", """
-        CREATE TABLE calibrations (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            config_key TEXT NOT NULL,
-            version INTEGER NOT NULL,
-            kind TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, config_key, version)
-        );
-    """),
-)
-MIGRATIONS += (
-    Migration(9, "judge and evidence results per summary: identical content keeps a row under every summary id", """
-        CREATE TABLE judge_results_v9 (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            cache_key TEXT NOT NULL,
-            summary_id TEXT NOT NULL,
-            status TEXT NOT NULL,
-            prompt_version TEXT NOT NULL,
-            model_file TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            result TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, cache_key, summary_id)
-        );
-        INSERT INTO judge_results_v9 SELECT * FROM judge_results;
-        DROP TABLE judge_results;
-        ALTER TABLE judge_results_v9 RENAME TO judge_results;
-        CREATE INDEX judge_results_by_summary ON judge_results(dataset_id, summary_id, created_at);
-        CREATE TABLE evidence_results_v9 (
-            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
-            method TEXT NOT NULL,
-            cache_key TEXT NOT NULL,
-            summary_id TEXT NOT NULL,
-            status TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            result TEXT NOT NULL,
-            PRIMARY KEY (dataset_id, method, cache_key, summary_id)
-        );
-        INSERT INTO evidence_results_v9 SELECT * FROM evidence_results;
-        DROP TABLE evidence_results;
-        ALTER TABLE evidence_results_v9 RENAME TO evidence_results;
-        CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
-    """),
-)
-SCHEMA_VERSION = MIGRATIONS[-1].version
+from .schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,  # noqa: F401
+                     busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)
+from .stamps import now_iso
 
 
 @dataclass(frozen=True)
@@ -363,7 +65,7 @@ class Store:
             raise StoreError(f"busy timeout {busy_timeout!r} is not a non-negative number of seconds")
         self.busy_timeout = float(busy_timeout)
         self.read_only = False
-        problem = _path_problem(self.path)
+        problem = path_problem(self.path)
         if problem:
             raise StoreError(problem)
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -417,7 +119,7 @@ class Store:
             else:
                 con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            if _is_busy(exc):
+            if is_busy(exc):
                 raise self._busy(exc) from exc
             raise StoreError(f"cannot open workspace {self.path}: {exc}. Check the path in Settings.") from exc
         try:
@@ -426,7 +128,7 @@ class Store:
                 con.row_factory = sqlite3.Row
                 yield con
             except sqlite3.OperationalError as exc:
-                if _is_busy(exc):
+                if is_busy(exc):
                     raise self._busy(exc) from exc
                 raise
         finally:
@@ -477,7 +179,7 @@ class Store:
                 self._wal(con)
                 current = con.execute("PRAGMA user_version").fetchone()[0]
             except sqlite3.DatabaseError as exc:
-                if _is_busy(exc):
+                if is_busy(exc):
                     raise self._busy(exc) from exc
                 raise StoreError(f"{self.path} is not a workspace database ({exc}). "
                                  "Point the workspace setting to a new file or a valid workspace.") from exc
@@ -499,7 +201,7 @@ class Store:
                         con.execute("ROLLBACK")
                     except sqlite3.Error:
                         pass
-                    if _is_busy(exc):
+                    if is_busy(exc):
                         raise self._busy(exc) from exc
                     raise StoreError(f"migration {m.version} ({m.description}) failed: {exc}") from exc
                 con.execute("COMMIT")
@@ -525,7 +227,7 @@ class Store:
                 con.execute("PRAGMA journal_mode = WAL").fetchone()
                 return
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() >= deadline:
+                if not is_busy(exc) or time.monotonic() >= deadline:
                     raise
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
@@ -872,8 +574,6 @@ class Store:
     # version that stigma results carry. Deactivated entries are kept (with when) and no longer used.
     _STIGMA_COLS = "entry_id, term, category, source, suggest, noun_only, patient_only, added_by, created_at, " \
                    "active, deactivated_at"
-    STIGMA_TERM_MAX = 200
-    STIGMA_TEXT_MAX = 500
 
     @staticmethod
     def _stigma_dict(row: sqlite3.Row, with_meta: bool) -> dict:
@@ -903,40 +603,31 @@ class Store:
         with self.connect() as con:
             return [self._stigma_dict(r, with_meta) for r in self._stigma_rows(con, active_only)]
 
-    def add_stigma_entry(self, term: str, category: str, *, suggest: Optional[str] = None, source: str = "",
-                         noun_only: bool = False, patient_only: bool = False, added_by: str = "") -> dict:
-        """Add an active clinician entry and return it (``with_meta`` shape). Raises
-        :class:`engine.stigma.LexiconError` when the entry cannot be used (empty or malformed term, unknown
-        category, text too long, or a term the built-in lexicon or an active clinician entry already has)."""
-        from .stigma import LexiconError, check_clinician_entry
-
-        term = " ".join(str(term or "").split())
-        category = str(category or "").strip()
-        source = " ".join(str(source or "").split())
-        suggest = " ".join(str(suggest or "").split()) or None
-        added_by = " ".join(str(added_by or "").split())
-        if not term:
-            raise LexiconError("the term is empty: type the word or phrase to flag, e.g. 'entitled'")
-        if len(term) > self.STIGMA_TERM_MAX:
-            raise LexiconError(f"the term is {len(term)} characters long; shorten it to at most "
-                               f"{self.STIGMA_TERM_MAX} (a word or a short phrase)")
-        for what, value in (("suggestion", suggest), ("source / note", source), ("added by", added_by)):
-            if value and len(value) > self.STIGMA_TEXT_MAX:
-                raise LexiconError(f"the {what} is {len(value)} characters long; shorten it to at most "
-                                   f"{self.STIGMA_TEXT_MAX}")
-        raw = {"term": term, "category": category, "source": source, "suggest": suggest,
-               "noun_only": bool(noun_only), "patient_only": bool(patient_only)}
-        raw = {k: v for k, v in raw.items() if v not in (None, "", False)}
+    def add_stigma_entry(self, term: str, category: str, *, check: Callable[[list[dict], dict], Any],
+                         suggest: Optional[str] = None, source: str = "", noun_only: bool = False,
+                         patient_only: bool = False, added_by: str = "") -> dict:
+        """Add an active clinician entry and return it (``with_meta`` shape). ``check(current, raw)`` is the
+        lexicon owner's validation (:func:`engine.stigma.check_clinician_entry`): it gets the active entries and
+        the new one (whitespace normalised; ``added_by`` included) inside the write transaction and returns the
+        entry to store, or raises saying why it cannot be used. A term that became an active entry meanwhile is
+        refused with :class:`StoreError`."""
+        norm = lambda v: " ".join(str(v or "").split())  # noqa: E731
+        raw = {"term": norm(term), "category": str(category or "").strip(), "source": norm(source),
+               "suggest": norm(suggest) or None, "noun_only": bool(noun_only), "patient_only": bool(patient_only),
+               "added_by": norm(added_by)}
+        raw = {k: v for k, v in raw.items() if v not in (None, "", False) or k in ("term", "category")}
         with self.transaction() as con:
             current = [self._stigma_dict(r, False) for r in self._stigma_rows(con, True)]
-            new = check_clinician_entry(current, raw)
+            new = check(current, raw)
             try:
                 cur = con.execute("INSERT INTO stigma_entries (term, category, source, suggest, noun_only, "
                                   "patient_only, added_by, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                                  (new.term, category, source, suggest, int(bool(noun_only)),
-                                   int(bool(patient_only)), added_by, now_iso()))
+                                  (new.term, raw["category"], raw.get("source", ""), raw.get("suggest"),
+                                   int(bool(noun_only)), int(bool(patient_only)), raw.get("added_by", ""),
+                                   now_iso()))
             except sqlite3.IntegrityError as exc:
-                raise LexiconError(f"{term!r} is already an active clinician entry; it is not added twice") from exc
+                raise StoreError(f"{raw['term']!r} is already an active clinician entry; it is not added twice") \
+                    from exc
             row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
                               (cur.lastrowid,)).fetchone()
         return self._stigma_dict(row, True)

@@ -115,7 +115,7 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
     from .calibration import calibrated_scores
     from .evidence_features import evidence_for
-    from .configured_analysis import stored_judge_results
+    from .stored_results import stored_judge_results
     from .judge import primary_score
     from .judge_configs import configurations, find, results_for
 

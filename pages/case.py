@@ -8,7 +8,7 @@ from engine.alignment import alignment_cached
 from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
                              coverage_cached, merge_regions)
 from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
-from engine.configured_analysis import latest_result
+from engine.stored_results import latest_result
 from engine.judge_configs import config_key_of, is_smoke_test
 from engine.ratings import display_table, judge_cell
 from engine.rubric import ITEMS, get_item

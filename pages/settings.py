@@ -269,7 +269,7 @@ for entry in CATALOG:
                       on_click=_use_model, args=(target["path"],))
 
 # ------------------------------------------------------------------------------------ stigmatizing-language lexicon
-from engine.stigma import LexiconError, load_lexicon, workspace_entries  # noqa: E402
+from engine.stigma import LexiconError, add_clinician_entry, load_lexicon, workspace_entries  # noqa: E402
 from engine.store import StoreBusy, StoreError  # noqa: E402
 
 STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added_by": "", "stig_noun_only": False,
@@ -297,11 +297,11 @@ def _add_stigma_entry() -> None:
     if s is None:
         return
     try:
-        added = s.add_stigma_entry(ss.get("stig_term", ""), ss.get("stig_category", ""),
-                                   suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
-                                   noun_only=bool(ss.get("stig_noun_only")),
-                                   patient_only=bool(ss.get("stig_patient_only")),
-                                   added_by=ss.get("stig_added_by", ""))
+        added = add_clinician_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
+                                    suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
+                                    noun_only=bool(ss.get("stig_noun_only")),
+                                    patient_only=bool(ss.get("stig_patient_only")),
+                                    added_by=ss.get("stig_added_by", ""))
         version = load_lexicon(workspace_entries(s)).version
     except (LexiconError, StoreError) as exc:
         _stigma_failed("Not added", exc)

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import BUNDLE
 from engine import calibration as cal
+from engine.evidence_features import FEATURE_NAMES
 from engine.cli import main
 from engine.judge_configs import config_key_of
 from engine.loading import load_paths
@@ -71,7 +72,7 @@ def test_evidence_kind_uses_the_features():
     rows = [(sid, cid, sc, cal.Features(omission=float(rng.random()), log_words=4.0)) for sid, cid, sc, _ in rows]
     c = cal.fit("d", "cfg", rows, human, n_raters=3, kind="judge+evidence", n_boot=50)
     ic = c.items["thorough"]
-    assert ic.status == "fitted" and len(ic.coef) == 1 + len(cal.FEATURE_NAMES)
+    assert ic.status == "fitted" and len(ic.coef) == 1 + len(FEATURE_NAMES)
     assert ic.after.spearman.value > 0.7
     back = cal.Calibration.from_json(c.to_json())
     assert back.items["thorough"].apply(4.6, cal.Features(omission=0.2)) == ic.apply(4.6, cal.Features(omission=0.2))

@@ -2,7 +2,8 @@
 import pytest
 
 from conftest import BUNDLE
-from engine.alignment import _Rouge, align_summary, combined_scores, coverage_density, extractive_fragments
+from engine.alignment import align_summary, combined_scores, coverage_density, extractive_fragments
+from engine.lexical import Rouge
 from engine.coverage import CoverageError, CoverageParams, calibrate, score_coverage
 from engine.embeddings import WINDOW, Embedder
 from engine.loading import load_paths
@@ -137,7 +138,7 @@ def test_fast_rouge_equals_rouge_score():
     from rouge_score import rouge_scorer
 
     ref = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
-    ours = _Rouge()
+    ours = Rouge()
     for a, b in [("Started apixaban 5 mg twice daily for stroke prevention.", "Apixaban 5 mg BID was started."),
                  ("LVEF 35% on echo with moderate MR", "Echo showed LVEF of 35 percent and moderate MR"),
                  ("no overlap here", "entirely different words")]:

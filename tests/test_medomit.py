@@ -213,7 +213,7 @@ def test_cached_empty_reply_is_checked_too(store):
 
 
 def test_smoke_test_model_is_recognised():
-    from engine.judge_configs import is_smoke_test_model
+    from engine.modelfiles import is_smoke_test_model
     from engine.modelfiles import embedded_sha256
     r = MedOmit(ScriptedBackend(model_file="gemma-3-270m-it-Q4_K_M.gguf"), "m").run(CASE, SUMMARY)
     assert r.smoke_test and MedOmitResult.from_json(r.to_json()).smoke_test

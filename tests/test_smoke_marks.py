@@ -42,7 +42,7 @@ def _badges(at, what: str) -> list[str]:
 
 
 def test_detection_is_one_engine_function():
-    from engine.judge_configs import is_smoke_test_model
+    from engine.modelfiles import is_smoke_test_model
     from engine.modelfiles import embedded_sha256
 
     assert is_smoke_test_model(SMOKE_FILE) and is_smoke_test_model(None, "/x/Gemma-3-270M-it.gguf")

@@ -11,7 +11,7 @@ from engine import untrusted
 from engine.loading import load_paths
 from engine.models import Case, Note, Summary
 from engine.settings import workspace_path
-from engine.stigma import (INTRODUCED, LexiconError, assess, detect, lexicon_version, load_lexicon,
+from engine.stigma import (INTRODUCED, LexiconError, add_clinician_entry, assess, detect, lexicon_version, load_lexicon,
                            workspace_entries)
 from engine.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
@@ -23,12 +23,12 @@ TIMEOUT = 60
 
 def test_round_trip_in_the_shape_load_lexicon_takes(store):
     assert store.stigma_entries() == [] and workspace_entries(store) == []
-    added = store.add_stigma_entry("  entitled ", "disapproval", suggest="asks for", source="unit guidance",
+    added = add_clinician_entry(store, "  entitled ", "disapproval", suggest="asks for", source="unit guidance",
                                    added_by="dr a")
     assert added["entry_id"] >= 1 and added["term"] == "entitled" and added["active"] is True
     assert added["added_by"] == "dr a" and added["created_at"] and added["deactivated_at"] is None
-    store.add_stigma_entry("frail elderly", "stereotyping", noun_only=True)
-    store.add_stigma_entry("walked out", "disapproval", patient_only=True)
+    add_clinician_entry(store, "frail elderly", "stereotyping", noun_only=True)
+    add_clinician_entry(store, "walked out", "disapproval", patient_only=True)
     entries = store.stigma_entries()
     assert entries == [
         {"term": "entitled", "category": "disapproval", "source": "unit guidance", "suggest": "asks for"},
@@ -46,7 +46,7 @@ def test_round_trip_in_the_shape_load_lexicon_takes(store):
 
 
 def test_deactivate_keeps_the_row_and_stops_using_it(store):
-    e = store.add_stigma_entry("entitled", "disapproval")
+    e = add_clinician_entry(store, "entitled", "disapproval")
     gone = store.deactivate_stigma_entry(e["entry_id"])
     assert gone["active"] is False and gone["deactivated_at"]
     assert store.stigma_entries() == []
@@ -56,7 +56,7 @@ def test_deactivate_keeps_the_row_and_stops_using_it(store):
         store.deactivate_stigma_entry(e["entry_id"])
     with pytest.raises(StoreError, match="no active clinician lexicon entry #999"):
         store.deactivate_stigma_entry(999)
-    again = store.add_stigma_entry("entitled", "disapproval")  # a deactivated term can be added again
+    again = add_clinician_entry(store, "entitled", "disapproval")  # a deactivated term can be added again
     assert again["entry_id"] != e["entry_id"] and len(store.stigma_entries()) == 1
 
 
@@ -75,12 +75,12 @@ def test_migration_from_the_previous_schema_keeps_data(tmp_path):
     assert new.load_dataset("d").content_hash() == ds.content_hash()
     assert new.get_embedding("m", "sentence", "c" * 64) == (1, b"\0\0\0\0", None)
     assert new.stigma_entries() == []
-    new.add_stigma_entry("entitled", "disapproval")
+    add_clinician_entry(new, "entitled", "disapproval")
     assert Store(path).stigma_entries() == [{"term": "entitled", "category": "disapproval"}]
 
 
 def test_one_active_row_per_term_even_without_the_check(store):
-    store.add_stigma_entry("entitled", "disapproval")
+    add_clinician_entry(store, "entitled", "disapproval")
     with store.connect() as con, pytest.raises(sqlite3.IntegrityError):
         con.execute("INSERT INTO stigma_entries (term, category, created_at) VALUES ('Entitled', 'disapproval', 'x')")
 
@@ -99,7 +99,7 @@ def test_one_active_row_per_term_even_without_the_check(store):
 ])
 def test_invalid_entries_are_refused_with_a_reason(store, term, category, message):
     with pytest.raises(LexiconError, match=message):
-        store.add_stigma_entry(term, category)
+        add_clinician_entry(store, term, category)
     assert store.stigma_entries(active_only=False) == []
 
 
@@ -107,18 +107,18 @@ def test_invalid_entries_are_refused_with_a_reason(store, term, category, messag
                                   "homeless"])
 def test_duplicates_of_a_built_in_term_are_refused(store, term):
     with pytest.raises(LexiconError, match="already in the built-in lexicon .*there is no need to add it"):
-        store.add_stigma_entry(term, "disapproval")
+        add_clinician_entry(store, term, "disapproval")
     assert store.stigma_entries() == []
 
 
 def test_duplicates_of_a_clinician_term_are_refused(store):
-    store.add_stigma_entry("entitled", "disapproval")
+    add_clinician_entry(store, "entitled", "disapproval")
     for term in ("entitled", "ENTITLED", " entitled  "):
         with pytest.raises(LexiconError, match="already a clinician entry .*deactivate that entry first"):
-            store.add_stigma_entry(term, "credibility")
-    store.add_stigma_entry("rude(|ly)", "disapproval")
+            add_clinician_entry(store, term, "credibility")
+    add_clinician_entry(store, "rude(|ly)", "disapproval")
     with pytest.raises(LexiconError, match="already a clinician entry"):
-        store.add_stigma_entry("rudely", "disapproval")  # the pattern already finds it
+        add_clinician_entry(store, "rudely", "disapproval")  # the pattern already finds it
     assert len(store.stigma_entries()) == 2
 
 
@@ -128,10 +128,10 @@ def test_duplicates_of_a_clinician_term_are_refused(store):
 def test_the_lexicon_version_changes_after_an_add_and_after_a_deactivate(store):
     v0 = lexicon_version(workspace_entries(store))
     assert v0 == lexicon_version()
-    e = store.add_stigma_entry("entitled", "disapproval")
+    e = add_clinician_entry(store, "entitled", "disapproval")
     v1 = lexicon_version(workspace_entries(store))
     assert v1 != v0
-    f = store.add_stigma_entry("demands opioids", "credibility")
+    f = add_clinician_entry(store, "demands opioids", "credibility")
     v2 = lexicon_version(workspace_entries(store))
     assert v2 not in (v0, v1)
     store.deactivate_stigma_entry(f["entry_id"])
@@ -143,7 +143,7 @@ def test_the_lexicon_version_changes_after_an_add_and_after_a_deactivate(store):
 def test_a_clinician_term_fires_afterwards(store):
     text = "Patient is entitled and asked for a private room."
     assert not detect(text, workspace_entries(store)).hits
-    store.add_stigma_entry("entitled", "disapproval", suggest="asked for", source="unit guidance")
+    add_clinician_entry(store, "entitled", "disapproval", suggest="asked for", source="unit guidance")
     (hit,) = detect(text, workspace_entries(store)).hits
     assert (hit.text, hit.category, hit.origin, hit.suggest, hit.source) == ("entitled", "disapproval", "extra",
                                                                             "asked for", "unit guidance")
@@ -156,8 +156,8 @@ def test_a_clinician_term_fires_afterwards(store):
 
 
 def test_the_flags_reach_the_detector(store):
-    store.add_stigma_entry("frail", "stereotyping", noun_only=True)
-    store.add_stigma_entry("walked out", "disapproval", patient_only=True)
+    add_clinician_entry(store, "frail", "stereotyping", noun_only=True)
+    add_clinician_entry(store, "walked out", "disapproval", patient_only=True)
     extra = workspace_entries(store)
     assert detect("A frail admitted from home.", extra).hits
     assert not detect("Frail appearance noted.", extra).hits  # an adjective of a clinical noun
@@ -176,7 +176,7 @@ def test_the_cli_uses_the_workspace_entries(capsys, tmp_path):
     (before,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert {h["text"] for h in before["hits"]} == {"claims"} and before["lexicon_version"] == lexicon_version()
     ws = Store(workspace_path())
-    ws.add_stigma_entry("smells", "disapproval", source="ward list")
+    add_clinician_entry(ws, "smells", "disapproval", source="ward list")
     assert main(args) == 0
     (after,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
     assert {h["text"] for h in after["hits"]} == {"claims", "smells"}

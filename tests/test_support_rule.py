@@ -7,6 +7,7 @@ import pytest
 
 from conftest import BUNDLE, SAMPLE
 from engine import alignment as A
+from engine import lexical as L
 from engine.embeddings import Embedder
 from engine.loading import load_paths
 from engine.models import Case, Note, Summary
@@ -70,13 +71,13 @@ def test_spoken_numbers_in_a_transcript_count_as_stated(profiles, emb):
 
 
 def test_numbers_reader():
-    assert A.numbers("BP 152/94, NT-proBNP 2,140 pg/mL, CHA2DS2-VASc 3") == {"152", "94", "2140", "3"}
-    assert A.numbers("twenty-five milligrams, two hundred and twelve pounds") >= {"25", "212"}
-    assert A.numbers("ninety-eight point six; twelve and a half") >= {"98.6", "12.5"}
-    assert "138" in A.numbers("the records say one thirty-eight", generous=True)
-    assert "138" not in A.numbers("the records say one thirty-eight")  # a summary is read literally
-    assert A.numbers("metformin, a thousand, twice a day") == {"1000"}
-    assert "24" in A.numbers("seen 1/10/2024", generous=True)
+    assert L.numbers("BP 152/94, NT-proBNP 2,140 pg/mL, CHA2DS2-VASc 3") == {"152", "94", "2140", "3"}
+    assert L.numbers("twenty-five milligrams, two hundred and twelve pounds") >= {"25", "212"}
+    assert L.numbers("ninety-eight point six; twelve and a half") >= {"98.6", "12.5"}
+    assert "138" in L.numbers("the records say one thirty-eight", generous=True)
+    assert "138" not in L.numbers("the records say one thirty-eight")  # a summary is read literally
+    assert L.numbers("metformin, a thousand, twice a day") == {"1000"}
+    assert "24" in L.numbers("seen 1/10/2024", generous=True)
 
 
 def test_foreign_specifics_rules(emb):
@@ -95,11 +96,11 @@ def test_foreign_specifics_rules(emb):
 def test_lexical_support_weights_rare_words_and_has_a_fallback():
     stems = ["daili", "apixaban"]
     bg = (10, {"daili": 10})  # "daily" is in every background source, "apixaban" in none
-    assert A.lexical_support(stems, {"daili"}, bg) < 0.15  # only the common word found
-    assert A.lexical_support(stems, {"apixaban"}, bg) > 0.85
-    assert A.lexical_support(stems, {"apixaban"}, (0, {})) == 0.5  # no background: the plain share
-    assert A.lexical_support([], set(), bg) == 1.0
-    n, df = A.support_background()
+    assert L.lexical_support(stems, {"daili"}, bg) < 0.15  # only the common word found
+    assert L.lexical_support(stems, {"apixaban"}, bg) > 0.85
+    assert L.lexical_support(stems, {"apixaban"}, (0, {})) == 0.5  # no background: the plain share
+    assert L.lexical_support([], set(), bg) == 1.0
+    n, df = L.support_background()
     assert n >= 10 and df  # the shipped background (bench/support_benchmark.py --write-background)
 
 

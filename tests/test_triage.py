@@ -1,7 +1,7 @@
 """Triage queue: priority from judge scores and evidence, reasons per summary, blinded reasons, strata."""
 from types import SimpleNamespace
 
-from engine.calibration import Features
+from engine.evidence_features import Features
 from engine.evidence_features import EvidenceSummary
 from engine.triage import STRATA, queue, stratified_sample
 
