@@ -13,8 +13,8 @@ import streamlit as st  # noqa: E402
 st.session_state["_sumcheck_app_ran"] = True  # components.state.APP_RAN: pages reached through this navigation
 
 from components import state, uploads  # noqa: E402
-from engine import untrusted  # noqa: E402
-from engine.store import StoreError  # noqa: E402
+from engine.core import untrusted
+from engine.data.store import StoreError  # noqa: E402
 
 # A local file, served by this server: a ":material/…:" page icon would make the browser fetch the favicon from a
 # font CDN on every page load.

@@ -11,7 +11,7 @@ span). One summary per case: the reference summary's sentences, every one citing
 * wrong citations (every fourth sentence, seeded): a note that holds none of the sentence's statements.
 
 Reported per split: precision and recall of "wrong" for the rule in the code (the cited notes must support the
-sentence, :data:`engine.alignment.CITED_SUPPORT`) and for the old rule ("wrong" when another note supports it best);
+sentence, :data:`engine.evidence.alignment.CITED_SUPPORT`) and for the old rule ("wrong" when another note supports it best);
 ``--choose`` sweeps the threshold on the development split only and prints the one with the best F1 there.
 
     python bench/citation_benchmark.py [--choose]
@@ -33,8 +33,8 @@ from validity_set import DEV_CASES, FACTS  # noqa: E402
 
 def build():
     """(dataset, labels: summary id -> [True where the sentence's citation is wrong])."""
-    from engine.loading import load_paths
-    from engine.models import Case, Dataset, Note, Summary
+    from engine.data.loading import load_paths
+    from engine.core.models import Case, Dataset, Note, Summary
     from engine.sample import SAMPLE_BUNDLE
 
     base, _ = load_paths([str(SAMPLE_BUNDLE / "cases.csv"), str(SAMPLE_BUNDLE / "notes.csv")], name="cit")
@@ -86,9 +86,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--choose", action="store_true", help="sweep the threshold on the development split")
     args = ap.parse_args(argv)
-    from engine.alignment import CITED_SUPPORT, align_summary
-    from engine.embeddings import Embedder
-    from engine.injection import scan
+    from engine.evidence.alignment import CITED_SUPPORT, align_summary
+    from engine.evidence.embeddings import Embedder
+    from engine.llm.injection import scan
 
     ds, labels = build()
     emb = Embedder()

@@ -1,10 +1,10 @@
 """Does the evidence surface documented defects? The sample's manifest (a floor) and summaries it never saw.
 
 1. **Sample manifest** (``sample_data/manifest.json``; the shipped evidence, as a fresh workspace shows it): per
-   defect type, how many documented defects the evidence names (``engine.defect_check``: a fabricated or
+   defect type, how many documented defects the evidence names (``engine.evidence.defect_check``: a fabricated or
    falsified fact's sentence marked weak or its citation wrong; a wrong or missing citation marked; a dropped
    fact among the first 5 uncovered regions; stigmatizing wording marked). The fact-level checks
-   (``engine.specifics``) and the region tiers (``engine.coverage.region_rank_key``) were written while reading
+   (``engine.evidence.specifics``) and the region tiers (``engine.evidence.coverage.region_rank_key``) were written while reading
    these summaries, so this part is a floor, not a result.
 2. **Validity-set summaries** (``bench/validity_set.py``; built from our reference summaries, never read while
    writing the checks): the ``accurate`` variants carry one or two randomly falsified numbers and one inserted
@@ -30,12 +30,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.alignment import WEAK_SUPPORT, align_summary, result_from_dict as alignment_from  # noqa: E402
-from engine.coverage import DEFAULT_METHOD, result_from_dict as coverage_from  # noqa: E402
-from engine.defect_check import check_manifest, summary_rows  # noqa: E402
-from engine.loading import load_paths  # noqa: E402
+from engine.evidence.alignment import WEAK_SUPPORT, align_summary, result_from_dict as alignment_from  # noqa: E402
+from engine.evidence.coverage import DEFAULT_METHOD, result_from_dict as coverage_from  # noqa: E402
+from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
+from engine.data.loading import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
-from engine.sentences import split_sentences  # noqa: E402
+from engine.evidence.sentences import split_sentences  # noqa: E402
 
 
 def shipped_evidence():
@@ -65,7 +65,7 @@ def part_manifest() -> None:
 
 
 def part_validity() -> None:
-    from engine.embeddings import Embedder
+    from engine.evidence.embeddings import Embedder
     from validity_set import all_variants, dataset
 
     variants = [v for v in all_variants() if v.kind in ("clean", "accurate")]

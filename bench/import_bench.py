@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.loading import load_paths  # noqa: E402
-from engine.rubric import ITEMS  # noqa: E402
-from engine.store import Store  # noqa: E402
+from engine.data.loading import load_paths  # noqa: E402
+from engine.core.rubric import ITEMS  # noqa: E402
+from engine.data.store import Store  # noqa: E402
 
 WORDS = ("patient presents with chest pain dyspnea troponin elevated echo shows reduced ejection fraction started "
          "metoprolol lisinopril follow up in clinic creatinine stable potassium normal plan continue").split()

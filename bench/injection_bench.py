@@ -23,10 +23,10 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from engine.judge import Judge, JudgeParams, open_llama_backend  # noqa: E402
-from engine.judge_prompt import build_messages, read_user_message  # noqa: E402
-from engine.models import Case, Dataset, Note, Summary  # noqa: E402
-from engine.rubric import ITEMS, Scale  # noqa: E402
+from engine.judge.runner import Judge, JudgeParams, open_llama_backend  # noqa: E402
+from engine.judge.prompt import build_messages, read_user_message  # noqa: E402
+from engine.core.models import Case, Dataset, Note, Summary  # noqa: E402
+from engine.core.rubric import ITEMS, Scale  # noqa: E402
 
 NOTES = (
     Note("1", "67-year-old man with new atrial fibrillation, heart rate 112. Started metoprolol 25 mg daily and "

@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.judge import Judge, JudgeParams, JudgeResult, open_llama_backend, run_batch  # noqa: E402
-from engine.judge_prompt import build_messages  # noqa: E402
-from engine.loading import load_paths  # noqa: E402
-from engine.models import Case, Dataset, Note  # noqa: E402
+from engine.judge.runner import Judge, JudgeParams, JudgeResult, open_llama_backend, run_batch  # noqa: E402
+from engine.judge.prompt import build_messages  # noqa: E402
+from engine.data.loading import load_paths  # noqa: E402
+from engine.core.models import Case, Dataset, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,7 +177,7 @@ def stub_server(latency: float) -> tuple[subprocess.Popen, str]:
 def concurrency_part(args) -> None:
     import requests
 
-    from engine.backends import OpenAIHTTPBackend
+    from engine.llm.backends import OpenAIHTTPBackend
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
     ids = [s.summary_id for s in ds.summaries[: args.summaries]]
@@ -211,8 +211,8 @@ def concurrency_part(args) -> None:
 
 
 def early_stop_replay_part(args) -> None:
-    from engine.consistency import all_fixed
-    from engine.judge import aggregate
+    from engine.judge.consistency import all_fixed
+    from engine.judge.runner import aggregate
 
     recorded = ROOT / "tests" / "data" / "judge_results_gemma_7samples.jsonl"  # the smoke-test model, 7 samples
     results = [JudgeResult.from_json(x) for x in recorded.read_text().splitlines() if x.strip()]
@@ -238,8 +238,8 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, sys.argv[1])
-from engine.judge import Judge, JudgeParams, open_llama_backend
-from engine.loading import load_paths
+from engine.judge.runner import Judge, JudgeParams, open_llama_backend
+from engine.data.loading import load_paths
 from engine.sample import SAMPLE_BUNDLE
 ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
 sid = sys.argv[2]
@@ -304,8 +304,8 @@ def fresh_process_part(args) -> None:
 CASE_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from engine.judge import Judge, JudgeParams, open_llama_backend
-from engine.loading import load_paths
+from engine.judge.runner import Judge, JudgeParams, open_llama_backend
+from engine.data.loading import load_paths
 from engine.sample import SAMPLE_BUNDLE
 ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
 be, sha = open_llama_backend("", n_ctx=8192, n_threads=int(sys.argv[3]), embedded_key=sys.argv[4])

@@ -39,7 +39,7 @@ OUT = ROOT / "bench" / "out"
 
 
 def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str, dict]:
-    from engine.judge import Judge, JudgeParams, open_llama_backend, run_batch
+    from engine.judge.runner import Judge, JudgeParams, open_llama_backend, run_batch
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
     judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
@@ -58,7 +58,7 @@ def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str
 
 
 def _score(result, item: str, kind: str):
-    from engine.judge import primary_score
+    from engine.judge.runner import primary_score
 
     sc = result.items.get(item) if result and result.status == "scored" else None
     if sc is None:
@@ -88,7 +88,7 @@ def _auroc(scores, defect):
 
 
 def evaluate(variants, results) -> list[dict]:
-    from engine.calibration import isotonic_knots
+    from engine.judge.calibration import isotonic_knots
 
     rows = []
     for item in sorted(set(ITEM_OF_KIND.values()), key=lambda k: (k not in GOAL_ITEMS, k)):
@@ -130,9 +130,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default=str(OUT / "judge_validity.json"))
     ap.add_argument("--record", action="store_true",
-                    help="also write these models' rows into engine/data/judge_validity.json (shown on Settings)")
+                    help="also write these models' rows into engine/resources/judge_validity.json (shown on Settings)")
     args = ap.parse_args(argv)
-    from engine.store import Store
+    from engine.data.store import Store
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "validity.sqlite")
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
               f"{fmt(r['sec_per_summary_median']):>9}")
     Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     if args.record:
-        from engine.modelfiles import VALIDITY_FILE
+        from engine.llm.modelfiles import VALIDITY_FILE
 
         try:
             kept = [r for r in json.loads(VALIDITY_FILE.read_text(encoding="utf-8")) if r["model"] not in args.models]

@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.backends import Capabilities, Generation  # noqa: E402
-from engine.loading import load_paths  # noqa: E402
-from engine.medomit import MedOmit, run_medomit  # noqa: E402
+from engine.llm.backends import Capabilities, Generation  # noqa: E402
+from engine.data.loading import load_paths  # noqa: E402
+from engine.evidence.medomit import MedOmit, run_medomit  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
-from engine.store import Store  # noqa: E402
+from engine.data.store import Store  # noqa: E402
 
 
 def pertinent_facts(manifest: dict, case_id: str) -> list[dict]:
@@ -96,8 +96,8 @@ class OracleBackend:
 
 
 def _blocks(prompt: str):
-    """The fenced data blocks of a MED-OMIT prompt (engine.prompt_fence)."""
-    from engine.prompt_fence import read_blocks
+    """The fenced data blocks of a MED-OMIT prompt (engine.llm.prompt_fence)."""
+    from engine.llm.prompt_fence import read_blocks
 
     code = re.search(r'tags whose names end in "-([0-9a-f]{10})"', prompt).group(1)
     return read_blocks(prompt, code)
@@ -173,7 +173,7 @@ def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=
     print(f"[{label}] present pertinent facts wrongly reported as omitted: {false_reports}/{present} "
           f"({false_reports / present:.0%})" if present else f"[{label}] no present pertinent facts to test")
     if ship:
-        from engine.medomit import result_key
+        from engine.evidence.medomit import result_key
 
         rows = []
         for res in results:
@@ -210,8 +210,8 @@ def main():
         evaluate("oracle pipeline check (true by construction, not a result)", OracleBackend(manifest, ds), "oracle",
                  ds, manifest, case_ids, Path(tmp) / "o.sqlite")
     if not args.oracle_only:
-        from engine.judge import open_llama_backend
-        from engine.modelfiles import EMBEDDED
+        from engine.judge.runner import open_llama_backend
+        from engine.llm.modelfiles import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
         evaluate(EMBEDDED[args.model].short_label, be, sha, ds, manifest, case_ids,

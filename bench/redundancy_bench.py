@@ -1,4 +1,4 @@
-"""Restatements inside a summary (engine.redundancy): found where documented, and how often raised elsewhere.
+"""Restatements inside a summary (engine.evidence.redundancy): found where documented, and how often raised elsewhere.
 
 Three sets, all written by the team:
   * sample floor — the bundled sample's 36 summaries; 7 carry a documented restatement (the manifest). The rule's
@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine.alignment import is_heading  # noqa: E402
-from engine.embeddings import Embedder  # noqa: E402
-from engine.redundancy import restatements  # noqa: E402
-from engine.sentences import split_sentences  # noqa: E402
+from engine.evidence.alignment import is_heading  # noqa: E402
+from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence.redundancy import restatements  # noqa: E402
+from engine.evidence.sentences import split_sentences  # noqa: E402
 
 
 def flags(emb, text):
@@ -30,7 +30,7 @@ def flags(emb, text):
 
 
 def sample_floor(emb):
-    from engine.loading import load_paths
+    from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE, load_manifest
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")

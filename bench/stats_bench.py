@@ -10,9 +10,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.agreement import analyse  # noqa: E402
-from engine.models import Case, Dataset, Note, Rating, Summary  # noqa: E402
-from engine.rubric import ITEMS, Scale  # noqa: E402
+from engine.stats.agreement import analyse  # noqa: E402
+from engine.core.models import Case, Dataset, Note, Rating, Summary  # noqa: E402
+from engine.core.rubric import ITEMS, Scale  # noqa: E402
 
 NINE = [i for i in ITEMS if i.key not in ("stigmatizing_notes", "stigmatizing_summary")]  # 9 items
 

@@ -24,7 +24,7 @@ Design
   later, more complex candidate must beat an earlier one by more than :data:`PARSIMONY` to be preferred. Only
   then is the test split read, for the chosen rule and for the old rule (``support`` < 0.65).
 * The lexical score's background (document frequencies of word stems) is built from the development split's
-  sources only; ``--write-background`` writes it to ``engine/data/support_background.json``, the file the engine
+  sources only; ``--write-background`` writes it to ``engine/resources/support_background.json``, the file the engine
   ships. On the development split each sentence's own case (and a swapped sentence's donor) is left out of the
   background; on the test split the shipped background is used as is, exactly as the engine does.
 
@@ -47,13 +47,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine import alignment as A  # noqa: E402
-from engine import lexical as L  # noqa: E402
-from engine.embeddings import Embedder  # noqa: E402
-from engine.loading import load_paths  # noqa: E402
-from engine.models import Case, Note  # noqa: E402
-from engine.salience import classify  # noqa: E402
-from engine.sentences import split_sentences  # noqa: E402
+from engine.evidence import alignment as A
+from engine.evidence import lexical as L
+from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.data.loading import load_paths  # noqa: E402
+from engine.core.models import Case, Note  # noqa: E402
+from engine.evidence.salience import classify  # noqa: E402
+from engine.evidence.sentences import split_sentences  # noqa: E402
 
 SEED = 20260513
 K_SWAP = 8
@@ -141,7 +141,7 @@ def build_items(cases: dict, splits: dict) -> list[dict]:
 def legacy_support(case: Case, text: str, sent_clean: str, emb: Embedder) -> float:
     """alignment-v2's ``support`` for one sentence, reproduced: token-level precision against the ROUGE-Gain ∪
     embedding-top-1 source sentences, raw transcript lines included."""
-    from engine.coverage import checked_summary_text
+    from engine.evidence.coverage import checked_summary_text
 
     rouge = L.rouge_scorer()
     blanked = checked_summary_text(text)
@@ -270,7 +270,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-legacy", action="store_true", help="skip the old rule (its ROUGE-Gain is slow)")
     ap.add_argument("--write-background", action="store_true",
-                    help="write engine/data/support_background.json from the development split's sources")
+                    help="write engine/resources/support_background.json from the development split's sources")
     ap.add_argument("--json", help="write the figures to this file")
     args = ap.parse_args(argv)
 
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
         n, df = background_df(profiles, sorted(profiles))
         L.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
         L.BACKGROUND_PATH.write_text(json.dumps({
-            "about": "Background for SumCheck's weak-support rule (engine/alignment.py): for each Porter stem, the "
+            "about": "Background for SumCheck's weak-support rule (engine/evidence/alignment.py): for each Porter stem, the "
                      "number of background sources holding it. Sources: the development split of "
                      "bench/support_benchmark.py (our own synthetic sample: note cases and conversation "
                      "transcripts, written by the SumCheck team; no real patient data). Regenerate with "

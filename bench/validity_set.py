@@ -179,8 +179,8 @@ def dataset(variants: list[Variant], name: str = "validity"):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from engine.loading import load_paths
-    from engine.models import Dataset, Summary
+    from engine.data.loading import load_paths
+    from engine.core.models import Dataset, Summary
     from engine.sample import SAMPLE_BUNDLE
 
     files = [str(SAMPLE_BUNDLE / "cases.csv"), str(SAMPLE_BUNDLE / "notes.csv")]

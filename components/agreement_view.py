@@ -12,7 +12,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import untrusted
+from engine.core import untrusted
 
 
 def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
@@ -49,7 +49,7 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
         b, a = np.polyfit(df["note tokens"], df[y], 1)
         xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
         fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
-    from engine.agreement import format_p
+    from engine.stats.agreement import format_p
 
     stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p {format_p(p) if format_p(p).startswith('<') else '= ' + format_p(p)}"
     fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
@@ -132,7 +132,7 @@ def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None:
-    """The committee headline: forest plots (inline SVG from ``engine.report``, data already escaped there) and one
+    """The committee headline: forest plots (inline SVG from ``engine.stats.report``, data already escaped there) and one
     verdict per item in words."""
     c1, c2 = st.columns(2)
     with c1:
@@ -171,7 +171,7 @@ def report_button(dataset: str, config_key: str | None, spot_checks_in_reference
     from pathlib import Path
 
     from components import state
-    from engine import report
+    from engine.stats import report
 
     key = (dataset, config_key, state.data_version(), spot_checks_in_reference)
     if st.button("Make the committee report (HTML + PDF)", key="make_report"):

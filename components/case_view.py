@@ -6,7 +6,7 @@ from typing import Sequence
 import streamlit as st
 
 from components.evidence_view import marks_html
-from engine import untrusted
+from engine.core import untrusted
 
 def _text_html(text: str) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -31,7 +31,7 @@ def _badge(nid: str, known_note_ids: Sequence[str]) -> str:
     return f'<a href="#{note_anchor(nid)}" style="text-decoration:none">{badge}</a>' if ok else badge
 
 
-# stigmatizing-language categories (engine/data/stigma_lexicon.json) -> highlight colour
+# stigmatizing-language categories (engine/resources/stigma_lexicon.json) -> highlight colour
 STIGMA_COLOURS = {"credibility": "rgba(191,135,0,0.35)", "disapproval": "rgba(207,34,46,0.30)",
                   "stereotyping": "rgba(130,80,223,0.30)", "social_descriptor": "rgba(31,111,235,0.28)"}
 STIGMA_DEFAULT_COLOUR = "rgba(207,34,46,0.30)"
@@ -47,7 +47,7 @@ def _marked_html(text: str, offset: int, marks: Sequence[Mark]) -> str:
 
 def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str],
                  marks: Sequence[Mark] = ()) -> str:
-    """The summary, escaped, with every citation (start, end, cited note ids — from ``engine.citations``, in
+    """The summary, escaped, with every citation (start, end, cited note ids — from ``engine.core.citations``, in
     whatever form the dataset writes them) shown as one badge per note (red if the note does not exist), and
     ``marks`` (e.g. stigmatizing language) highlighted with their title on hover."""
     out, pos = [], 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.evidence_view import render_focus_note
-from engine import untrusted
+from engine.core import untrusted
 
 
 def heat_colour(score: float, lo: float, hi: float) -> str:

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from engine import untrusted
+from engine.core import untrusted
 
 
 FOCUS_BACKGROUND = "rgba(31,111,235,0.35)"
@@ -65,8 +65,8 @@ def marks_html(text: str, spans: Sequence[tuple[int, int, str, str]], offset: in
                attrs: Callable[[int, int], tuple[str, str]] = lambda start, end: ("", "")) -> str:
     """``text`` (starting at ``offset`` of the full text the spans refer to) with every (start, end, css background,
     title) span that lies inside it marked; overlapping spans after the first are skipped. Text goes through
-    ``escape`` (:func:`engine.untrusted.html`, or a variant that keeps line breaks), titles through
-    :func:`engine.untrusted.html`; ``attrs(start, end)`` gives a mark's extra attributes and extra style."""
+    ``escape`` (:func:`engine.core.untrusted.html`, or a variant that keeps line breaks), titles through
+    :func:`engine.core.untrusted.html`; ``attrs(start, end)`` gives a mark's extra attributes and extra style."""
     out, pos = [], 0
     for start, end, colour, title in sorted(spans):
         a, b = start - offset, end - offset

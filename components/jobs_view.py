@@ -1,6 +1,6 @@
 """Long work on a page: a progress bar per step with counts and an estimate, Cancel, and the outcome after.
 
-The work runs as an :class:`engine.jobs.Job` on a worker thread kept in the session, so the page stays usable,
+The work runs as an :class:`engine.core.jobs.Job` on a worker thread kept in the session, so the page stays usable,
 the user may switch pages and come back, and Cancel (a button in a fragment that refreshes every half second)
 stops the worker within the current model call. When the job ends the whole page runs once more to show what it
 stored; the outcome ("cancelled — N done, kept", "finished — …", or the error) stays until the next run.
@@ -11,8 +11,8 @@ from typing import Callable, Optional
 
 import streamlit as st
 
-from engine import untrusted
-from engine.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
+from engine.core import untrusted
+from engine.core.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
 
 REFRESH_S = 0.5
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import untrusted
-from engine.ratings import judge_cell
+from engine.core import untrusted
+from engine.data.ratings import judge_cell
 
 
 def when_text(judged_now: bool, created_at: str = "") -> str:
@@ -116,10 +116,10 @@ def render_dataset_results(rows: list[dict]) -> None:
 
 
 def partial_rows(partial) -> list[dict]:
-    """Table rows for a partial result handed over while sampling runs (``engine.judge.PartialResult``): per item the
+    """Table rows for a partial result handed over while sampling runs (``engine.judge.runner.PartialResult``): per item the
     median over the samples so far, the greedy sample's expected score, and whether the median is already that of
     the full run. Empty when it holds no scores."""
-    from engine.rubric import ITEMS
+    from engine.core.rubric import ITEMS
 
     if not partial.items:
         return []

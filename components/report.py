@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.frames import clean, styled
-from engine import untrusted
+from engine.core import untrusted
 
 
 def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict], n_errors: int | None = None,

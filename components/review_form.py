@@ -7,7 +7,7 @@ from typing import Mapping, Optional, Sequence
 
 import streamlit as st
 
-from engine.rubric import Item, Scale, format_value, parse_value
+from engine.core.rubric import Item, Scale, format_value, parse_value
 
 NOT_RATED = "—"
 

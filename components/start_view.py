@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import untrusted
+from engine.core import untrusted
 
 WHAT = """**SumCheck checks LLM-written summaries of a patient's prior notes** before a summarizer goes live, fully
 offline. For each summary it gives:

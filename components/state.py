@@ -8,11 +8,11 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
-from engine import untrusted
-from engine.models import Dataset
+from engine.core import untrusted
+from engine.core.models import Dataset
 from engine.sample import SAMPLE_NAME, ensure_sample
-from engine.settings import AppSettings, SettingsError, load_settings, workspace_path
-from engine.store import DatasetInfo, Store, StoreError
+from engine.data.settings import AppSettings, SettingsError, load_settings, workspace_path
+from engine.data.store import DatasetInfo, Store, StoreError
 
 
 APP_RAN = "_sumcheck_app_ran"  # set by app.py before it imports this module
@@ -95,7 +95,7 @@ def dataset(name: str) -> Dataset:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _stigma_results(path: str, name: str, version: int, extra_json: str):
-    from engine.stigma import assess_dataset
+    from engine.evidence.stigma import assess_dataset
 
     return assess_dataset(_dataset(path, name, version), extra_entries=json.loads(extra_json))
 
@@ -103,7 +103,7 @@ def _stigma_results(path: str, name: str, version: int, extra_json: str):
 def stigma_results(name: str):
     """The stigmatizing-language detector's result for every summary of a dataset (built-in lexicon plus this
     workspace's clinician entries), computed once per data version and lexicon, not on every rerun."""
-    from engine.stigma import workspace_entries
+    from engine.evidence.stigma import workspace_entries
 
     s = store()
     return _stigma_results(str(s.path), name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))
@@ -203,7 +203,7 @@ def workspace_label() -> str:
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the judge model…")
 def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int, embedded_key: str = ""):
-    from engine.judge import open_llama_backend
+    from engine.judge.runner import open_llama_backend
 
     return open_llama_backend(model_path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
                               store=store(), embedded_key=embedded_key)
@@ -213,16 +213,16 @@ def judge_backend():
     """(backend, model sha256) for the configured judge model source: llama.cpp for the embedded model, a GGUF file
     or a model found on this machine (loaded once per model and settings); an OpenAI-compatible server (asked what
     it serves on every run; sha256 None). On failure the page shows why and gets None."""
-    from engine.backends import BackendError
-    from engine.judge_source import open_judge_backend
-    from engine.settings import SOURCE_SERVER
+    from engine.llm.backends import BackendError
+    from engine.judge.source import open_judge_backend
+    from engine.data.settings import SOURCE_SERVER
 
     cfg = settings()
     try:
         if cfg.source == SOURCE_SERVER:
             with st.spinner("Asking the model server what it serves…"):
                 return open_judge_backend(cfg)
-        from engine.settings import SOURCE_EMBEDDED
+        from engine.data.settings import SOURCE_EMBEDDED
 
         return _judge_backend(cfg.llama_model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers),
                               cfg.embedded_model if cfg.source == SOURCE_EMBEDDED else "")
@@ -237,7 +237,7 @@ def embedder():
     """The bundled all-MiniLM-L6-v2, loaded once per process, with the workspace as its persistent embedding
     cache (a source is embedded once per model across restarts; a workspace that cannot be opened only means
     no persistent cache)."""
-    from engine.embeddings import Embedder
+    from engine.evidence.embeddings import Embedder
 
     try:
         ws = store()
@@ -262,7 +262,7 @@ def require_dataset():
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
 def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None,
                spot_checks: bool = False):
-    from engine.configured_analysis import analyse_configuration
+    from engine.stats.analysis import analyse_configuration
 
     return analyse_configuration(_store_for(path), name, config_key, n_boot=n_boot, count_tokens=token_counter(),
                                  spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report
@@ -270,14 +270,14 @@ def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, 
 
 def judge_configurations(name: str):
     """The judge configurations present in a dataset's stored results (most summaries first)."""
-    from engine.configured_analysis import configured_results
+    from engine.stats.analysis import configured_results
 
     return configured_results(store(), name).configs
 
 
 @st.cache_resource(show_spinner=False)
 def _token_counter(model_path: str):
-    from engine.modelfiles import judge_token_counter
+    from engine.llm.modelfiles import judge_token_counter
 
     return judge_token_counter(model_path)[0]
 
@@ -309,15 +309,15 @@ def case_picker(ds):
 
 @st.cache_data(ttl=60, show_spinner="Looking for Ollama and LM Studio models…")
 def _local_models(ollama: tuple[str, ...], lmstudio: tuple[str, ...]):
-    from engine.local_models import discover
+    from engine.llm.local_models import discover
 
     return discover(ollama=[Path(d) for d in ollama], lmstudio=[Path(d) for d in lmstudio])
 
 
 def local_models(refresh: bool = False):
-    """The GGUF models Ollama and LM Studio keep on this machine (engine.local_models.discover), remembered for a
+    """The GGUF models Ollama and LM Studio keep on this machine (engine.llm.local_models.discover), remembered for a
     minute per set of folders."""
-    from engine.local_models import lmstudio_dirs, ollama_dirs
+    from engine.llm.local_models import lmstudio_dirs, ollama_dirs
 
     if refresh:
         _local_models.clear()

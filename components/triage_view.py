@@ -4,7 +4,7 @@ import streamlit as st
 
 
 def rows(entries, blind: bool) -> list[dict]:
-    """Table rows of :class:`engine.triage.TriageEntry` items; ``blind`` hides the judge's scores in the reasons."""
+    """Table rows of :class:`engine.judge.triage.TriageEntry` items; ``blind`` hides the judge's scores in the reasons."""
     return [{"rank": i + 1, "summary": e.summary_id, "case": e.case_id, "priority": f"{e.priority:.2f}",
              "stratum": e.stratum, "why": "; ".join(e.blind_reasons if blind else e.reasons)}
             for i, e in enumerate(entries)]

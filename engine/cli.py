@@ -7,17 +7,17 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
-from .coverage import METHODS as COVERAGE_METHODS
-from .loading import LoadOptions, RatingsMapping, load_paths
-from .settings import SettingsError, load_settings, workspace_path
-from .store import Store, StoreBusy, StoreError
-from .untrusted import term
-from .validation import DatasetInvalid
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.evidence.coverage import METHODS as COVERAGE_METHODS
+from engine.data.loading import LoadOptions, RatingsMapping, load_paths
+from engine.data.settings import SettingsError, load_settings, workspace_path
+from engine.data.store import Store, StoreBusy, StoreError
+from engine.core.untrusted import term
+from engine.data.validation import DatasetInvalid
 
 
 def say(text: object = "", **kw) -> None:
-    """Print one line made from data: every control character is shown as a visible escape (engine.untrusted.term),
+    """Print one line made from data: every control character is shown as a visible escape (engine.core.untrusted.term),
     so a name, key, header or note cannot recolour, move or forge terminal output."""
     print(term(text), **kw)
 
@@ -100,7 +100,7 @@ def cmd_delete(args) -> int:
 
 
 def cmd_backup(args) -> int:
-    from .backup import backup
+    from engine.data.backup import backup
 
     store = _store(args)
     say((str(backup(store, args.reason))))
@@ -108,7 +108,7 @@ def cmd_backup(args) -> int:
 
 
 def cmd_backups(args) -> int:
-    from .backup import list_backups
+    from engine.data.backup import list_backups
 
     store = _store(args)
     infos = list_backups(store.path)
@@ -123,7 +123,7 @@ def cmd_backups(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    from .backup import restore
+    from engine.data.backup import restore
 
     store = _store(args, write=True)
     if not args.yes:
@@ -136,16 +136,16 @@ def cmd_restore(args) -> int:
 
 
 def cmd_sample(args) -> int:
-    from .sample import ensure_sample
+    from engine.sample import ensure_sample
 
     store = _store(args, write=True)
     res = ensure_sample(store)
     say("sample dataset already in workspace" if res is None else f"sample dataset imported: {res.counts}")
     if args.precompute:
-        from .embeddings import Embedder
-        from .evidence import evidence_job
-        from .jobs import run_in_foreground
-        from .sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
+        from engine.evidence.embeddings import Embedder
+        from engine.evidence.batch import evidence_job
+        from engine.core.jobs import run_in_foreground
+        from engine.sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
 
         ds = store.load_dataset(SAMPLE_NAME)
         import_shipped_evidence(store)  # precomputed with the sample: only stale or missing summaries are computed
@@ -175,7 +175,7 @@ def cmd_sample(args) -> int:
 def cmd_model(args) -> int:
     """Assemble the embedded models (the 1.5B judge when its packages are installed, and the smoke-test model) and
     describe the configured one."""
-    from .modelfiles import EMBEDDED, ModelError, describe_model, embedded_model_path, resolve_model_path
+    from engine.llm.modelfiles import EMBEDDED, ModelError, describe_model, embedded_model_path, resolve_model_path
 
     cfg = load_settings()
     if not args.path:
@@ -204,8 +204,8 @@ def cmd_model(args) -> int:
 
 def cmd_calibrate(args) -> int:
     """Fit (and store) a calibration of the judge's expected scores to the dataset's raters."""
-    from .calibration import CalibrationRefused, fit_from_store, table_rows
-    from .untrusted import term
+    from engine.judge.calibration import CalibrationRefused, fit_from_store, table_rows
+    from engine.core.untrusted import term
 
     store = _store(args)
     ds, name = _resolve_dataset(store, args.target, args)
@@ -229,9 +229,9 @@ def cmd_calibrate(args) -> int:
 
 def cmd_export_training(args) -> int:
     """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
-    from .stored_results import stored_judge_results
-    from .judge_configs import results_for
-    from .training_export import PHI_WARNING, write
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.configs import results_for
+    from engine.judge.training_export import PHI_WARNING, write
 
     store = _store(args)
     ds, name = _resolve_dataset(store, args.target, args)
@@ -251,7 +251,7 @@ def cmd_models(args) -> int:
     page). Reads files only."""
     from dataclasses import asdict
 
-    from .local_models import discover, lmstudio_dirs, ollama_dirs
+    from engine.llm.local_models import discover, lmstudio_dirs, ollama_dirs
 
     found = discover()
     if args.json:
@@ -270,8 +270,8 @@ def cmd_get_model(args) -> int:
     """Download a catalog model (the one network action; explicit) and print its path and sha256."""
     import time
 
-    from .model_download import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
-    from .settings import hub_endpoint
+    from engine.llm.model_download import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
+    from engine.data.settings import hub_endpoint
 
     if args.list or not args.key:
         for e in CATALOG:
@@ -318,7 +318,7 @@ def cmd_get_model(args) -> int:
 
 def _resolve_dataset(store: Store, target: str, args):
     """A dataset name in the workspace, or a path that is validated and imported (idempotently) first."""
-    from .sample import SAMPLE_NAME, ensure_sample
+    from engine.sample import SAMPLE_NAME, ensure_sample
 
     if target == SAMPLE_NAME and target not in store.dataset_names():
         ensure_sample(store)  # "sample" always means the bundled synthetic dataset
@@ -348,9 +348,9 @@ def _dataset_and_ids(args):
 def cmd_judge(args) -> int:
     import time
 
-    from .backends import BackendError
-    from .judge import Judge, JudgeParams, run_batch
-    from .ratings import medians
+    from engine.llm.backends import BackendError
+    from engine.judge.runner import Judge, JudgeParams, run_batch
+    from engine.data.ratings import medians
 
     try:
         store, ds, name, ids = _dataset_and_ids(args)
@@ -420,7 +420,7 @@ def _judge_settings(args):
     import os
     from dataclasses import replace
 
-    from .settings import ENV_API_KEY, SOURCE_GGUF, SOURCE_SERVER
+    from engine.data.settings import ENV_API_KEY, SOURCE_GGUF, SOURCE_SERVER
 
     cfg = load_settings()
     over = {}
@@ -444,7 +444,7 @@ def _judge_settings(args):
 
 
 def _open_backend(args, store):
-    from .judge_source import open_judge_backend
+    from engine.judge.source import open_judge_backend
 
     return open_judge_backend(_judge_settings(args), store=store)
 
@@ -452,7 +452,7 @@ def _open_backend(args, store):
 def _concurrency(args, backend) -> int:
     """Requests in flight: ``--concurrency``, else the setting for a server; always 1 in process (one llama.cpp
     context)."""
-    from .settings import MAX_CONCURRENCY
+    from engine.data.settings import MAX_CONCURRENCY
 
     if not backend.capabilities.concurrent:
         return 1
@@ -461,7 +461,7 @@ def _concurrency(args, backend) -> int:
 
 
 def cmd_omissions(args) -> int:
-    from .backends import BackendError
+    from engine.llm.backends import BackendError
 
     if args.concurrency is not None:
         say("error: --concurrency applies to 'judge' only: MED-OMIT sends its requests one at a time, and the "
@@ -481,7 +481,7 @@ def cmd_omissions(args) -> int:
             out.write(line + "\n")
 
     if args.method == "medomit":
-        from .medomit import MedOmit, run_medomit
+        from engine.evidence.medomit import MedOmit, run_medomit
 
         try:
             backend, sha = _open_backend(args, store)
@@ -514,8 +514,8 @@ def cmd_omissions(args) -> int:
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
-    from .coverage import CoverageError, CoverageParams, score_coverage
-    from .embeddings import Embedder
+    from engine.evidence.coverage import CoverageError, CoverageParams, score_coverage
+    from engine.evidence.embeddings import Embedder
 
     emb = Embedder(store=_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
@@ -537,9 +537,9 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 
 
 def cmd_align(args) -> int:
-    from .alignment import align_summary, combined_scores
-    from .coverage import CoverageError
-    from .embeddings import Embedder
+    from engine.evidence.alignment import align_summary, combined_scores
+    from engine.evidence.coverage import CoverageError
+    from engine.evidence.embeddings import Embedder
 
     try:
         store, ds, name, ids = _dataset_and_ids(args)
@@ -584,11 +584,11 @@ def _print_jsonl(rows, out_path: Optional[str]) -> None:
 
 
 def cmd_stigma(args) -> int:
-    """Stigmatizing language per summary (engine.stigma, no LLM): hits with spans and categories, carried forward
+    """Stigmatizing language per summary (engine.evidence.stigma, no LLM): hits with spans and categories, carried forward
     from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
     lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
-    from .ratings import medians
-    from .stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset, workspace_entries
+    from engine.data.ratings import medians
+    from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset, workspace_entries
 
     try:
         store, ds, name, ids = _dataset_and_ids(args)
@@ -617,7 +617,7 @@ def cmd_stigma(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    from .configured_analysis import UnknownConfiguration, analyse_configuration
+    from engine.stats.analysis import UnknownConfiguration, analyse_configuration
 
     store = _store(args)
     try:
@@ -646,8 +646,8 @@ def cmd_stats(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from .sample import SAMPLE_NAME, ensure_sample
-    from .status import dataset_status, status_lines
+    from engine.sample import SAMPLE_NAME, ensure_sample
+    from engine.status import dataset_status, status_lines
 
     store = _store(args)
     if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
@@ -662,9 +662,9 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import ReportError, write
+    from engine.stats.report import ReportError, write
 
-    from .sample import SAMPLE_NAME, ensure_sample
+    from engine.sample import SAMPLE_NAME, ensure_sample
 
     store = _store(args)
     if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
@@ -687,7 +687,7 @@ def cmd_report(args) -> int:
 
 def _judge_token_counter():
     """Note length in tokens of the judge model's tokenizer (words when it cannot be opened, with a warning)."""
-    from .modelfiles import judge_token_counter
+    from engine.llm.modelfiles import judge_token_counter
 
     count, what = judge_token_counter(load_settings().llama_model_path)
     if what != "judge-model tokens":
@@ -696,7 +696,7 @@ def _judge_token_counter():
 
 
 def cmd_judge_export(args) -> int:
-    from .judge import export_results
+    from engine.judge.runner import export_results
 
     store = _store(args)
     lines = export_results(store, args.dataset)
@@ -706,7 +706,7 @@ def cmd_judge_export(args) -> int:
 
 
 def cmd_judge_import(args) -> int:
-    from .judge import import_results_file
+    from engine.judge.runner import import_results_file
 
     store = _store(args, write=True)
     try:
@@ -929,7 +929,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _concurrency_arg(text: str) -> int:
-    from .settings import MAX_CONCURRENCY
+    from engine.data.settings import MAX_CONCURRENCY
 
     try:
         n = int(text)

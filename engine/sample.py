@@ -5,9 +5,9 @@ import json
 import warnings
 from pathlib import Path
 
-from .coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
-from .loading import load_paths
-from .store import ImportResult, Store
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.data.loading import load_paths
+from engine.data.store import ImportResult, Store
 
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"
 SAMPLE_BUNDLE = SAMPLE_ROOT / "pdsqi_sample"
@@ -44,8 +44,8 @@ def ensure_sample(store: Store) -> ImportResult | None:
     ds.source = "bundled synthetic sample (sample_data/pdsqi_sample)"
     res = store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
     if SAMPLE_JUDGE.is_file():
-        from .judge import import_results_file
-        from .validation import DatasetInvalid
+        from engine.judge.runner import import_results_file
+        from engine.data.validation import DatasetInvalid
 
         try:
             import_results_file(store, SAMPLE_NAME, SAMPLE_JUDGE)

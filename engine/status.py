@@ -5,8 +5,8 @@ The start page and ``python -m engine status DATASET`` read this; nothing here c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from .models import RESERVED_RATER_GROUPS
-from .store import Store
+from engine.core.models import RESERVED_RATER_GROUPS
+from engine.data.store import Store
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,10 @@ class DatasetStatus:
 
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
-    from .coverage import DEFAULT_METHOD
-    from .stored_results import stored_judge_results
-    from .judge_configs import configurations
-    from .reviews import ADJUDICATION, SPOT_CHECK, current_reviews
+    from engine.evidence.coverage import DEFAULT_METHOD
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.configs import configurations
+    from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
 
     ds = store.load_dataset(name)
     raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}

@@ -3,14 +3,15 @@ seconds, the full tables a click away, one judge configuration at a time, and th
 import streamlit as st
 
 from components import agreement_view as av, state
-from engine import calibration, untrusted
-from engine.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                              llm_vs_human_rows, mixed_model_rows, reliability_rows)
-from engine.configured_analysis import configured_results
-from engine.report import HUMANS_TITLE, LLM_TITLE, forest_svg
-from engine.rubric import get_item
-from engine.spot_checks import spot_check_rows
-from engine.store import StoreError
+from engine.judge import calibration
+from engine.core import untrusted
+from engine.stats.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
+                                    llm_vs_human_rows, mixed_model_rows, reliability_rows)
+from engine.stats.analysis import configured_results
+from engine.stats.report import HUMANS_TITLE, LLM_TITLE, forest_svg
+from engine.core.rubric import get_item
+from engine.stats.spot_checks import spot_check_rows
+from engine.data.store import StoreError
 
 st.title("Agreement")
 name, ds = state.require_dataset()

@@ -3,16 +3,19 @@
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, jobs_view, state
-from engine import citations, injection, stigma, untrusted
-from engine.alignment import alignment_cached
-from engine.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
-                             coverage_cached, merge_regions)
-from engine.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
-from engine.stored_results import latest_result
-from engine.judge_configs import config_key_of, is_smoke_test
-from engine.ratings import display_table, judge_cell
-from engine.rubric import ITEMS, get_item
-from engine.store import StoreError
+from engine.core import citations
+from engine.llm import injection
+from engine.evidence import stigma
+from engine.core import untrusted
+from engine.evidence.alignment import alignment_cached
+from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
+                                      coverage_cached, merge_regions)
+from engine.evidence.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
+from engine.judge.stored import latest_result
+from engine.judge.configs import config_key_of, is_smoke_test
+from engine.data.ratings import display_table, judge_cell
+from engine.core.rubric import ITEMS, get_item
+from engine.data.store import StoreError
 
 MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
 
@@ -46,7 +49,7 @@ st.subheader(f"{untrusted.md_inline(case.case_id)} — for {untrusted.md_inline(
 st.caption(f"{len(case.notes)} notes, {case.word_count} words · {len(summaries)} summaries")
 
 store = state.store()
-# stigmatizing language (engine.stigma, no LLM): the built-in lexicon plus the clinician entries of this workspace
+# stigmatizing language (engine.evidence.stigma, no LLM): the built-in lexicon plus the clinician entries of this workspace
 lexicon = state.guarded(lambda: stigma.load_lexicon(stigma.workspace_entries(store)), default=None)
 note_scans = stigma.scan_notes(case, lexicon) if lexicon is not None else []
 

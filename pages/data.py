@@ -8,11 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from components import report as report_view, state, uploads
-from engine import backup as backup_mod, untrusted
-from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_header, sniff_wide_ratings
-from engine.rubric import ITEMS
-from engine.store import StoreError
-from engine.validation import DatasetInvalid, ValidationReport
+from engine.data import backup as backup_mod
+from engine.core import untrusted
+from engine.data.loading import LoadOptions, RatingsMapping, load_paths, sniff_header, sniff_wide_ratings
+from engine.core.rubric import ITEMS
+from engine.data.store import StoreError
+from engine.data.validation import DatasetInvalid, ValidationReport
 
 st.title("Data")
 store = state.guarded(state.store, stop=True)

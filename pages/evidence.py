@@ -4,13 +4,13 @@ import json
 import streamlit as st
 
 from components import evidence_view, jobs_view, state
-from engine import untrusted
-from engine.alignment import combined_scores
-from engine.alignment import result_from_dict as alignment_from
-from engine.evidence import evidence_job
-from engine.coverage import DEFAULT_METHOD
-from engine.coverage import result_from_dict as coverage_from
-from engine.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, medomit_job
+from engine.core import untrusted
+from engine.evidence.alignment import combined_scores
+from engine.evidence.alignment import result_from_dict as alignment_from
+from engine.evidence.batch import evidence_job
+from engine.evidence.coverage import DEFAULT_METHOD
+from engine.evidence.coverage import result_from_dict as coverage_from
+from engine.evidence.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, medomit_job
 
 st.title("Evidence")
 name, ds = state.require_dataset()

@@ -4,15 +4,16 @@ from dataclasses import asdict
 import streamlit as st
 
 from components import jobs_view, judge_view, state
-from engine import calibration, untrusted
-from engine.backends import BackendError
-from engine.judge import JudgeParams, JudgeResult, Judge, judge_job, primary_score
-from engine.judge_configs import config_key_of, is_smoke_test
-from engine.judge_source import describe_source
-from engine.modelfiles import embedded
-from engine.ratings import judge_cell, medians, reference_cell
-from engine.rubric import ITEMS, format_value
-from engine.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
+from engine.judge import calibration
+from engine.core import untrusted
+from engine.llm.backends import BackendError
+from engine.judge.runner import JudgeParams, JudgeResult, Judge, judge_job, primary_score
+from engine.judge.configs import config_key_of, is_smoke_test
+from engine.judge.source import describe_source
+from engine.llm.modelfiles import embedded
+from engine.data.ratings import judge_cell, medians, reference_cell
+from engine.core.rubric import ITEMS, format_value
+from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 
 st.title("Judge")
 name, ds = state.require_dataset()

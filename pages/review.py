@@ -9,13 +9,15 @@ import streamlit as st
 from components import case_view, state, triage_view
 from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
                                     render_shortcuts)
-from engine import citations, triage, untrusted
-from engine.stored_results import latest_result
-from engine.ratings import display_table, judge_cell
-from engine.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
-                            review_history, reviews_as_ratings, save_review)
-from engine.rubric import ITEMS
-from engine.store import StoreError
+from engine.core import citations
+from engine.judge import triage
+from engine.core import untrusted
+from engine.judge.stored import latest_result
+from engine.data.ratings import display_table, judge_cell
+from engine.data.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
+                                 review_history, reviews_as_ratings, save_review)
+from engine.core.rubric import ITEMS
+from engine.data.store import StoreError
 
 
 

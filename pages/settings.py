@@ -8,15 +8,15 @@ from dataclasses import replace
 import streamlit as st
 
 from components import settings_view, state
-from engine import untrusted
-from engine.backends import BackendError, gpu_offload_supported
-from engine.judge_source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
-from engine.local_models import lmstudio_dirs, ollama_dirs
-from engine.model_download import CATALOG, DownloadError, default_models_dir, download
-from engine.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
-from engine.settings import (ENV_HUB_ENDPOINT, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF,
-                             SOURCE_LOCAL, SOURCE_SERVER, SettingsError, default_workspace_path, hub_endpoint,
-                             save_settings, workspace_path)
+from engine.core import untrusted
+from engine.llm.backends import BackendError, gpu_offload_supported
+from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
+from engine.llm.local_models import lmstudio_dirs, ollama_dirs
+from engine.llm.model_download import CATALOG, DownloadError, default_models_dir, download
+from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
+from engine.data.settings import (ENV_HUB_ENDPOINT, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF,
+                                  SOURCE_LOCAL, SOURCE_SERVER, SettingsError, default_workspace_path, hub_endpoint,
+                                  save_settings, workspace_path)
 
 md = untrusted.md
 ss = st.session_state
@@ -269,8 +269,8 @@ for entry in CATALOG:
                       on_click=_use_model, args=(target["path"],))
 
 # ------------------------------------------------------------------------------------ stigmatizing-language lexicon
-from engine.stigma import LexiconError, add_clinician_entry, load_lexicon, workspace_entries  # noqa: E402
-from engine.store import StoreBusy, StoreError  # noqa: E402
+from engine.evidence.stigma import LexiconError, add_clinician_entry, load_lexicon, workspace_entries  # noqa: E402
+from engine.data.store import StoreBusy, StoreError  # noqa: E402
 
 STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added_by": "", "stig_noun_only": False,
                "stig_patient_only": False}
@@ -334,7 +334,7 @@ base_lex = load_lexicon()
 per_cat = {c: sum(e.category == c for e in base_lex.entries) for c in base_lex.categories}
 st.caption(f"Built in: {len(base_lex.entries)} entries, version {md(base_lex.version)}. The terms, the context rules "
            "and the studies they come from are documented in the README, section \"Stigmatizing language\", and in "
-           f"{md('engine/data/stigma_lexicon.json')}.")
+           f"{md('engine/resources/stigma_lexicon.json')}.")
 st.markdown("\n".join(f"- **{md(c)}** ({per_cat[c]}): {md(desc)}" for c, desc in base_lex.categories.items()))
 if base_lex.references:
     with st.expander("Sources of the built-in lexicon"):

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from components import start_view, state
-from engine import untrusted
+from engine.core import untrusted
 from engine.status import dataset_status
 
 st.title("SumCheck")

@@ -35,7 +35,7 @@ def isolated_settings(tmp_path, monkeypatch):
 
 @pytest.fixture
 def store(tmp_path):
-    from engine.store import Store
+    from engine.data.store import Store
 
     return Store(tmp_path / "store.sqlite")
 

@@ -14,10 +14,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from engine.backends import Capabilities, Generation
-from engine.judge import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
-from engine.judge_prompt import PROMPT_VERSION
-from engine.rubric import ITEMS, Scale
+from engine.llm.backends import Capabilities, Generation
+from engine.judge.runner import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
+from engine.judge.prompt import PROMPT_VERSION
+from engine.core.rubric import ITEMS, Scale
 
 
 def judge_result(summary_id: str, case_id: str, expected: dict, model: str = "fake-a.gguf",
@@ -64,7 +64,7 @@ class EchoBackend:
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
         import json
 
-        from engine.backends import Generation
+        from engine.llm.backends import Generation
 
         self.calls += 1
         return Generation(json.dumps(self.reply), 10, 10, 0.0, 0.0, "stop")
@@ -78,7 +78,7 @@ def sample_results_as_smoke_test(store, dataset: str = "sample") -> int:
     (file name and hash), for tests of the smoke-test marks; returns how many."""
     import json
 
-    from engine.modelfiles import GEMMA_KEY, embedded_sha256
+    from engine.llm.modelfiles import GEMMA_KEY, embedded_sha256
 
     rows = store.judge_results(dataset, latest_only=False)
     out = []
@@ -242,10 +242,10 @@ def make_server(routes, fail_first=0, fail_status=503):
 # ------------------------------------------------------------ a stored MED-OMIT result for the Case page
 def seed_medomit(name="sample"):
     """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
-    from engine.medomit import MedOmit, run_medomit
+    from engine.evidence.medomit import MedOmit, run_medomit
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -259,8 +259,8 @@ def seed_medomit(name="sample"):
 def drop_stored_evidence() -> None:
     """A workspace whose sample has no embedding evidence (as after new content or a code-version bump)."""
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -372,7 +372,7 @@ GOOD_REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized"
 
 def judge_lines(store, dataset, summary_ids, replies=None, n_ctx=100_000, **params):
     """Real judge results (fake model) for summaries of a stored dataset, as exported JSON lines."""
-    from engine.judge import Judge, JudgeParams
+    from engine.judge.runner import Judge, JudgeParams
 
     ds = store.load_dataset(dataset)
     replies = replies or [GOOD_REPLY, {**GOOD_REPLY, "cited": 2}, {**GOOD_REPLY, "cited": 5, "abstraction": "no",
@@ -425,7 +425,7 @@ class ReplayBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
+        from engine.llm.backends import Generation
 
         self.calls += 1
         s = self.by_seed[seed]
@@ -455,7 +455,7 @@ class RecordingBackend:
         return len(text.split())
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs):
-        from engine.backends import Generation
+        from engine.llm.backends import Generation
 
         props = schema["properties"]
         if "facts" in props:

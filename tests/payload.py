@@ -55,7 +55,7 @@ def bundle_files() -> list[str]:
 
 def judge_result_json(summary_id: str, case_id: str, status: str) -> str:
     """A stored judge result whose model-written text (replies, explanations, warnings, reason) is hostile."""
-    from engine.rubric import ITEMS
+    from engine.core.rubric import ITEMS
 
     items = {}
     for k, it in enumerate(ITEMS):
@@ -101,9 +101,9 @@ def medomit_result_json(summary_id: str, case_id: str, note_text: str) -> str:
 
 def seed(store, name: str = DATASET) -> str:
     """Import the payload bundle as ``name`` and store hostile reviews, judge and MED-OMIT results."""
-    from engine.judge import JudgeResult
-    from engine.loading import LoadOptions, load_paths
-    from engine.reviews import save_review
+    from engine.judge.runner import JudgeResult
+    from engine.data.loading import LoadOptions, load_paths
+    from engine.data.reviews import save_review
 
     ds, _ = load_paths(bundle_files(), LoadOptions(), name=name)
     store.import_dataset(ds, name=name, replace=True, files=tuple(Path(p).name for p in bundle_files()))

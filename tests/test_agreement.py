@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine import reliability as rel
-from engine.agreement import analyse, disagreements, item_matrix, llm_effect, reliability_rows
-from engine.loading import load_paths
+from engine.core import reliability as rel
+from engine.stats.agreement import analyse, disagreements, item_matrix, llm_effect, reliability_rows
+from engine.data.loading import load_paths
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_cli_stats_writes_report(tmp_path):
 def test_adjudicated_score_and_spot_check_flow_into_the_statistics(store):
     """Adjudicating the top disagreement changes its human reference; a spot check is compared with the panel and
     does not join it."""
-    from engine.reviews import ADJUDICATION, SPOT_CHECK, dataset_with_reviews, save_review
+    from engine.data.reviews import ADJUDICATION, SPOT_CHECK, dataset_with_reviews, save_review
 
     ds, _ = load_paths([BUNDLE], name="sample")
     store.import_dataset(ds)

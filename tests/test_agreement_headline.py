@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from engine.agreement import analyse, format_p, headline, koo_li_band
-from engine.judge_configs import config_key_of, configurations, results_for
-from engine.models import Case, Dataset, Note, Rating, Summary
-from engine.rubric import ITEMS
+from engine.stats.agreement import analyse, format_p, headline, koo_li_band
+from engine.judge.configs import config_key_of, configurations, results_for
+from engine.core.models import Case, Dataset, Note, Rating, Summary
+from engine.core.rubric import ITEMS
 
 
 @pytest.mark.parametrize("v,band", [(0.49, "poor"), (0.5, "moderate"), (0.74, "moderate"), (0.75, "good"),

@@ -4,7 +4,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from conftest import FORMATS, ROOT
-from engine.untrusted import md_inline
+from engine.core.untrusted import md_inline
 from fakes import seed_medomit
 
 TIMEOUT = 60
@@ -65,7 +65,7 @@ def test_data_page_delete_needs_confirmation():
     assert not at.exception
     import os
 
-    from engine.store import Store
+    from engine.data.store import Store
 
     assert "sample" not in Store(os.environ["SUMCHECK_WORKSPACE"]).dataset_names()  # really gone
     assert any("Deleted 'sample'" in s.value for s in at.success), [s.value for s in at.success]  # and said so
@@ -83,7 +83,7 @@ def test_settings_page_rejects_bad_model_and_saves_good(tmp_path):
     at.button[0].click().run()
     assert not at.exception
     assert any("Saved" in s.value for s in at.success)
-    from engine.settings import config_path
+    from engine.data.settings import config_path
     assert json.loads(config_path().read_text())["n_ctx"] == 4096
 
 
@@ -115,7 +115,7 @@ def test_judge_page_runs_real_model_on_sample_summary():
 
 
 def test_judge_page_bad_model_path_keeps_running(tmp_path):
-    from engine.settings import AppSettings, config_path
+    from engine.data.settings import AppSettings, config_path
     import dataclasses
     bad = tmp_path / "corrupt.gguf"
     bad.write_bytes(b"not a model at all")
@@ -138,11 +138,11 @@ def test_case_page_shows_stored_medomit_result():
 
 def test_evidence_page_lists_summaries():
     sid = seed_medomit()
-    from engine.alignment import alignment_cached
-    from engine.coverage import coverage_cached
-    from engine.embeddings import Embedder
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.evidence.alignment import alignment_cached
+    from engine.evidence.coverage import coverage_cached
+    from engine.evidence.embeddings import Embedder
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
     store = Store(workspace_path())
     ds = store.load_dataset("sample")
     emb = Embedder()
@@ -212,9 +212,9 @@ def test_judge_page_on_a_server_streams_partial_scores_and_stops_early(monkeypat
     shown so far stay on screen with the error (no traceback)."""
     import dataclasses
 
-    import engine.judge as judge_mod
-    from engine.backends import BackendError
-    from engine.settings import SOURCE_SERVER, AppSettings, config_path
+    import engine.judge.runner as judge_mod
+    from engine.llm.backends import BackendError
+    from engine.data.settings import SOURCE_SERVER, AppSettings, config_path
     from fakes import DIALECTS, make_server
 
     calls, partials = [], []

@@ -4,18 +4,18 @@ judge results built directly, logic only)."""
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from engine.calibration import LIKERT_KEYS
+from engine.judge.calibration import LIKERT_KEYS
 from fakes import judge_result
 
 TIMEOUT = 120
 
 
 def _store_with_results():
-    from engine.calibration import LIKERT_KEYS
-    from engine.ratings import medians
+    from engine.judge.calibration import LIKERT_KEYS
+    from engine.data.ratings import medians
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)

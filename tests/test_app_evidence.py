@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from components.evidence_view import COLUMN_HELP
-from engine.untrusted import html
+from engine.core.untrusted import html
 from fakes import drop_stored_evidence
 
 TIMEOUT = 120
@@ -25,11 +25,11 @@ def _run() -> AppTest:
 
 
 def _seed_embeddings(sid: str) -> None:
-    from engine.alignment import alignment_cached
-    from engine.coverage import coverage_cached
-    from engine.embeddings import Embedder
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.evidence.alignment import alignment_cached
+    from engine.evidence.coverage import coverage_cached
+    from engine.evidence.embeddings import Embedder
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ds = store.load_dataset("sample")
@@ -125,10 +125,11 @@ def test_case_page_focuses_the_picked_region_and_sentence():
     at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    from engine.alignment import alignment_cached
-    from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached, merge_regions
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.evidence.alignment import alignment_cached
+    from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached,
+                                          merge_regions)
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ds = store.load_dataset("sample")
@@ -178,8 +179,8 @@ def test_case_page_focus_escapes_hostile_notes():
     script in the element is our constant one."""
     import payload
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)

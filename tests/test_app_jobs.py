@@ -32,7 +32,7 @@ def _wait(pred, timeout=120.0):
 
 
 def _plain(text: str) -> str:
-    """Markdown as read: without the escaping backslashes and word joiners engine.untrusted adds to data."""
+    """Markdown as read: without the escaping backslashes and word joiners engine.core.untrusted adds to data."""
     return text.replace("\\", "").replace("\u2060", "")
 
 
@@ -57,8 +57,8 @@ def _cancel(at: AppTest, name: str) -> AppTest:
 
 
 def _n_judged() -> int:
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     return len(Store(workspace_path()).judge_results("sample"))
 

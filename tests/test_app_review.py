@@ -16,8 +16,8 @@ def _run(script: str = PAGE) -> AppTest:
 
 def _store():
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -26,7 +26,7 @@ def _store():
 
 def _seed_judge(store, sid):
     """Store an LLM judge result for one sample summary (fake backend: logic only)."""
-    from engine.judge import Judge, JudgeParams, run_batch
+    from engine.judge.runner import Judge, JudgeParams, run_batch
     from fakes import GOOD, FakeBackend
 
     ds = store.load_dataset("sample")
@@ -84,7 +84,7 @@ def test_page_renders_on_sample():
     assert at.get("download_button")
     # the form with every item's question, guidance and anchors once a reviewer is named
     _reviewer(at, "Dr Test")
-    from engine.rubric import ITEMS
+    from engine.core.rubric import ITEMS
     assert [s.label for s in at.radio if s.label.endswith(" value")] == [f"{i.label} value" for i in ITEMS]
     assert len(at.expander) >= len(ITEMS)
     md = " ".join(m.value for m in at.markdown)
@@ -119,7 +119,7 @@ def test_blinded_hides_scores_until_submit_then_shows_history():
     _submit(at)
     assert any("Saved 3 item(s)" in s.value for s in at.success), [e.value for e in at.error]
 
-    from engine.reviews import current_reviews
+    from engine.data.reviews import current_reviews
     cur = {r.item: r for r in current_reviews(store, "sample", sid)}
     assert set(cur) == {"cited", "abstraction", "synthesized"}
     assert cur["cited"].value == 2.0 and cur["cited"].reviewer == "Dr Test"
@@ -157,7 +157,7 @@ def test_invalid_submission_is_reported_and_stays_blinded():
     _value_box(at, "Synthesized").set_value("—")
     _submit(at)
     assert any("no item was scored" in e.value for e in at.error)
-    from engine.reviews import export_reviews_csv
+    from engine.data.reviews import export_reviews_csv
     assert export_reviews_csv(_store(), "sample").count("\n") == 1  # header only
 
 
@@ -210,7 +210,7 @@ def test_one_screen_notes_left_form_right_with_shortcuts():
     left, right = _block_with_two_columns(at)
     assert len(" ".join(m.value for m in left.markdown)) > 500  # the notes, in the left column
     assert "Note 1" in " ".join(m.value for m in left.markdown)  # the summary with its citation badges
-    from engine.rubric import ITEMS
+    from engine.core.rubric import ITEMS
     assert [r.label for r in right.radio] == [f"{i.label} value" for i in ITEMS]  # the whole form on the right
     assert any(b.label == "Save review" for b in right.button)
     # the notes and the summary scroll in fixed-height boxes, and so does the form: it stays in view

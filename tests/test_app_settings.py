@@ -9,9 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from engine import untrusted
-from engine.settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings, SettingsError,
-                             config_path, load_settings, save_settings)
+from engine.core import untrusted
+from engine.data.settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings,
+                                  SettingsError, config_path, load_settings, save_settings)
 from fakes import DIALECTS, make_server
 
 TIMEOUT = 60
@@ -24,7 +24,7 @@ def no_real_model_stores(tmp_path, monkeypatch):
     downloads go to a temporary folder."""
     from pathlib import Path
 
-    import engine.local_models as lm
+    import engine.llm.local_models as lm
 
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
@@ -72,7 +72,7 @@ def _all_text(at: AppTest) -> str:
 def fake_ollama_store(root):
     """An Ollama model store as `ollama pull gemma3:270m` leaves it: a manifest naming a sha256 blob (here a
     symlink to the embedded GGUF)."""
-    from engine.modelfiles import embedded_model_path
+    from engine.llm.modelfiles import embedded_model_path
 
     blob = root / "blobs" / "sha256-0123abcd"
     blob.parent.mkdir(parents=True)
@@ -251,7 +251,7 @@ def test_model_found_in_ollama_store_is_selectable_and_judges(tmp_path, monkeypa
 
 
 def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypatch):
-    from engine.model_download import CATALOG
+    from engine.llm.model_download import CATALOG
     from fakes import BODY, SHA, hub
 
     srv, state = hub()
@@ -278,7 +278,7 @@ def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypa
 
 
 def test_download_failure_is_shown_and_nothing_is_kept(tmp_path, monkeypatch):
-    from engine.model_download import CATALOG
+    from engine.llm.model_download import CATALOG
     from fakes import hub
 
     srv, _ = hub(sha="0" * 64)

@@ -7,10 +7,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import BUNDLE, FORMATS, ROOT
-from engine.loading import load_paths
-from engine.models import Dataset, Rating
+from engine.data.loading import load_paths
+from engine.core.models import Dataset, Rating
 from engine.sample import ensure_sample
-from engine.store import Store
+from engine.data.store import Store
 
 PAGES = ["pages/case.py", "pages/judge.py", "pages/evidence.py", "pages/agreement.py", "pages/review.py",
          "pages/data.py", "pages/settings.py"]

@@ -1,6 +1,8 @@
-"""Rules of the code's layout, checked on the source: the engine never imports Streamlit; no private API of another
-library is used or patched; no module reaches for another module's private names; tests share helpers through
-conftest, fakes and payload, never by importing another test module."""
+"""Rules of the code's layout, checked on the source: engine packages import only downward (core < llm < data <
+evidence < judge < stats < the command line) and no engine module imports itself back through a cycle; the engine
+never imports Streamlit; no private API of another library is used or patched; no module reaches for another
+module's private names; tests share helpers through conftest, fakes and payload, never by importing another test
+module."""
 import ast
 import re
 
@@ -21,6 +23,75 @@ def _imports(path):
         elif isinstance(node, ast.ImportFrom):
             for a in node.names:
                 yield node, ("." * node.level) + (node.module or ""), a.name
+
+
+LAYERS = ("core", "llm", "data", "evidence", "judge", "stats", "top")  # lowest first
+
+
+def _layer(module: str) -> str:
+    """engine.<package>.<module> -> package; engine.<module> (cli, sample, status) -> "top"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in LAYERS else "top"
+
+
+def _engine_modules():
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        yield name, path
+
+
+def _engine_imports(path, name):
+    """The engine modules ``name`` imports (absolute, any depth, function-level imports included)."""
+    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    for node, mod, imported in _imports(path):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = pkg.rsplit(".", node.level - 1)[0] if node.level > 1 else pkg
+            mod = base + (("." + node.module) if node.module else "")
+        if not (mod == "engine" or mod.startswith("engine.")):
+            continue
+        if imported and mod.count(".") < 2 and f"{mod}.{imported}" in dict(_engine_modules()):
+            yield f"{mod}.{imported}"  # from engine.evidence import stigma
+        else:
+            yield mod
+
+
+def test_engine_packages_import_only_downward():
+    bad = []
+    for name, path in _engine_modules():
+        here = LAYERS.index(_layer(name))
+        for dep in _engine_imports(path, name):
+            if dep != "engine" and LAYERS.index(_layer(dep)) > here:
+                bad.append(f"{name} imports {dep}")
+    assert bad == []
+
+
+def test_no_import_cycle_between_engine_modules():
+    graph = {name: {d for d in _engine_imports(path, name) if d != name} for name, path in _engine_modules()}
+    graph = {k: {d for d in v if d in graph} for k, v in graph.items()}
+    seen, stack, cycles = set(), [], []
+
+    def visit(node):
+        if node in stack:
+            cycles.append(stack[stack.index(node):] + [node])
+            return
+        if node in seen:
+            return
+        seen.add(node)
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            visit(dep)
+        stack.pop()
+
+    for node in sorted(graph):
+        visit(node)
+    assert cycles == []
+
+
+def test_every_engine_package_says_what_it_owns_and_may_import():
+    for pkg in LAYERS[:-1]:
+        doc = ast.get_docstring(ast.parse((ROOT / "engine" / pkg / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "Imports:" in doc, pkg
 
 
 def _rel(path):

@@ -125,7 +125,7 @@ def payload_server(tmp_path):
     """The app on a workspace holding the sample and the payload dataset (with hostile reviews, judge and
     MED-OMIT results), its temp folder private to the test, with two stale upload folders planted in it."""
     from engine.sample import ensure_sample
-    from engine.store import Store
+    from engine.data.store import Store
 
     store = Store(tmp_path / "ws.sqlite")
     ensure_sample(store)

@@ -37,9 +37,10 @@ IN_VIEW_JS = """(id) => {
 def _first_case_evidence(ws):
     """The page's default case and summary, with its possibly omitted regions at the default threshold and its
     sentence alignment, from the workspace the server imported the sample into (stored: nothing is computed)."""
-    from engine.alignment import alignment_cached
-    from engine.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached, merge_regions
-    from engine.store import Store
+    from engine.evidence.alignment import alignment_cached
+    from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached,
+                                          merge_regions)
+    from engine.data.store import Store
 
     def not_stored():
         pytest.fail("the sample's evidence should ship precomputed")
@@ -50,7 +51,7 @@ def _first_case_evidence(ws):
     summary = ds.summaries_for(case.case_id)[0]
     cov = coverage_cached(store, "sample", case, summary, not_stored, CoverageParams(method=DEFAULT_METHOD))
     hi = max(u.score for u in cov.units)
-    from engine.citations import strip
+    from engine.core.citations import strip
 
     regions = merge_regions(case, cov.units, min(DEFAULT_THRESHOLDS[DEFAULT_METHOD], hi), top=MAX_REGIONS,
                             summary_text=strip(summary.text))  # ranked as the Case page ranks them

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine import calibration as cal
-from engine.evidence_features import FEATURE_NAMES
+from engine.judge import calibration as cal
+from engine.judge.features import FEATURE_NAMES
 from engine.cli import main
-from engine.judge_configs import config_key_of
-from engine.loading import load_paths
+from engine.judge.configs import config_key_of
+from engine.data.loading import load_paths
 from fakes import judge_result
 
 
@@ -87,7 +87,7 @@ def sample_store(store):
 
 def _store_results(store, ds, model, shift=0.0):
     """One result per summary whose expected scores follow the raters' median (squeezed into 4-5)."""
-    from engine.ratings import medians
+    from engine.data.ratings import medians
 
     res = []
     for i, s in enumerate(ds.summaries):

@@ -1,4 +1,4 @@
-"""Backends declare what they can do (engine.backends.Capabilities) and callers act on the declaration: several
+"""Backends declare what they can do (engine.llm.backends.Capabilities) and callers act on the declaration: several
 summaries in flight only for a backend that says it is concurrent, a run plan in tokens only for one with an
 in-process tokenizer, and a CLI flag that would do nothing is refused with a message."""
 import re
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.backends import Capabilities, LlamaCppBackend, OpenAIHTTPBackend
-from engine.judge import Judge, JudgeParams, run_batch
-from engine.loading import load_paths
+from engine.llm.backends import Capabilities, LlamaCppBackend, OpenAIHTTPBackend
+from engine.judge.runner import Judge, JudgeParams, run_batch
+from engine.data.loading import load_paths
 from fakes import SlowFake
 
 
@@ -37,8 +37,8 @@ def test_a_backend_declared_concurrent_gets_several_summaries_at_once(ds):
 
 
 def test_a_run_is_planned_in_tokens_only_with_a_declared_tokenizer(ds):
-    from engine.jobs import Job
-    from engine.judge import _plan_job
+    from engine.core.jobs import Job
+    from engine.judge.runner import _plan_job
 
     ids = [s.summary_id for s in ds.summaries[:2]]
     plain = SlowFake()

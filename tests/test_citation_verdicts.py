@@ -3,9 +3,9 @@ implementation's form (every sentence cites <Note ID:n>, some cite lists): a cit
 supports the sentence; another note that supports it better is only information."""
 import pytest
 
-from engine.alignment import align_summary
-from engine.injection import scan
-from engine.models import Case, Note, Summary
+from engine.evidence.alignment import align_summary
+from engine.llm.injection import scan
+from engine.core.models import Case, Note, Summary
 
 HP = ("History and physical. 71-year-old woman admitted with community-acquired pneumonia of the right lower lobe. "
       "She has type 2 diabetes treated with metformin 1000 mg twice daily. Ceftriaxone and azithromycin were "
@@ -27,7 +27,7 @@ SUMMARY = Summary("s1", "c1", (
 
 @pytest.fixture(scope="module")
 def result():
-    from engine.embeddings import Embedder
+    from engine.evidence.embeddings import Embedder
 
     return align_summary(CASE, SUMMARY, Embedder())
 

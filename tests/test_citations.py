@@ -1,7 +1,7 @@
 """One citations module: every form found in practice, one id grammar; parsing and stripping agree."""
 import pytest
 
-from engine.citations import DEFAULT_STYLE, cited_ids, detect_style, find, leading_run, strip
+from engine.core.citations import DEFAULT_STYLE, cited_ids, detect_style, find, leading_run, strip
 
 
 @pytest.mark.parametrize("text,ids", [
@@ -61,7 +61,7 @@ def test_leading_run():
 
 def test_case_page_badges_for_the_reference_implementation_form():
     from components.case_view import summary_html
-    from engine.citations import spans
+    from engine.core.citations import spans
 
     text = "AF on apixaban <Note ID:1>, <Note ID:3>. Echo [Note 2]. Unknown <Note ID: 9>."
     html = summary_html(text, spans(text), ["1", "2", "3"])
@@ -72,19 +72,19 @@ def test_case_page_badges_for_the_reference_implementation_form():
 
 def test_citation_check_on_reference_form_cases():
     """Sentences citing <Note ID:n> lists are not 'missing' (17 of 17 were, before one citations module)."""
-    from engine.models import Case, Note, Summary
+    from engine.core.models import Case, Note, Summary
 
     case = Case("c", "Cardiology", (Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily."),
                                    Note("2", "Echo: LVEF 35%."), Note("3", "Nephrology referral for CKD 3.")))
     summ = Summary("s", "c", "Atrial fibrillation on apixaban. <Note ID:1>, <Note ID:3> LVEF 35%. <Note ID:2>")
     assert [c.note_id for c in summ.citations] == ["1", "3", "2"]
-    from engine.sentences import split_sentences
+    from engine.evidence.sentences import split_sentences
 
     assert [s.citations for s in split_sentences(summ.text)] == [("1", "3"), ("2",)]
 
 
 def test_compact_labels_use_the_same_parser():
-    from engine.citations import compact
+    from engine.core.citations import compact
 
     assert compact("AF on apixaban <Note ID:1>, <Note ID:3>. Echo [Note 2].") == "AF on apixaban [1], [3]. Echo [2]."
     assert compact("LVEF 35%. <NoteID:2,4>") == "LVEF 35%. [2, 4]"

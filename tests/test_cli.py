@@ -5,8 +5,8 @@ import sys
 
 from conftest import BUNDLE, FORMATS, ROOT
 from engine.cli import main
-from engine.settings import workspace_path
-from engine.store import Store
+from engine.data.settings import workspace_path
+from engine.data.store import Store
 
 
 def test_validate_ok_and_bad(tmp_path, capsys):
@@ -180,7 +180,7 @@ def test_models_lists_ollama_and_lmstudio_ggufs(tmp_path, monkeypatch, capsys):
 
 
 def test_get_model_lists_downloads_and_verifies(tmp_path, monkeypatch, capsys):
-    from engine.model_download import CATALOG
+    from engine.llm.model_download import CATALOG
     from fakes import BODY, SHA, hub
 
     assert main(["get-model", "--list"]) == 0
@@ -213,8 +213,8 @@ def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys
     """--endpoint/--api-key/--concurrency reach the HTTP backend and run_batch (when it takes concurrency)."""
     import json
 
-    import engine.judge as judge_mod
-    from engine.backends import OpenAIHTTPBackend
+    import engine.judge.runner as judge_mod
+    from engine.llm.backends import OpenAIHTTPBackend
     from fakes import DIALECTS, make_server
 
     keys, batch = [], []
@@ -257,7 +257,7 @@ def test_concurrency_out_of_range_is_a_usage_error(capsys):
 
 def test_judge_uses_the_configured_server_without_flags(capsys):
     """The CLI judges with the source chosen on the Settings page (here a server that is down: a clear error)."""
-    from engine.settings import SOURCE_SERVER, AppSettings, save_settings
+    from engine.data.settings import SOURCE_SERVER, AppSettings, save_settings
 
     save_settings(AppSettings(judge_source=SOURCE_SERVER, server_url="http://127.0.0.1:9/v1", server_model="m"))
     assert main(["sample"]) == 0

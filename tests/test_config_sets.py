@@ -2,9 +2,9 @@
 configuration it was judged in before (the committee's figures do not change without notice)."""
 from conftest import BUNDLE
 from engine.cli import main
-from engine.judge import JudgeResult
-from engine.judge_configs import configurations
-from engine.loading import load_paths
+from engine.judge.runner import JudgeResult
+from engine.judge.configs import configurations
+from engine.data.loading import load_paths
 from fakes import judge_result
 
 

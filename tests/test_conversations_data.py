@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from conftest import SAMPLE
-from engine.loading import load_paths
+from engine.data.loading import load_paths
 
 CONV = SAMPLE / "conversations"
 sys.path.insert(0, str(CONV))

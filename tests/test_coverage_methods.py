@@ -11,16 +11,16 @@ import pytest
 
 from conftest import BUNDLE
 from engine.cli import main
-from engine.coverage import (DEFAULT_METHOD, METHODS, UNITCOV_CALIBRATION, CoverageError, CoverageParams,
-                             lexical_set, score_coverage, source_kind, source_units)
-from engine.loading import load_paths
-from engine.models import Case, Note, Summary
-from engine.salience import line_salience
+from engine.evidence.coverage import (DEFAULT_METHOD, METHODS, UNITCOV_CALIBRATION, CoverageError, CoverageParams,
+                                      lexical_set, score_coverage, source_kind, source_units)
+from engine.data.loading import load_paths
+from engine.core.models import Case, Note, Summary
+from engine.evidence.salience import line_salience
 
 
 @pytest.fixture(scope="module")
 def emb():
-    from engine.embeddings import Embedder
+    from engine.evidence.embeddings import Embedder
 
     return Embedder()
 

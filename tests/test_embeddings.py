@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.embeddings import Embedder
+from engine.evidence.embeddings import Embedder
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ QUERY = "Iguana bite to the thumb treated with a tetanus booster and antibiotics
 
 @pytest.fixture(scope="module")
 def long_turn(emb):
-    from engine.loading import load_paths
+    from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE
 
     ds, _ = load_paths([SAMPLE_BUNDLE])
@@ -73,7 +73,7 @@ def test_a_long_text_is_embedded_whole_in_windows(emb, long_turn):
 
 
 def test_windows_cover_the_text_at_word_boundaries(emb, long_turn):
-    from engine.embeddings import SENTENCE_WINDOW, word_windows
+    from engine.evidence.embeddings import SENTENCE_WINDOW, word_windows
 
     offs = emb.tok(long_turn, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
     wins = word_windows(long_turn, offs)
@@ -111,7 +111,7 @@ class _Spy:
 
 
 def test_a_restarted_app_reads_embeddings_from_the_workspace(emb, tmp_path, long_turn):
-    from engine.store import Store
+    from engine.data.store import Store
 
     store = Store(tmp_path / "ws.sqlite")
     note = "Persistent cache note: " + long_turn
@@ -163,7 +163,7 @@ def test_a_failing_workspace_only_costs_a_recomputation(emb):
 
 
 def test_length_batches_cover_every_text_once_and_cut_padding():
-    from engine.embeddings import length_batches
+    from engine.evidence.embeddings import length_batches
 
     lengths = [5, 80, 6, 7, 79, 30, 31, 5, 200] * 20
     batches = length_batches(lengths)

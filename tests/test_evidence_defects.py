@@ -6,10 +6,10 @@ import json
 import pytest
 
 from conftest import SAMPLE
-from engine import specifics
-from engine.coverage import Region, Unit, merge_regions, region_rank_key, source_units
-from engine.defect_check import check_manifest, summary_rows
-from engine.models import Case, Note
+from engine.evidence import specifics
+from engine.evidence.coverage import Region, Unit, merge_regions, region_rank_key, source_units
+from engine.evidence.defect_check import check_manifest, summary_rows
+from engine.core.models import Case, Note
 
 NOTES = (("1", "PFTs 1/3/2024: FEV1 1.12 L (42% predicted), FVC 2.33 L (74% predicted). Suspected right optic "
                "neuritis (retrobulbar). MELD-Na 18 (bilirubin 2.2 mg/dL). Anti-dsDNA 285 IU/mL. ANA 1:640."),
@@ -88,8 +88,8 @@ def test_rank_tiers():
 # ------------------------------------------------------------------------- the sample manifest, as shipped
 
 def _shipped():
-    from engine.alignment import result_from_dict as al
-    from engine.coverage import DEFAULT_METHOD, result_from_dict as cov
+    from engine.evidence.alignment import result_from_dict as al
+    from engine.evidence.coverage import DEFAULT_METHOD, result_from_dict as cov
 
     a, c = {}, {}
     for line in (SAMPLE / "evidence_results.jsonl").read_text().splitlines():
@@ -103,7 +103,7 @@ def _shipped():
 
 
 def _checks():
-    from engine.loading import load_paths
+    from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE, load_manifest
 
     ds, _ = load_paths(sorted(str(p) for p in SAMPLE_BUNDLE.glob("*.csv")), name="sample")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.loading import (LoadOptions, RatingsMapping, load_paths, loads_strict, read_file_bytes,
-                            sniff_wide_ratings)
-from engine.settings import SettingsError
-from engine.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
+from engine.data.loading import (LoadOptions, RatingsMapping, load_paths, loads_strict, read_file_bytes,
+                                 sniff_wide_ratings)
+from engine.data.settings import SettingsError
+from engine.data.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
 from fakes import GOOD_REPLY, judge_lines
 
 ITEMS_LIKERT = ("cited", "accurate", "thorough", "useful", "organized", "comprehensible", "succinct")
@@ -316,7 +316,7 @@ def test_the_read_is_bounded_even_if_the_file_grows(tmp_path, monkeypatch):
     """stat says small, the file is big (it grew after the check): the bounded read stops at the limit."""
     p = tmp_path / "notes.csv"
     p.write_bytes(b"case_id,note_id,text\n" + b"c,1," + b"x" * 5000 + b"\n")
-    import engine.loading as loading
+    import engine.data.loading as loading
 
     real_fstat = os.fstat
 
@@ -410,7 +410,9 @@ def test_reserved_names_in_jsonl_wide_csv_and_default_group(tmp_path):
 
 
 def test_reserved_names_are_defined_once_and_used_by_reviews():
-    from engine import agreement, models, reviews
+    from engine.stats import agreement
+    from engine.core import models
+    from engine.data import reviews
 
     assert reviews.ADJUDICATED_RATER is models.ADJUDICATED_RATER
     assert reviews.ADJUDICATED_GROUP is models.ADJUDICATED_GROUP
@@ -518,7 +520,7 @@ def judged(store):
 
 
 def _import(store, lines, dataset="s"):
-    from engine.judge import import_results
+    from engine.judge.runner import import_results
 
     return import_results(store, dataset, lines, source="results.jsonl")
 
@@ -599,11 +601,11 @@ def test_judge_import_refuses_tampered_results(judged, patch, field, fragment):
 
 
 def test_judge_import_accepts_an_exact_early_stop_only(judged):
-    """A run that stopped once no further sample could change a median (engine.consistency) has fewer samples
+    """A run that stopped once no further sample could change a median (engine.judge.consistency) has fewer samples
     than n_samples; one cut short before that point is refused."""
     from dataclasses import asdict
 
-    from engine.judge import SampleReply, aggregate
+    from engine.judge.runner import SampleReply, aggregate
 
     store, sids, _ = judged
     (line,) = judge_lines(store, "s", sids[:1], replies=[GOOD_REPLY], n_samples=7)
@@ -672,7 +674,7 @@ def test_judge_import_duplicate_and_empty(judged):
 
 
 def test_judge_import_file_must_be_a_regular_file(judged, tmp_path):
-    from engine.judge import import_results_file
+    from engine.judge.runner import import_results_file
 
     store, sids, lines = judged
     fifo = tmp_path / "results.jsonl"

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from conftest import BUNDLE
-from engine.backends import BackendError, OpenAIHTTPBackend
-from engine.judge import STATUS_SCORED, Judge, JudgeParams
-from engine.loading import load_paths
+from engine.llm.backends import BackendError, OpenAIHTTPBackend
+from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.data.loading import load_paths
 
 REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
          "succinct": 4, "abstraction": "no", "synthesized": "NA", "stigmatizing_notes": "no",

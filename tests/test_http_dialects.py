@@ -5,9 +5,9 @@ Ollama and LM Studio), plus retries on 429/5xx."""
 import pytest
 
 from conftest import BUNDLE
-from engine.backends import ESTIMATE_BYTES_PER_TOKEN, BackendError, OpenAIHTTPBackend
-from engine.judge import STATUS_SCORED, Judge, JudgeParams
-from engine.loading import load_paths
+from engine.llm.backends import ESTIMATE_BYTES_PER_TOKEN, BackendError, OpenAIHTTPBackend
+from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.data.loading import load_paths
 from fakes import DIALECTS, make_server
 
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from engine.jobs import (CANCELLED, DONE, FAILED, Cancelled, CancelToken, Job, cancel_scope, check_cancelled,
-                         format_duration)
+from engine.core.jobs import (CANCELLED, DONE, FAILED, Cancelled, CancelToken, Job, cancel_scope, check_cancelled,
+                              format_duration)
 
 
 def _wait_for(pred, timeout=60.0, every=0.01):
@@ -52,7 +52,7 @@ def test_progress_counts_steps_and_items():
 def test_estimate_ignores_items_served_from_the_workspace():
     clock = {"t": 0.0}
     job = Job("Judge", 10, lambda job: None)
-    import engine.jobs as jobs
+    import engine.core.jobs as jobs
 
     real = jobs.time.monotonic
     jobs.time.monotonic = lambda: clock["t"]
@@ -124,13 +124,13 @@ def test_durations_read_well():
 
 @pytest.fixture(scope="module")
 def real_backend():
-    from engine.judge import open_llama_backend
+    from engine.judge.runner import open_llama_backend
 
     return open_llama_backend("", n_ctx=8192, n_threads=2)
 
 
 def _one_case():
-    from engine.models import Case, Dataset, Note, Summary
+    from engine.core.models import Case, Dataset, Note, Summary
 
     notes = (Note("1", "58 y/o woman with exertional chest pain for 3 weeks. BP 152/94, HR 88. ECG: 1 mm ST "
                        "depression V4-V6 on exertion. Started aspirin 81 mg daily and atorvastatin 80 mg daily. "
@@ -172,7 +172,7 @@ def _cancel_mid_call(be, start_job, settle_s: float):
 def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
     """Cancel while MED-OMIT's first step (fact extraction) is generating: the worker stops within a fraction of a
     second although that single call alone takes several seconds; nothing half-done is stored."""
-    from engine.medomit import MedOmit, medomit_job
+    from engine.evidence.medomit import MedOmit, medomit_job
 
     be, sha = real_backend
     ds = _one_case()
@@ -188,7 +188,7 @@ def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
 def test_judge_cancel_mid_call_leaves_the_model_exact(real_backend):
     """A judge run cancelled in the middle of generating; afterwards the same prompt gives exactly the reply a
     freshly loaded model gives (the cancelled call left nothing behind in the llama.cpp context)."""
-    from engine.judge import Judge, JudgeParams, judge_job, open_llama_backend
+    from engine.judge.runner import Judge, JudgeParams, judge_job, open_llama_backend
 
     be, sha = real_backend
     ds = _one_case()

@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import BUNDLE
-from engine.backends import BackendError, OpenAIHTTPBackend
-from engine.judge import Judge, JudgeParams, JudgeResult, run_batch
-from engine.loading import load_paths
+from engine.llm.backends import BackendError, OpenAIHTTPBackend
+from engine.judge.runner import Judge, JudgeParams, JudgeResult, run_batch
+from engine.data.loading import load_paths
 from fakes import REPLY, SlowFake
 
 

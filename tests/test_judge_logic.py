@@ -7,13 +7,13 @@ import json
 import pytest
 
 from conftest import BUNDLE
-from engine.backends import Generation
-from engine.judge import (STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Judge, JudgeParams, JudgeResult,
-                          SampleReply, aggregate, example_answer, expected_scores, in_train_split, parse_reply,
-                          run_batch, select_examples)
-from engine.judge_prompt import PROMPT_VERSION, build_messages, output_schema, read_user_message, rubric_text
-from engine.loading import load_paths
-from engine.rubric import ITEMS
+from engine.llm.backends import Generation
+from engine.judge.runner import (STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Judge, JudgeParams, JudgeResult,
+                                 SampleReply, aggregate, example_answer, expected_scores, in_train_split,
+                                 parse_reply, run_batch, select_examples)
+from engine.judge.prompt import PROMPT_VERSION, build_messages, output_schema, read_user_message, rubric_text
+from engine.data.loading import load_paths
+from engine.core.rubric import ITEMS
 from fakes import GOOD, FakeBackend
 
 
@@ -263,7 +263,7 @@ def test_early_stop_medians_equal_the_full_run(ds, replies):
 def test_early_stop_is_not_in_the_cache_key_and_old_results_still_import(ds, store):
     from dataclasses import replace
 
-    from engine.judge import cache_key, import_results
+    from engine.judge.runner import cache_key, import_results
 
     s = ds.summaries[0]
     case = ds.case(s.case_id)
@@ -283,7 +283,7 @@ def test_early_stop_is_not_in_the_cache_key_and_old_results_still_import(ds, sto
     cut["samples"] = cut["samples"][:4]
     for k, v in aggregate([SampleReply(**x) for x in cut["samples"]]).items():
         cut["items"][k].update(values=v.values, spread=v.spread)
-    from engine.validation import DatasetInvalid
+    from engine.data.validation import DatasetInvalid
 
     with pytest.raises(DatasetInvalid, match="early stopping was off"):
         import_results(store, "sample", [json.dumps(cut)])
@@ -322,7 +322,7 @@ def test_partial_results_show_the_greedy_sample_first(ds):
 
 def _one_case_dataset(note2="Echo: LVEF 35%. Start sacubitril/valsartan.", summary="AF on apixaban. <NoteID:1>",
                       specialty="Cardiology"):
-    from engine.models import Case, Dataset, Note, Summary
+    from engine.core.models import Case, Dataset, Note, Summary
 
     return Dataset("one", cases=[Case("c1", specialty, (
         Note("1", "New atrial fibrillation, started apixaban.", "2024-01-09"),
@@ -361,7 +361,7 @@ def test_injection_in_a_dropped_note_is_not_reported(ds):
 
 
 def test_prompt_names_the_datasets_citation_form(ds, store):
-    from engine.judge import cache_key, import_results
+    from engine.judge.runner import cache_key, import_results
 
     cites = _one_case_dataset(summary="AF on apixaban <Note ID:1>, <Note ID:3>. LVEF 35% <Note ID:2>.")
     be = FakeBackend([GOOD])
@@ -387,8 +387,8 @@ def test_prompt_names_the_datasets_citation_form(ds, store):
 def test_summaries_of_one_case_share_the_prompt_up_to_the_summary(ds):
     """The prompt puts everything a case's summaries share first (same fence code, notes before the summary), so a
     backend that keeps evaluated state reads the notes once per case."""
-    from engine.judge_prompt import fence_for
-    from engine.models import Summary
+    from engine.judge.prompt import fence_for
+    from engine.core.models import Summary
 
     case = ds.cases[0]
     a, b = ds.summaries_for(case.case_id)[:2]

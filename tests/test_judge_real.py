@@ -5,11 +5,11 @@ self-consistency and expected scores. The 270M model's grades themselves are not
 """
 import pytest
 
-from engine.backends import BackendError, LlamaCppBackend
-from engine.judge import STATUS_REFUSED, STATUS_SCORED, Judge, JudgeParams, open_llama_backend
-from engine.modelfiles import resolve_model_path
-from engine.models import Case, Dataset, Note, Summary
-from engine.rubric import ITEMS
+from engine.llm.backends import BackendError, LlamaCppBackend
+from engine.judge.runner import STATUS_REFUSED, STATUS_SCORED, Judge, JudgeParams, open_llama_backend
+from engine.llm.modelfiles import resolve_model_path
+from engine.core.models import Case, Dataset, Note, Summary
+from engine.core.rubric import ITEMS
 
 SHORT = Dataset(
     name="short",
@@ -97,8 +97,8 @@ def test_early_stop_gives_the_medians_of_the_full_run(backend):
 def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, monkeypatch):
     """A fresh backend (as in a fresh process) loads the saved rubric prefix instead of evaluating it, and the
     replies, token for token, and the expected scores are those of a cold evaluation without any prefix."""
-    from engine.backends import prefix_cache_dir
-    from engine.modelfiles import resolve_model_path
+    from engine.llm.backends import prefix_cache_dir
+    from engine.llm.modelfiles import resolve_model_path
 
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
     be, sha = backend
@@ -132,7 +132,7 @@ def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, mon
 def test_saved_prefixes_are_pruned_to_the_most_recent(tmp_path, monkeypatch):
     import os
 
-    import engine.backends as backends
+    import engine.llm.backends as backends
 
     for i in range(12):
         p = tmp_path / f"{i}.kvprefix"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.loading import LoadOptions, RatingsMapping, load_paths, sniff_wide_ratings
-from engine.validation import DatasetInvalid
+from engine.data.loading import LoadOptions, RatingsMapping, load_paths, sniff_wide_ratings
+from engine.data.validation import DatasetInvalid
 
 
 def _errors(paths, **kw):

@@ -1,8 +1,8 @@
 """GGUF models that Ollama and LM Studio keep on disk are found, with size and quantization read from the header."""
 import json
 
-from engine.local_models import discover, read_gguf_metadata
-from engine.modelfiles import embedded_model_path
+from engine.llm.local_models import discover, read_gguf_metadata
+from engine.llm.modelfiles import embedded_model_path
 from fakes import tiny_gguf
 
 

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from engine.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
-                            link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
-from engine.models import Case, Dataset, Note, Summary
+from engine.evidence.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
+                                     link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
+from engine.core.models import Case, Dataset, Note, Summary
 from fakes import ScriptedBackend
 
 # ------------------------------------------------------------------------------ the paper's worked examples
@@ -204,7 +204,7 @@ def test_placeholder_or_echoed_fact_fails_the_facts_step(fact):
 
 def test_cached_empty_reply_is_checked_too(store):
     # a DDx cached before the check existed is not trusted: the check runs on the cached value as well
-    from engine.llm_steps import run_step
+    from engine.llm.steps import run_step
     msgs, schema = [{"role": "user", "content": "x"}], {"type": "object", "properties": {"diagnoses": {"type": "array"}}}
     bad = [{"name": "diagnosis", "likelihood": "probable", "reason": "r"}]
     assert run_step(ScriptedBackend(ddx=bad), "m", "s", msgs, schema, 50, store).ok  # cached without a check
@@ -213,8 +213,8 @@ def test_cached_empty_reply_is_checked_too(store):
 
 
 def test_smoke_test_model_is_recognised():
-    from engine.modelfiles import is_smoke_test_model
-    from engine.modelfiles import embedded_sha256
+    from engine.llm.modelfiles import is_smoke_test_model
+    from engine.llm.modelfiles import embedded_sha256
     r = MedOmit(ScriptedBackend(model_file="gemma-3-270m-it-Q4_K_M.gguf"), "m").run(CASE, SUMMARY)
     assert r.smoke_test and MedOmitResult.from_json(r.to_json()).smoke_test
     assert is_smoke_test_model("/models/gemma-3-270m-q4_k_m.gguf") and not is_smoke_test_model("llama3.1:8b", None)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.model_download import CATALOG, CatalogEntry, DownloadError, download
+from engine.llm.model_download import CATALOG, CatalogEntry, DownloadError, download
 from fakes import BODY, SHA, hub
 
 ENTRY = CatalogEntry("test", "Test judge", "org/test-GGUF", "test-Q4_K_M.gguf", 0.001, 0.1, "MIT")

@@ -1,7 +1,7 @@
 """Judge model files: the embedded GGUF assembles and passes the checks; bad paths give clear messages."""
 import pytest
 
-from engine.modelfiles import ModelError, describe_model, resolve_model_path
+from engine.llm.modelfiles import ModelError, describe_model, resolve_model_path
 
 
 def test_embedded_model_is_assembled_and_valid():
@@ -33,8 +33,8 @@ def test_quantization_from_name(tmp_path):
 # ------------------------------------------------------------------------ embedded models: registry and assembly
 import hashlib  # noqa: E402
 
-from engine import modelfiles as mf  # noqa: E402
-from engine.judge_configs import is_smoke_test_model  # noqa: E402
+from engine.llm import modelfiles as mf
+from engine.judge.configs import is_smoke_test_model  # noqa: E402
 
 
 def _parts(tmp_path, chunks):

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine.agreement import analyse, at_chance, headline
-from engine.spot_checks import spot_check_rows
-from engine.loading import load_paths
-from engine.models import Case, Dataset, Note, Rating, Summary
-from engine.reliability import Estimate
-from engine.reviews import SPOT_CHECK, dataset_with_reviews, save_review
-from engine.rubric import ITEMS
+from engine.stats.agreement import analyse, at_chance, headline
+from engine.stats.spot_checks import spot_check_rows
+from engine.data.loading import load_paths
+from engine.core.models import Case, Dataset, Note, Rating, Summary
+from engine.core.reliability import Estimate
+from engine.data.reviews import SPOT_CHECK, dataset_with_reviews, save_review
+from engine.core.rubric import ITEMS
 
 SPOT_VALUES = {"cited": 4, "accurate": 4, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
                "succinct": 3, "abstraction": 1, "synthesized": 4, "stigmatizing_notes": 0, "stigmatizing_summary": 0}
@@ -154,8 +154,8 @@ def test_agreement_page_keeps_the_panel_after_a_spot_check_and_shows_the_clinici
 
     from conftest import ROOT
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -177,7 +177,7 @@ def test_agreement_page_keeps_the_panel_after_a_spot_check_and_shows_the_clinici
 
 
 def test_report_keeps_the_panel_and_states_the_reference(store, sample):
-    from engine.report import build, render_html
+    from engine.stats.report import build, render_html
 
     store.import_dataset(sample)
     save_review(store, "sample", "gi-01-s1", "Dr Spot", SPOT_CHECK, SPOT_VALUES)

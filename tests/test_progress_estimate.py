@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from engine.jobs import Job, report_tokens
-from engine.run_plan import DEFAULT_DECODE_WEIGHT, Speeds, measured_speeds, work_tokens
+from engine.core.jobs import Job, report_tokens
+from engine.core.run_plan import DEFAULT_DECODE_WEIGHT, Speeds, measured_speeds, work_tokens
 from fakes import judge_result
 
 
@@ -86,9 +86,9 @@ def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path, mo
     """The smoke-test model on two summaries of one sample case: the second summary's plan reads only what differs
     from the first (the case's notes are reused); once the first run is stored, a new run's estimate uses the
     measured speed from its first second."""
-    from engine.judge import Judge, JudgeParams, JudgeResult, judge_job, open_llama_backend
+    from engine.judge.runner import Judge, JudgeParams, JudgeResult, judge_job, open_llama_backend
     from engine.sample import ensure_sample
-    from engine.store import Store
+    from engine.data.store import Store
 
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path / "cache"))
     store = Store(tmp_path / "ws.sqlite")

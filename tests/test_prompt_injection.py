@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from engine.backends import (RenderedPrompt, neutralise_control_strings, render_segments)
-from engine.judge_prompt import (FewShotExample, build_messages, read_user_message, user_message)
-from engine.medomit import MedOmit
-from engine.models import Case, Note, Summary
-from engine.prompt_fence import Fence, attr_escape, fence_codes, read_blocks
+from engine.llm.backends import RenderedPrompt, neutralise_control_strings, render_segments
+from engine.judge.prompt import FewShotExample, build_messages, read_user_message, user_message
+from engine.evidence.medomit import MedOmit
+from engine.core.models import Case, Note, Summary
+from engine.llm.prompt_fence import Fence, attr_escape, fence_codes, read_blocks
 from payload import ATTACKS
 from fakes import RecordingBackend
 
@@ -132,7 +132,7 @@ def test_http_dialect_neutralises_control_strings():
 
 @pytest.fixture(scope="module")
 def real_backend():
-    from engine.judge import open_llama_backend
+    from engine.judge.runner import open_llama_backend
 
     be, _ = open_llama_backend("", n_ctx=4096, n_threads=2)
     return be

@@ -9,11 +9,11 @@ import time
 import pytest
 import requests
 
-from engine.backends import OpenAIHTTPBackend
-from engine.judge import STATUS_SCORED, Judge, JudgeParams
-from engine.modelfiles import embedded_model_path
-from engine.models import Case, Dataset, Note, Summary
-from engine.rubric import ITEMS
+from engine.llm.backends import OpenAIHTTPBackend
+from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.llm.modelfiles import embedded_model_path
+from engine.core.models import Case, Dataset, Note, Summary
+from engine.core.rubric import ITEMS
 
 SHORT = Dataset("short", [Case("c1", "Cardiology", (
     Note("1", "67 y/o man with new atrial fibrillation. Started apixaban 5 mg twice daily."),

@@ -3,7 +3,7 @@ the real embedding model finds a paraphrased repeat while leaving a trend alone.
 import numpy as np
 import pytest
 
-from engine.redundancy import RULE, is_restatement, restatements, values
+from engine.evidence.redundancy import RULE, is_restatement, restatements, values
 
 
 def test_values_keep_their_units():
@@ -40,7 +40,7 @@ def test_each_later_sentence_names_its_strongest_earlier_one_and_headings_never_
 
 @pytest.fixture(scope="module")
 def emb():
-    from engine.embeddings import Embedder
+    from engine.evidence.embeddings import Embedder
 
     return Embedder()
 

@@ -12,11 +12,11 @@ import pytest
 
 import payload
 from conftest import ROOT
-from engine import report
-from engine.agreement import format_estimate
-from engine.judge import JudgeResult
+from engine.stats import report
+from engine.stats.agreement import format_estimate
+from engine.judge.runner import JudgeResult
 from engine.sample import SAMPLE_JUDGE, ensure_sample
-from engine.store import Store
+from engine.data.store import Store
 
 CHROMIUM = report.chromium_path()
 

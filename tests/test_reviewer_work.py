@@ -12,13 +12,13 @@ import time
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.backup import BackupError, backup, list_backups, prune, restore
+from engine.data.backup import BackupError, backup, list_backups, prune, restore
 from engine.cli import main
-from engine.judge import Judge, JudgeParams, JudgeResult, run_batch
-from engine.loading import load_paths
-from engine.models import Dataset, Summary
-from engine.reviews import ADJUDICATION, SPOT_CHECK, current_reviews, save_review
-from engine.store import Store, StoreError
+from engine.judge.runner import Judge, JudgeParams, JudgeResult, run_batch
+from engine.data.loading import load_paths
+from engine.core.models import Dataset, Summary
+from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews, save_review
+from engine.data.store import Store, StoreError
 from fakes import EchoBackend, judge_result
 
 FULL = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,
@@ -187,9 +187,9 @@ def test_migration_keeps_results_and_splits_them_per_summary(tmp_path):
 KILL_CHILD = r"""
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from engine.store import Store
-from engine.loading import load_paths
-from engine.backup import backup, restore
+from engine.data.store import Store
+from engine.data.loading import load_paths
+from engine.data.backup import backup, restore
 store = Store(sys.argv[2])
 what = sys.argv[3]
 ds, _ = load_paths([sys.argv[4]], name="s")
@@ -230,7 +230,7 @@ def test_kill_9_during_a_command_leaves_every_review(tmp_path, what):
 def test_data_page_backs_up_and_restores():
     from streamlit.testing.v1 import AppTest
 
-    from engine.settings import workspace_path
+    from engine.data.settings import workspace_path
 
     st_ = Store(workspace_path())
     _sample(st_)

@@ -5,11 +5,11 @@ import io
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.loading import load_paths
-from engine.reviews import (ADJUDICATED_GROUP, ADJUDICATED_RATER, ADJUDICATION, CSV_COLUMNS, SPOT_CHECK,
-                            current_reviews, dataset_with_reviews, export_reviews_csv, has_reviewed, history_rows,
-                            review_history, reviews_as_ratings, save_review)
-from engine.store import SCHEMA_VERSION, Store, StoreError
+from engine.data.loading import load_paths
+from engine.data.reviews import (ADJUDICATED_GROUP, ADJUDICATED_RATER, ADJUDICATION, CSV_COLUMNS, SPOT_CHECK,
+                                 current_reviews, dataset_with_reviews, export_reviews_csv, has_reviewed,
+                                 history_rows, review_history, reviews_as_ratings, save_review)
+from engine.data.store import SCHEMA_VERSION, Store, StoreError
 
 FULL = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": "4", "comprehensible": 5,
         "succinct": 4, "abstraction": "yes", "synthesized": 3, "stigmatizing_notes": "no",
@@ -190,7 +190,7 @@ def test_dataset_with_reviews(sample):
 
 def test_adjudicated_score_is_the_reference_not_one_more_rater(sample):
     """The human median of an adjudicated item is the adjudicated score; the adjudication is never averaged in."""
-    from engine.ratings import display_table, medians
+    from engine.data.ratings import display_table, medians
 
     store, ds = sample
     sid = _sid(ds)

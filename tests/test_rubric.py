@@ -1,7 +1,7 @@
 """The PDSQI-9 definition: items, scales, anchors and value parsing."""
 import pytest
 
-from engine.rubric import ITEM_KEYS, ITEMS, Scale, ValueError_, get_item, parse_value
+from engine.core.rubric import ITEM_KEYS, ITEMS, Scale, ValueError_, get_item, parse_value
 
 
 def test_items_and_scales():

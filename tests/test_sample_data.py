@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from conftest import BUNDLE, SAMPLE
-from engine.loading import load_paths
+from engine.data.loading import load_paths
 from engine.sample import load_manifest
 
 sys.path.insert(0, str(SAMPLE))
@@ -136,9 +136,9 @@ def test_recorded_judge_results_belong_to_this_sample_and_prompt(ds):
     """sample_data/judge_results.jsonl holds the embedded model's real judge results for the sample (recorded with
     `engine judge` + `engine judge-export`). They must match the current prompt and the sample's content — when
     either changes, this test says to regenerate them."""
-    from engine.judge import JudgeParams, JudgeResult, cache_key
-    from engine.judge_prompt import PROMPT_VERSION
-    from engine.modelfiles import QWEN_KEY, embedded_sha256
+    from engine.judge.runner import JudgeParams, JudgeResult, cache_key
+    from engine.judge.prompt import PROMPT_VERSION
+    from engine.llm.modelfiles import QWEN_KEY, embedded_sha256
     from engine.sample import SAMPLE_JUDGE
 
     lines = [x for x in SAMPLE_JUDGE.read_text(encoding="utf-8").splitlines() if x.strip()]

@@ -10,11 +10,11 @@ import warnings
 import pytest
 
 from conftest import ROOT
-from engine.alignment import alignment_key
-from engine.coverage import DEFAULT_METHOD, CoverageParams, coverage_key
-from engine.embeddings import EMBEDDING_NAME
+from engine.evidence.alignment import alignment_key
+from engine.evidence.coverage import DEFAULT_METHOD, CoverageParams, coverage_key
+from engine.evidence.embeddings import EMBEDDING_NAME
 from engine.sample import SAMPLE_EVIDENCE, SAMPLE_NAME, ensure_sample, import_shipped_evidence
-from engine.store import Store
+from engine.data.store import Store
 
 
 def rows():
@@ -25,7 +25,7 @@ def test_shipped_evidence_is_current():
     # every shipped row carries the key the current code computes for that summary (content + parameters +
     # code version): regenerate the file with `python -m engine sample --precompute --export-evidence ...` when
     # this fails
-    from engine.loading import load_paths
+    from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE
 
     ds, _ = load_paths(sorted(str(p) for p in SAMPLE_BUNDLE.glob("*.csv")), name=SAMPLE_NAME)

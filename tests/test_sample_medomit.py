@@ -2,8 +2,8 @@
 page shows them without a run."""
 import json
 
-from engine.medomit import MedOmitResult, result_key
-from engine.modelfiles import QWEN_SHA256
+from engine.evidence.medomit import MedOmitResult, result_key
+from engine.llm.modelfiles import QWEN_SHA256
 from engine.sample import SAMPLE_MEDOMIT, ensure_sample
 
 
@@ -28,7 +28,7 @@ def test_case_page_names_the_medomit_model():
 
     at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=120).run()
     assert not at.exception, [e.value for e in at.exception]
-    from engine import untrusted
+    from engine.core import untrusted
 
     captions = " ".join(c.value for c in at.caption)
     assert "MED-OMIT by " + untrusted.md("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf") in captions, captions[-800:]

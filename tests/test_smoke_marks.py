@@ -4,7 +4,7 @@ Judge (result status, results table), Evidence (MED-OMIT table column and badge)
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
-from engine.untrusted import md_inline
+from engine.core.untrusted import md_inline
 from conftest import _run
 
 SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results, relabelled as the smoke-test model's
@@ -13,8 +13,8 @@ SMOKE_FILE = "gemma-3-270m-q4_k_m.gguf"  # the sample's recorded judge results, 
 def _smoke_sample():
     """The sample in the test workspace, its recorded judge results relabelled as the smoke-test model's."""
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
     from fakes import sample_results_as_smoke_test
 
     store = Store(workspace_path())
@@ -24,7 +24,7 @@ def _smoke_sample():
 
 
 def _seed_medomit(model_file: str):
-    from engine.medomit import MedOmit, run_medomit
+    from engine.evidence.medomit import MedOmit, run_medomit
     from fakes import ScriptedBackend
 
     store = _smoke_sample()
@@ -42,8 +42,8 @@ def _badges(at, what: str) -> list[str]:
 
 
 def test_detection_is_one_engine_function():
-    from engine.modelfiles import is_smoke_test_model
-    from engine.modelfiles import embedded_sha256
+    from engine.llm.modelfiles import is_smoke_test_model
+    from engine.llm.modelfiles import embedded_sha256
 
     assert is_smoke_test_model(SMOKE_FILE) and is_smoke_test_model(None, "/x/Gemma-3-270M-it.gguf")
     assert not is_smoke_test_model("llama-3.1-8b-instruct.Q4_K_M.gguf", "", None)
@@ -78,8 +78,8 @@ def test_judge_page_status_and_badge():
 
 def test_judge_page_says_judged_now_for_this_runs_results():
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -91,7 +91,7 @@ def test_judge_page_says_judged_now_for_this_runs_results():
 
 def test_batch_status_counts_cached_and_new():
     from components.judge_view import when_text
-    from engine.jobs import DONE, JobStatus
+    from engine.core.jobs import DONE, JobStatus
 
     def done(counts):
         n = sum(counts.values())
@@ -122,10 +122,10 @@ def test_evidence_csv_export_has_the_column():
 
     import pandas as pd
 
-    from engine.medomit import MedOmitResult, dataset_rows
-    from engine.settings import workspace_path
-    from engine.store import Store
-    from engine.untrusted import dataframe_csv
+    from engine.evidence.medomit import MedOmitResult, dataset_rows
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
+    from engine.core.untrusted import dataframe_csv
 
     sid = _seed_medomit(SMOKE_FILE)
     store = Store(workspace_path())
@@ -137,12 +137,12 @@ def test_evidence_csv_export_has_the_column():
 
 def test_disagreements_exclude_argument():
     from components.state import _agreement
-    from engine.agreement import disagreements
-    from engine.judge import JudgeResult
-    from engine.judge_configs import configurations
+    from engine.stats.agreement import disagreements
+    from engine.judge.runner import JudgeResult
+    from engine.judge.configs import configurations
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)

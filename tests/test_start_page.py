@@ -22,8 +22,8 @@ def test_start_page_says_what_it_is_and_where_the_sample_stands():
 
 def test_status_follows_the_work(store):
     from conftest import BUNDLE
-    from engine.loading import load_paths
-    from engine.reviews import SPOT_CHECK, save_review
+    from engine.data.loading import load_paths
+    from engine.data.reviews import SPOT_CHECK, save_review
 
     ds, _ = load_paths([BUNDLE], name="d")
     store.import_dataset(ds)

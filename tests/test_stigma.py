@@ -1,14 +1,14 @@
-"""Stigmatizing-language detector (engine/stigma.py): lexicon, context rules, carried vs introduced,
+"""Stigmatizing-language detector (engine/evidence/stigma.py): lexicon, context rules, carried vs introduced,
 run-time extra entries, the CLI, and the labelled sets in sample_data/stigma/labelled.json."""
 import json
 
 import pytest
 from conftest import BUNDLE, SAMPLE
 
-from engine.models import Case, Note, Summary
-from engine.rubric import ITEM_KEYS, Scale, get_item
-from engine.stigma import (CARRIED, INTRODUCED, NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess, assess_dataset,
-                           detect, lexicon_version, load_lexicon)
+from engine.core.models import Case, Note, Summary
+from engine.core.rubric import ITEM_KEYS, Scale, get_item
+from engine.evidence.stigma import (CARRIED, INTRODUCED, NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess,
+                                    assess_dataset, detect, lexicon_version, load_lexicon)
 
 LABELLED = json.loads((SAMPLE / "stigma" / "labelled.json").read_text(encoding="utf-8"))
 MANIFEST = json.loads((SAMPLE / "manifest.json").read_text(encoding="utf-8"))
@@ -16,7 +16,7 @@ MANIFEST = json.loads((SAMPLE / "manifest.json").read_text(encoding="utf-8"))
 
 @pytest.fixture(scope="module")
 def sample():
-    from engine.loading import load_paths
+    from engine.data.loading import load_paths
 
     ds, _ = load_paths([str(BUNDLE)])
     return ds

@@ -1,5 +1,5 @@
 """Clinician stigmatizing-language lexicon entries: stored in the workspace (migration 7), validated
-by engine.stigma, part of the lexicon version, used by detection, the Settings page and the CLI."""
+by engine.evidence.stigma, part of the lexicon version, used by detection, the Settings page and the CLI."""
 import json
 import sqlite3
 
@@ -7,13 +7,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import BUNDLE, FORMATS, ROOT
-from engine import untrusted
-from engine.loading import load_paths
-from engine.models import Case, Note, Summary
-from engine.settings import workspace_path
-from engine.stigma import (INTRODUCED, LexiconError, add_clinician_entry, assess, detect, lexicon_version, load_lexicon,
-                           workspace_entries)
-from engine.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+from engine.core import untrusted
+from engine.data.loading import load_paths
+from engine.core.models import Case, Note, Summary
+from engine.data.settings import workspace_path
+from engine.evidence.stigma import (INTRODUCED, LexiconError, add_clinician_entry, assess, detect, lexicon_version,
+                                    load_lexicon, workspace_entries)
+from engine.data.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
 TIMEOUT = 60
 

@@ -4,9 +4,9 @@ import sqlite3
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.loading import load_paths
-from engine.models import Rating
-from engine.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+from engine.data.loading import load_paths
+from engine.core.models import Rating
+from engine.data.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
 
 def test_round_trip_preserves_everything(store):
@@ -132,7 +132,7 @@ def _hold_write_lock(path):
 
 
 def test_busy_workspace_raises_store_busy_after_the_timeout(tmp_path):
-    from engine.store import StoreBusy
+    from engine.data.store import StoreBusy
 
     path = tmp_path / "ws.sqlite"
     store = Store(path, busy_timeout=0.5)
@@ -156,7 +156,7 @@ def test_busy_workspace_raises_store_busy_after_the_timeout(tmp_path):
 
 
 def test_busy_timeout_from_the_environment(tmp_path, monkeypatch):
-    from engine.store import StoreBusy
+    from engine.data.store import StoreBusy
 
     monkeypatch.setenv("SUMCHECK_BUSY_TIMEOUT", "0.3")
     path = tmp_path / "ws.sqlite"
@@ -177,7 +177,7 @@ def test_busy_timeout_from_the_environment(tmp_path, monkeypatch):
 
 
 def test_busy_during_a_migration_is_store_busy(tmp_path):
-    from engine.store import StoreBusy
+    from engine.data.store import StoreBusy
 
     path = tmp_path / "old.sqlite"
     Store(path, migrate_to=1)
@@ -194,7 +194,7 @@ def test_busy_during_a_migration_is_store_busy(tmp_path):
 def _open_many(folder, n, barrier, errors):
     from pathlib import Path
 
-    from engine.store import Store as S
+    from engine.data.store import Store as S
 
     for i in range(n):
         barrier.wait()
@@ -272,7 +272,7 @@ def test_content_hash_is_the_documented_formula():
     import json
     from dataclasses import asdict
 
-    from engine.models import Case, Note, Summary, content_hash
+    from engine.core.models import Case, Note, Summary, content_hash
 
     def original(cases, summaries, ratings):
         payload = {"cases": sorted(json.dumps(asdict(c), sort_keys=True) for c in cases),

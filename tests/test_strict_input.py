@@ -5,8 +5,8 @@ import json
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.loading import LoadOptions, RatingsMapping, load_paths
-from engine.validation import DatasetInvalid
+from engine.data.loading import LoadOptions, RatingsMapping, load_paths
+from engine.data.validation import DatasetInvalid
 
 
 def _fail(paths, mapping=None) -> str:

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from conftest import BUNDLE, SAMPLE
-from engine import alignment as A
-from engine import lexical as L
-from engine.embeddings import Embedder
-from engine.loading import load_paths
-from engine.models import Case, Note, Summary
+from engine.evidence import alignment as A
+from engine.evidence import lexical as L
+from engine.evidence.embeddings import Embedder
+from engine.data.loading import load_paths
+from engine.core.models import Case, Note, Summary
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ import pytest
 
 from conftest import BUNDLE
 from engine.cli import main
-from engine.judge import example_answer
-from engine.judge_prompt import build_messages, read_user_message
-from engine.loading import load_paths
-from engine.rubric import ITEMS
-from engine.training_export import DPO_FIELDS, SFT_FIELDS, differs_by_a_level, perturbed, rows
+from engine.judge.runner import example_answer
+from engine.judge.prompt import build_messages, read_user_message
+from engine.data.loading import load_paths
+from engine.core.rubric import ITEMS
+from engine.judge.training_export import DPO_FIELDS, SFT_FIELDS, differs_by_a_level, perturbed, rows
 from fakes import judge_result
 
 # TRL's dataset formats: a conversational language-modeling row has "messages"; a conversational preference row has

@@ -1,9 +1,9 @@
 """Triage queue: priority from judge scores and evidence, reasons per summary, blinded reasons, strata."""
 from types import SimpleNamespace
 
-from engine.evidence_features import Features
-from engine.evidence_features import EvidenceSummary
-from engine.triage import STRATA, queue, stratified_sample
+from engine.judge.features import Features
+from engine.judge.features import EvidenceSummary
+from engine.judge.triage import STRATA, queue, stratified_sample
 
 
 def _ev(flag=False, weak=0, sents=10, cit=0, n_cit=10, stigma=()):

@@ -1,4 +1,4 @@
-"""Hostile input, display and egress: engine.untrusted escapes every data string for its sink (Markdown, HTML,
+"""Hostile input, display and egress: engine.core.untrusted escapes every data string for its sink (Markdown, HTML,
 plotly, CSV); every page renders the payload dataset (tests/fixtures/payload) without exception and without a
 Markdown sink that could form a link, image, tag, LaTeX or shortcode; exports are neutralised; uploaded copies
 are private and short-lived; a busy workspace is a message, not a traceback."""
@@ -22,8 +22,8 @@ from streamlit.testing.v1 import AppTest
 
 import payload
 from conftest import FORMATS, ROOT
-from engine import untrusted
-from engine.untrusted import WORD_JOINER, md, md_inline
+from engine.core import untrusted
+from engine.core.untrusted import WORD_JOINER, md, md_inline
 from payload import BAD_TAG, MARKDOWN, markdown_problems, markdown_sinks
 
 TIMEOUT = 120
@@ -103,7 +103,7 @@ def test_highlighted_note_with_blank_lines_stays_one_html_block():
     out = MARKDOWN.render(block)
     assert not BAD_TAG.search(out) and "<p>" not in out and out.count("<div") == 1, out
     assert html_lib.unescape(re.sub(r"<[^>]*>", "", out)).strip() == text
-    from engine.citations import spans
+    from engine.core.citations import spans
 
     stext = "One " + payload.IMG + " <NoteID:1>\n\nTwo " + payload.SCRIPT + " <NoteID:9>"
     summary = summary_html(stext, spans(stext), ["1"])
@@ -156,7 +156,7 @@ def test_dataframe_csv_neutralises_every_text_column_and_header():
 
 
 def test_reviews_export_is_neutralised(store):
-    from engine.reviews import CSV_COLUMNS, export_reviews_csv
+    from engine.data.reviews import CSV_COLUMNS, export_reviews_csv
 
     payload.seed(store)
     text = export_reviews_csv(store, payload.DATASET)
@@ -203,8 +203,8 @@ def test_agreement_downloads_are_neutralised(monkeypatch):
 @pytest.fixture
 def payload_workspace():
     from engine.sample import ensure_sample
-    from engine.settings import workspace_path
-    from engine.store import Store
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
 
     store = Store(workspace_path())
     ensure_sample(store)
@@ -353,7 +353,7 @@ def test_copies_are_removed_at_interpreter_exit(tmp_path):
 
 # --------------------------------------------------------------------------------------------- busy workspace
 def _busy_error():
-    from engine import store as store_mod
+    from engine.data import store as store_mod
 
     return getattr(store_mod, "StoreBusy", store_mod.StoreError)("the workspace is busy: database is locked")
 
@@ -363,7 +363,7 @@ def _busy_error():
                                           ("pages/review.py", "judge_results"), ("pages/data.py", "list_datasets"),
                                           ("pages/case.py", "load_dataset"), ("app.py", "list_datasets")])
 def test_busy_workspace_is_a_message_not_a_traceback(monkeypatch, script, method):
-    from engine.store import Store
+    from engine.data.store import Store
 
     def busy(*args, **kwargs):
         raise _busy_error()

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.store import Store, StoreError, StoreReadOnly
+from engine.data.store import Store, StoreError, StoreReadOnly
 
 
 def _cli(*args, env=None):

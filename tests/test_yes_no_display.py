@@ -1,5 +1,5 @@
-"""One display rule for yes/no items (``engine.rubric.format_value`` / ``format_aggregate``) and the adjudicated
-score as the human reference (``engine.ratings.medians``, ``display_table``, ``engine.agreement``)."""
+"""One display rule for yes/no items (``engine.core.rubric.format_value`` / ``format_aggregate``) and the adjudicated
+score as the human reference (``engine.data.ratings.medians``, ``display_table``, ``engine.stats.agreement``)."""
 import csv
 import io
 import math
@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.judge import ItemScore
-from engine.models import Rating
-from engine.ratings import display_table, judge_cell, medians, reference_cell
-from engine.rubric import format_aggregate, format_share, format_value, get_item
+from engine.judge.runner import ItemScore
+from engine.core.models import Rating
+from engine.data.ratings import display_table, judge_cell, medians, reference_cell
+from engine.core.rubric import format_aggregate, format_share, format_value, get_item
 
 ABS, STIG, CITED, SYN = (get_item(k) for k in ("abstraction", "stigmatizing_summary", "cited", "synthesized"))
 
@@ -40,7 +40,7 @@ def test_aggregate_of_likert_is_the_median_and_na_aware():
 
 
 def test_share_wording_is_the_agreement_pages():
-    from engine.agreement import _share
+    from engine.stats.agreement import _share
 
     assert format_share(12, 40) == "12 of 40 yes (30%)" == _share((12, 40))
     assert format_share(0, 0) == ""
@@ -100,8 +100,8 @@ def test_display_table_median_row_shows_the_adjudicated_reference():
 
 
 def test_agreement_uses_the_adjudicated_score_as_the_reference_everywhere():
-    from engine.agreement import adjudicated_vector, item_agreement, item_matrix
-    from engine.models import Case, Dataset, Note, Summary
+    from engine.stats.agreement import adjudicated_vector, item_agreement, item_matrix
+    from engine.core.models import Case, Dataset, Note, Summary
 
     sids = [f"s{i}" for i in range(6)]
     ds = Dataset("d", [Case("c", "Cardiology", (Note("n1", "text"),))], [Summary(s, "c", "text") for s in sids], [])
@@ -125,8 +125,8 @@ def test_agreement_uses_the_adjudicated_score_as_the_reference_everywhere():
 
 def test_reviews_csv_writes_yes_no_text(store):
     from conftest import BUNDLE
-    from engine.loading import load_paths
-    from engine.reviews import ADJUDICATION, SPOT_CHECK, export_reviews_csv, save_review
+    from engine.data.loading import load_paths
+    from engine.data.reviews import ADJUDICATION, SPOT_CHECK, export_reviews_csv, save_review
 
     ds, _ = load_paths([BUNDLE], name="s")
     store.import_dataset(ds)

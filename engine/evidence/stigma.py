@@ -1,0 +1,734 @@
+"""Stigmatizing-language detector that needs no LLM.
+
+The lexicon lives in ``engine/resources/stigma_lexicon.json``. Each entry has an id, a term (see that file's ``about``
+for the term syntax), a category (credibility, disapproval, stereotyping, social_descriptor), a short source
+reference and optionally a neutral ``suggest``. Clinicians can add entries at run time (``extra_entries``, a list
+of dicts with the same fields); the lexicon version is a hash of every entry and of :data:`RULES_VERSION`, so it
+changes whenever an entry or a rule changes and is kept with results.
+
+Every lexicon match is a *candidate*. A candidate that a context rule clears is kept (``cleared_by`` names the
+rule) so the near-misses can be shown; the others are *hits*. The rules, in the order they are tried:
+
+``negated``
+    A negation cue in the same clause, at most 6 words before the term: no, not, never, without, nor, denies /
+    denied / deny / denying, any "...n't", "negative for" ("not drug-seeking", "no evidence of drug-seeking
+    behavior", "denies being homeless"); or, after the term, "not" + observed / noted / seen / present / displayed /
+    exhibited / evident / appreciated, or "absent" ("combative behaviour was not observed"). The clause ends at
+    . ; : ! ? ( ) or a line break, at but / and / because / though / although / however / yet / so / which /
+    whereas / while / except, and at a comma followed by a verb such as is / was / has ("denies chest pain, is
+    noncompliant" still fires); a list joined by commas or "or" stays in the scope of its negation.
+``patient_quote``
+    The term is inside double quotation marks (straight or curly) that the sentence attributes to the patient: a
+    speech verb (states, says, said, reports, tells, calls, describes, explains, admits, ...) or "per patient",
+    "in his/her/their own words" before the quote whose subject is not another person (nurse, family, EMS, ...),
+    or ", he/she/patient said" right after it. ``patient states "I'm an alcoholic"`` is cleared. A quotation the
+    sentence does not attribute to the patient is *not* cleared: scare quotes imply disbelief, which the PDSQI-9
+    counts as stigmatizing; such hits carry ``quoted=True``.
+``not_the_patient``
+    Entries marked ``patient_only`` (refuse / refused / refusal) count only for the patient refusing: when the
+    nearest subject before the term in the clause is another agent (insurance, pharmacy, family, team, ...), or
+    "by <agent>" follows ("coverage was refused by the insurer"), the candidate is cleared. "Declined" is not in
+    the lexicon: it is the neutral wording the lexicon suggests in place of "refused" ("patient declined the flu
+    vaccine" never fires).
+``clinical_adjective``
+    Entries marked ``noun_only`` (alcoholic, diabetic, epileptic, schizophrenic, homeless) fire only when the word
+    labels a person: plural ("diabetics"), followed by a person noun ("diabetic patient", "alcoholic man"), by
+    punctuation or the end of the line ("a known alcoholic."), or by a word that follows a noun (who, with, and,
+    on, presenting, is, ...). Followed by any other word it is an adjective of a clinical noun and is cleared
+    ("diabetic foot exam", "diabetic retinopathy", "diabetic diet", "alcoholic cirrhosis"). "non-diabetic" and
+    "pre-diabetic" never match.
+``clinical_use`` / ``billing_context`` / ``not_about_patient`` (per entry: ``clear_rule``)
+    The entry's ``clear_prev`` words within 3 words before the term, or its ``clear_next`` word right after it
+    (auxiliaries such as was / were / is skipped): "insurance claims", "claim was denied" (billing_context),
+    "osteopathic manipulative treatment" (clinical_use), "physically demanding job" (not_about_patient), "has
+    drunk" (clinical_use).
+
+Clinical wording that simply is not in the lexicon never becomes a candidate: "denies chest pain", "alcohol /
+substance / opioid use disorder", "medication adherence counselling", "adherence to therapy discussed", "lung
+compliance", "reported penicillin allergy", "addiction medicine", "declined".
+
+Where candidates overlap, the longest hit wins ("IV drug abuser" is one hit, entry drug_abuser); cleared
+candidates are kept only where no hit overlaps them.
+
+Carried forward or introduced (:func:`assess`): a summary hit is *carried* when a note of its case has a hit of
+the same lexicon entry or the same stem (last word without its inflection: "abuse" / "abuser", "refused" /
+"refusal"), with the note id and span of each matching source hit; otherwise it is *introduced*. Cleared note
+candidates do not count: a summary that writes "drug-seeking" where the note wrote "not drug-seeking" introduced
+it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+LEXICON_PATH = Path(__file__).resolve().parents[1] / "resources" / "stigma_lexicon.json"
+RULES_VERSION = "stigma-rules-1"  # bump when a context rule changes: the lexicon version changes with it
+
+NOTES_ITEM = "stigmatizing_notes"  # PDSQI-9 item keys (engine.core.rubric)
+SUMMARY_ITEM = "stigmatizing_summary"
+
+CARRIED = "carried"
+INTRODUCED = "introduced"
+
+RULE_NEGATED = "negated"
+RULE_PATIENT_QUOTE = "patient_quote"
+RULE_NOT_PATIENT = "not_the_patient"
+RULE_ADJECTIVE = "clinical_adjective"
+RULES = (RULE_NEGATED, RULE_PATIENT_QUOTE, RULE_NOT_PATIENT, RULE_ADJECTIVE, "clinical_use", "billing_context",
+         "not_about_patient")
+
+_ENTRY_FIELDS = {"id", "term", "category", "source", "suggest", "noun_only", "patient_only", "clear_prev",
+                 "clear_next", "clear_rule"}
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*['’]?")
+_NEG_CUES = {"no", "not", "never", "without", "nor", "denies", "denied", "deny", "denying", "cannot"}
+_NEG_AFTER = {"observed", "noted", "seen", "present", "displayed", "exhibited", "evident", "appreciated",
+              "elicited"}
+_CLAUSE_WORDS = {"but", "and", "because", "though", "although", "however", "yet", "so", "which", "whereas",
+                 "while", "except"}
+_VERBS_AFTER_COMMA = {"is", "was", "are", "were", "has", "had", "have", "been", "remains", "remained", "appears",
+                      "appeared", "seems", "seemed", "became", "becomes", "continues", "continued", "states",
+                      "stated", "reports", "reported"}
+_AUX = {"was", "were", "is", "are", "be", "been", "being", "has", "have", "had", "will", "would", "being"}
+_PERSON_NOUNS = {"patient", "patients", "pt", "pts", "man", "men", "woman", "women", "male", "males", "female",
+                 "females", "gentleman", "gentlemen", "lady", "ladies", "boy", "boys", "girl", "girls", "child",
+                 "children", "kid", "kids", "person", "people", "individual", "individuals", "adult", "adults",
+                 "teen", "teenager", "adolescent", "mother", "father", "mom", "dad", "veteran", "guy", "client",
+                 "resident", "inmate", "student", "worker"}
+_NOUN_FOLLOWERS = {"who", "whose", "with", "and", "or", "but", "on", "in", "at", "for", "from", "since", "presenting",
+                   "presents", "presented", "is", "was", "are", "were", "has", "had", "have", "admitted", "here",
+                   "that", "now", "being", "currently", "not", "off", "since", "brought", "found", "seen", "came",
+                   "comes", "returns", "returned", "again", "himself", "herself", "themselves", "who's", "s/p",
+                   "status", "x"}
+_SPEECH_VERBS = {"states", "stated", "state", "says", "said", "say", "reports", "reported", "report", "describes",
+                 "described", "tells", "told", "calls", "called", "explains", "explained", "admits", "admitted",
+                 "writes", "wrote", "asks", "asked", "replies", "replied", "answers", "answered", "exclaims",
+                 "exclaimed", "quote", "quoted", "quoting", "verbatim", "insists", "endorses", "jokes", "joked"}
+_OTHER_SPEAKERS = {"nurse", "nurses", "rn", "staff", "provider", "physician", "doctor", "md", "dr", "ems", "medic",
+                   "medics", "police", "officer", "family", "wife", "husband", "mother", "father", "mom", "dad",
+                   "daughter", "son", "sister", "brother", "friend", "partner", "spouse", "caregiver", "parent",
+                   "parents", "roommate", "neighbor", "neighbour", "team", "resident", "attending", "pcp",
+                   "collateral", "girlfriend", "boyfriend", "aunt", "uncle", "guardian", "pharmacist"}
+_PATIENT_SUBJECTS = {"patient", "pt", "he", "she", "they", "i", "patient's", "pt's", "who"}
+_AGENTS = {"insurance", "insurer", "insurers", "pharmacy", "pharmacist", "payer", "payor", "plan", "company", "lab",
+           "laboratory", "hospital", "facility", "nurse", "nursing", "physician", "doctor", "provider", "team",
+           "family", "wife", "husband", "mother", "father", "daughter", "son", "parents", "parent", "guardian",
+           "agency", "medicaid", "medicare", "court", "judge", "employer", "shelter", "ems", "police", "surgeon",
+           "radiology", "dr", "md", "staff", "spouse",
+           "partner", "caregiver", "hmo", "ppo", "carrier", "vendor", "supplier"}
+_PREPOSITIONS = {"in", "at", "to", "from", "with", "by", "of", "for", "into", "after", "before", "during"}
+_SUFFIXES = ("ances", "ance", "ants", "ant", "ences", "ence", "ents", "ent", "ers", "er", "ings", "ing", "edly",
+             "ed", "ly", "als", "al", "es", "s", "e")
+
+
+class LexiconError(ValueError):
+    """An entry (built in or supplied at run time) that cannot be used; the message says which and why."""
+
+
+# --------------------------------------------------------------------------------------------------- entries
+
+
+@dataclass(frozen=True)
+class LexiconEntry:
+    id: str
+    term: str
+    category: str
+    source: str = ""
+    suggest: Optional[str] = None
+    noun_only: bool = False
+    patient_only: bool = False
+    clear_prev: tuple[str, ...] = ()
+    clear_next: tuple[str, ...] = ()
+    clear_rule: str = "clinical_use"
+    origin: str = "lexicon"  # "lexicon" (the data file) or "extra" (supplied at run time, e.g. from Settings)
+
+    def canonical(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["clear_prev"] = sorted(self.clear_prev)
+        d["clear_next"] = sorted(self.clear_next)
+        return d
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, categories: Iterable[str], origin: str) -> "LexiconEntry":
+        if not isinstance(raw, Mapping):
+            raise LexiconError(f"a lexicon entry must be an object with 'term' and 'category', not {raw!r}")
+        unknown = set(raw) - _ENTRY_FIELDS
+        if unknown:
+            raise LexiconError(f"lexicon entry {raw.get('term')!r}: unknown field(s) {', '.join(sorted(unknown))}; "
+                               f"allowed: {', '.join(sorted(_ENTRY_FIELDS))}")
+        term = raw.get("term")
+        if not isinstance(term, str) or not term.strip():
+            raise LexiconError(f"lexicon entry {raw!r}: 'term' must be a non-empty word or phrase")
+        term = " ".join(term.split())
+        cats = tuple(categories)
+        category = raw.get("category")
+        if category not in cats:
+            raise LexiconError(f"lexicon entry {term!r}: category {category!r} is not one of {', '.join(cats)}")
+        eid = raw.get("id") or f"{'extra:' if origin == 'extra' else ''}{_slug(term)}"
+        if not isinstance(eid, str):
+            raise LexiconError(f"lexicon entry {term!r}: 'id' must be text")
+
+        def words(key: str) -> tuple[str, ...]:
+            v = raw.get(key) or ()
+            if isinstance(v, str) or not all(isinstance(w, str) for w in v):
+                raise LexiconError(f"lexicon entry {term!r}: {key!r} must be a list of words")
+            return tuple(w.lower().replace("’", "'") for w in v)
+
+        rule = raw.get("clear_rule") or "clinical_use"
+        if rule not in RULES:
+            raise LexiconError(f"lexicon entry {term!r}: clear_rule {rule!r} is not one of {', '.join(RULES)}")
+        suggest = raw.get("suggest")
+        entry = cls(id=eid, term=term, category=category, source=str(raw.get("source") or
+                                                                        ("added by a clinician" if origin == "extra"
+                                                                         else "")),
+                    suggest=str(suggest) if suggest else None, noun_only=bool(raw.get("noun_only", False)),
+                    patient_only=bool(raw.get("patient_only", False)), clear_prev=words("clear_prev"),
+                    clear_next=words("clear_next"), clear_rule=rule, origin=origin)
+        _compile_term(term)  # raises LexiconError on a malformed term
+        return entry
+
+
+def _slug(term: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_") or "term"
+
+
+_LAST_WORD = re.compile(r"(?<![A-Za-z(|])([A-Za-z]{3,})$")
+
+
+def word_family(term: str) -> str:
+    """``term`` with its final plain word widened to the word's family (term syntax): an '-ing' word to its agent
+    nouns and third person (seeking -> seek(ing|er|ers|s)), an '-ive' / '-ent' / '-al' / '-ic' adjective to its
+    adverb, any other word to its plural. A term ending in a group or a '*' is left as written (it lists its forms)."""
+    m = _LAST_WORD.search(term)
+    if not m:
+        return term
+    word = m.group(1)
+    low = word.lower()
+    if low.endswith("ing") and len(low) > 5:
+        family = f"{word[:-3]}(ing|er|ers|s)"
+    elif low.endswith(("ive", "ent", "al", "ic")):
+        family = f"{word}(|ly)"
+    elif low.endswith(("ss", "us", "is", "ly", "y")):
+        family = word
+    else:
+        family = f"{word}(|s)"
+    return term[:m.start(1)] + family
+
+
+def _compile_term(term: str) -> re.Pattern:
+    """The regular expression of a term in the lexicon's term syntax (see the data file's ``about``), its final
+    word widened to its family (:func:`word_family`)."""
+    src = word_family(term).replace(" * ", "\x00")
+    if src.startswith("* ") or src.endswith(" *") or src == "*" or "*" in src.replace(" * ", ""):
+        raise LexiconError(f"term {term!r}: '*' must stand alone between two words")
+    pos = 0
+
+    def seq() -> str:
+        nonlocal pos
+        out: list[str] = []
+        while pos < len(src) and src[pos] not in "|)":
+            c = src[pos]
+            if c == "(":
+                pos += 1
+                alts = [seq()]
+                while pos < len(src) and src[pos] == "|":
+                    pos += 1
+                    alts.append(seq())
+                if pos >= len(src) or src[pos] != ")":
+                    raise LexiconError(f"term {term!r}: unbalanced '('")
+                pos += 1
+                out.append("(?:" + "|".join(alts) + ")")
+                continue
+            if c == "-":
+                out.append(r"[-\s]?")
+            elif c == " ":
+                out.append(r"\s+")
+            elif c == "\x00":
+                out.append(r"(?:\s+[\w/.'’-]+){0,3}?\s+")
+            else:
+                out.append(re.escape(c))
+            pos += 1
+        return "".join(out)
+
+    body = seq()
+    if pos != len(src):
+        raise LexiconError(f"term {term!r}: unbalanced ')' or '|' outside parentheses")
+    pattern = re.compile(r"(?<![\w-])" + body + r"(?!\w)", re.IGNORECASE)
+    if pattern.match("") or pattern.search(" "):
+        raise LexiconError(f"term {term!r} matches empty text")
+    return pattern
+
+
+# ------------------------------------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class StigmaHit:
+    """One lexicon match: a hit when ``cleared_by`` is None, else a near-miss cleared by that rule."""
+
+    start: int
+    end: int
+    text: str
+    entry_id: str
+    term: str
+    category: str
+    source: str = ""
+    suggest: Optional[str] = None
+    cleared_by: Optional[str] = None
+    quoted: bool = False  # inside quotation marks (cleared when attributed to the patient)
+    origin: str = "lexicon"
+
+    @property
+    def fires(self) -> bool:
+        return self.cleared_by is None
+
+    @property
+    def stem(self) -> str:
+        return stem(self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StigmaScan:
+    """Every candidate of one text: ``hits`` (fired) and ``cleared`` (near-misses), each in text order."""
+
+    hits: tuple[StigmaHit, ...]
+    cleared: tuple[StigmaHit, ...]
+    lexicon_version: str
+
+    @property
+    def candidates(self) -> tuple[StigmaHit, ...]:
+        return tuple(sorted(self.hits + self.cleared, key=lambda h: (h.start, h.end)))
+
+    @property
+    def has_stigma(self) -> bool:
+        return bool(self.hits)
+
+
+@dataclass(frozen=True)
+class SourceMatch:
+    """A note hit that a summary hit repeats."""
+
+    note_id: str
+    start: int
+    end: int
+    text: str
+    entry_id: str
+
+
+@dataclass(frozen=True)
+class SummaryHit:
+    hit: StigmaHit
+    status: str  # CARRIED or INTRODUCED
+    sources: tuple[SourceMatch, ...] = ()  # same entry first, then same stem; in note order
+
+    @property
+    def source(self) -> Optional[SourceMatch]:
+        return self.sources[0] if self.sources else None
+
+
+@dataclass(frozen=True)
+class NoteHit:
+    note_id: str
+    hit: StigmaHit
+
+
+@dataclass(frozen=True)
+class SummaryStigma:
+    """The detector's answer for one summary and the notes of its case."""
+
+    summary_id: str
+    case_id: str
+    lexicon_version: str
+    summary_hits: tuple[SummaryHit, ...]
+    summary_cleared: tuple[StigmaHit, ...]
+    note_hits: tuple[NoteHit, ...]
+    note_cleared: tuple[NoteHit, ...] = field(default=())
+
+    @property
+    def hits(self) -> tuple[StigmaHit, ...]:
+        return tuple(h.hit for h in self.summary_hits)
+
+    @property
+    def carried(self) -> tuple[SummaryHit, ...]:
+        return tuple(h for h in self.summary_hits if h.status == CARRIED)
+
+    @property
+    def introduced(self) -> tuple[SummaryHit, ...]:
+        return tuple(h for h in self.summary_hits if h.status == INTRODUCED)
+
+    @property
+    def notes_have_stigma(self) -> bool:
+        return bool(self.note_hits)
+
+    @property
+    def summary_has_stigma(self) -> bool:
+        return bool(self.summary_hits)
+
+    @property
+    def item_answers(self) -> dict[str, float]:
+        """The two PDSQI-9 yes/no items as rating values (1.0 yes, 0.0 no)."""
+        return {NOTES_ITEM: float(self.notes_have_stigma), SUMMARY_ITEM: float(self.summary_has_stigma)}
+
+    def to_json(self) -> dict[str, Any]:
+        def src(s: Optional[SourceMatch]):
+            return asdict(s) if s else None
+
+        return {
+            "summary_id": self.summary_id, "case_id": self.case_id, "lexicon_version": self.lexicon_version,
+            "items": self.item_answers, "notes_have_stigma": self.notes_have_stigma,
+            "summary_has_stigma": self.summary_has_stigma,
+            "n_carried": len(self.carried), "n_introduced": len(self.introduced),
+            "hits": [{**h.hit.to_json(), "status": h.status, "source_hit": src(h.source),
+                      "source_hits": [asdict(s) for s in h.sources]} for h in self.summary_hits],
+            "cleared": [h.to_json() for h in self.summary_cleared],
+            "note_hits": [{"note_id": n.note_id, **n.hit.to_json()} for n in self.note_hits],
+            "note_cleared": [{"note_id": n.note_id, **n.hit.to_json()} for n in self.note_cleared],
+        }
+
+
+# ------------------------------------------------------------------------------------------------ lexicon
+
+
+class Lexicon:
+    """The data-file entries plus any run-time extras, compiled; ``version`` identifies the whole set."""
+
+    def __init__(self, entries: Sequence[LexiconEntry], categories: Mapping[str, str],
+                 references: Mapping[str, str]):
+        self.entries = tuple(entries)
+        self.categories = dict(categories)
+        self.references = dict(references)
+        self._patterns = [(e, _compile_term(e.term)) for e in self.entries]
+        canon = json.dumps({"rules": RULES_VERSION, "entries": sorted((e.canonical() for e in self.entries),
+                                                                      key=lambda d: (d["id"], d["term"]))},
+                           sort_keys=True)
+        self.version = "lex-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
+
+    @classmethod
+    def load(cls, extra_entries: Iterable[Mapping[str, Any]] = (), path: Path = LEXICON_PATH) -> "Lexicon":
+        base = _base_lexicon(str(path))
+        if not extra_entries:
+            return base
+        entries = list(base.entries)
+        ids = {e.id for e in entries}
+        for raw in extra_entries:
+            e = LexiconEntry.from_dict(raw, categories=base.categories, origin="extra")
+            eid, n = e.id, 2
+            if eid in ids and not eid.startswith("extra:"):
+                eid = f"extra:{eid}"
+            while eid in ids:
+                eid, n = f"{e.id}-{n}", n + 1
+            ids.add(eid)
+            entries.append(LexiconEntry(**{**asdict(e), "id": eid}))
+        return cls(entries, base.categories, base.references)
+
+    def entry(self, entry_id: str) -> LexiconEntry:
+        for e in self.entries:
+            if e.id == entry_id:
+                return e
+        raise KeyError(entry_id)
+
+    def scan(self, text: str) -> StigmaScan:
+        cands: list[StigmaHit] = []
+        quotes = _quotes(text)
+        for order, (e, pat) in enumerate(self._patterns):
+            for m in pat.finditer(text):
+                rule, quoted = _context_rule(text, m.start(), m.end(), e, quotes)
+                cands.append(StigmaHit(m.start(), m.end(), m.group(0), e.id, e.term, e.category, e.source,
+                                       e.suggest, rule, quoted, e.origin))
+        fired = _non_overlapping([c for c in cands if c.fires], [])
+        cleared = _non_overlapping([c for c in cands if not c.fires], fired)
+        return StigmaScan(tuple(sorted(fired, key=lambda h: h.start)), tuple(sorted(cleared, key=lambda h: h.start)),
+                          self.version)
+
+
+@lru_cache(maxsize=4)
+def _base_lexicon(path: str) -> Lexicon:
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    cats = raw["categories"]
+    entries = [LexiconEntry.from_dict(r, categories=cats, origin="lexicon") for r in raw["entries"]]
+    dup = {e.id for e in entries if sum(x.id == e.id for x in entries) > 1}
+    if dup:
+        raise LexiconError(f"{path}: duplicate entry id(s) {', '.join(sorted(dup))}")
+    return Lexicon(entries, cats, raw.get("references", {}))
+
+
+def load_lexicon(extra_entries: Iterable[Mapping[str, Any]] = ()) -> Lexicon:
+    return Lexicon.load(tuple(extra_entries))
+
+
+def lexicon_version(extra_entries: Iterable[Mapping[str, Any]] = ()) -> str:
+    return Lexicon.load(tuple(extra_entries)).version
+
+
+def detect(text: str, extra_entries: Iterable[Mapping[str, Any]] = ()) -> StigmaScan:
+    """Hits and near-misses of the lexicon (plus ``extra_entries``) in ``text``."""
+    return Lexicon.load(tuple(extra_entries)).scan(text)
+
+
+def _non_overlapping(cands: list[StigmaHit], taken: list[StigmaHit]) -> list[StigmaHit]:
+    """Longest first (then earliest, then data-file entries before extras); drops what overlaps a kept one."""
+    kept: list[StigmaHit] = []
+    for c in sorted(cands, key=lambda h: (-(h.end - h.start), h.start, h.origin != "lexicon")):
+        if any(c.start < k.end and k.start < c.end for k in (*taken, *kept)):
+            continue
+        kept.append(c)
+    return kept
+
+
+# ------------------------------------------------------------------------------------------- context rules
+
+
+def _words(segment: str, offset: int = 0) -> list[tuple[str, int, int]]:
+    return [(m.group(0).lower().replace("’", "'"), offset + m.start(), offset + m.end())
+            for m in _WORD.finditer(segment)]
+
+
+_SENT_BOUNDARY = re.compile(r"[.!?;:](?=\s|$)|[\n()\[\]]")
+
+
+def _clause_before(text: str, start: int) -> tuple[int, list[tuple[str, int, int]]]:
+    """The words between the start of the candidate's clause and the candidate (see the module doc)."""
+    lo = 0
+    for m in _SENT_BOUNDARY.finditer(text, 0, start):
+        lo = m.end()
+    words = _words(text[lo:start], lo)
+    cut, after_comma = 0, None
+    for i, (w, s, _) in enumerate(words):
+        if "," in text[words[i - 1][2] if i else lo:s]:
+            after_comma = i
+        if w in _CLAUSE_WORDS:
+            cut, after_comma = i + 1, None
+        elif w in _VERBS_AFTER_COMMA and after_comma is not None:
+            cut, after_comma = after_comma, None
+    return lo, words[cut:]
+
+
+def _sentence_start(text: str, start: int) -> int:
+    lo = 0
+    for m in _SENT_BOUNDARY.finditer(text, 0, start):
+        if m.group(0) not in "()":
+            lo = m.end()
+    return lo
+
+
+def _words_after(text: str, end: int, n: int) -> list[str]:
+    m = _SENT_BOUNDARY.search(text, end)
+    return [w for w, _, _ in _words(text[end:m.start() if m else len(text)])][:n]
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    _, clause = _clause_before(text, start)
+    window = [w for w, _, _ in clause][-6:]
+    for i, w in enumerate(window):
+        if w in _NEG_CUES or w.endswith("n't") or (w == "negative" and i + 1 < len(window) and window[i + 1] == "for"):
+            return True
+    after = _words_after(text, end, 5)
+    for i, w in enumerate(after):
+        if w in _CLAUSE_WORDS:
+            break
+        if w == "absent" or (w == "not" and i + 1 < len(after) and after[i + 1] in _NEG_AFTER):
+            return True
+    return False
+
+
+def _quotes(text: str) -> list[tuple[int, int]]:
+    """(open, close) offsets of double-quoted passages: straight quotes paired in order, and curly “…”."""
+    out = []
+    straight = [m.start() for m in re.finditer('"', text)]
+    out += [(straight[i], straight[i + 1]) for i in range(0, len(straight) - 1, 2)]
+    out += [(m.start(), m.end() - 1) for m in re.finditer("“[^”]*”", text)]
+    return out
+
+
+def _patient_quote(text: str, q_open: int, q_close: int) -> bool:
+    lo = _sentence_start(text, q_open)
+    before = _words(text[lo:q_open])
+    ws = [w for w, _, _ in before]
+    lead = text[lo:q_open].lower()
+    if re.search(r"\b(per (the )?(patient|pt)|in (his|her|their) (own )?words|(patient|pt)\s*:\s*$)", lead):
+        return True
+    cue = max((i for i, w in enumerate(ws) if w in _SPEECH_VERBS), default=None)
+    if cue is not None:
+        return not any(w in _OTHER_SPEAKERS for w in ws[:cue])
+    after = text[q_close + 1:q_close + 60].lower()
+    return bool(re.match(r"\s*,?\s*(he|she|they|the patient|patient|pt)\s+(said|says|stated|states|reported|reports"
+                         r"|added|adds|explained|explains)\b", after))
+
+
+def _not_the_patient(text: str, start: int, end: int) -> bool:
+    _, clause = _clause_before(text, start)
+    ws = [w for w, _, _ in clause[-6:]]
+    for i in range(len(ws) - 1, -1, -1):
+        if ws[i] in _PATIENT_SUBJECTS:
+            break
+        if ws[i] in _AGENTS and not (i and ws[i - 1] in _PREPOSITIONS):  # "at the pharmacy" is no subject
+            return True
+    after = _words_after(text, end, 6)
+    for i, w in enumerate(after[:-1]):
+        if w == "by":
+            return any(x in _AGENTS for x in after[i + 1:i + 3])
+    return False
+
+
+def _next_content_word(text: str, end: int) -> Optional[str]:
+    for w in _words_after(text, end, 4):
+        if w not in _AUX:
+            return w
+    return None
+
+
+def _labels_a_person(text: str, start: int, end: int, e: LexiconEntry) -> bool:
+    """``noun_only`` entries: is the match used as a noun for a person (see the module doc)?"""
+    low = text[start:end].lower()
+    if low.endswith("s") and not low.endswith("ss"):  # plural: "diabetics" (not "homeless")
+        return True
+    m = re.match(r"[ \t]*(\S)?", text[end:])
+    nxt = m.group(1) if m else None
+    if nxt is None or not nxt.isalnum():
+        return True
+    w = _words(text[end:end + 40])[0][0]
+    return w in _PERSON_NOUNS or w in _NOUN_FOLLOWERS
+
+
+def _context_rule(text: str, start: int, end: int, e: LexiconEntry,
+                  quotes: list[tuple[int, int]]) -> tuple[Optional[str], bool]:
+    """(the rule that clears the candidate or None, whether it is quoted)."""
+    quote = next(((a, b) for a, b in quotes if a < start and end <= b), None)
+    if _negated(text, start, end):
+        return RULE_NEGATED, quote is not None
+    if quote is not None and _patient_quote(text, *quote):
+        return RULE_PATIENT_QUOTE, True
+    if e.clear_prev:
+        _, clause = _clause_before(text, start)
+        if any(w in e.clear_prev for w, _, _ in clause[-3:]):
+            return e.clear_rule, quote is not None
+    if e.clear_next and _next_content_word(text, end) in e.clear_next:
+        return e.clear_rule, quote is not None
+    if e.patient_only and _not_the_patient(text, start, end):
+        return RULE_NOT_PATIENT, quote is not None
+    if e.noun_only and not _labels_a_person(text, start, end, e):
+        return RULE_ADJECTIVE, quote is not None
+    return None, quote is not None
+
+
+# ------------------------------------------------------------------------------------------ stem + carried
+
+
+def stem(text: str) -> str:
+    """The last word of a match, letters only, without a common inflection ("abusers" -> "abus")."""
+    last = re.sub(r"[^a-z]", "", (text.lower().split() or [""])[-1])
+    for suf in _SUFFIXES:
+        if last.endswith(suf) and len(last) - len(suf) >= 4:
+            return last[: -len(suf)]
+    return last
+
+
+def scan_notes(case, lexicon: Lexicon) -> list[tuple[str, StigmaScan]]:
+    """(note id, scan) for every note of a case (reuse across the case's summaries)."""
+    return [(n.note_id, lexicon.scan(n.text)) for n in case.notes]
+
+
+def assess(case, summary, *, extra_entries: Iterable[Mapping[str, Any]] = (), lexicon: Optional[Lexicon] = None,
+           note_scans: Optional[list[tuple[str, StigmaScan]]] = None) -> SummaryStigma:
+    """The detector's answer for one summary (``engine.core.models.Summary``) and its case's notes: hits, carried
+    forward or introduced, and the two PDSQI-9 items."""
+    lex = lexicon or Lexicon.load(tuple(extra_entries))
+    notes = note_scans if note_scans is not None else scan_notes(case, lex)
+    scan = lex.scan(summary.text)
+    note_hits = [NoteHit(nid, h) for nid, sc in notes for h in sc.hits]
+    out = []
+    for h in scan.hits:
+        same = [n for n in note_hits if n.hit.entry_id == h.entry_id]
+        similar = [n for n in note_hits if n.hit.entry_id != h.entry_id and n.hit.stem == h.stem]
+        sources = tuple(SourceMatch(n.note_id, n.hit.start, n.hit.end, n.hit.text, n.hit.entry_id)
+                        for n in same + similar)
+        out.append(SummaryHit(h, CARRIED if sources else INTRODUCED, sources))
+    return SummaryStigma(summary.summary_id, summary.case_id, lex.version, tuple(out), scan.cleared,
+                         tuple(note_hits), tuple(NoteHit(nid, h) for nid, sc in notes for h in sc.cleared))
+
+
+def assess_dataset(ds, summary_ids: Optional[Iterable[str]] = None,
+                   extra_entries: Iterable[Mapping[str, Any]] = ()) -> list[SummaryStigma]:
+    """:func:`assess` for the given summaries of a dataset (all by default); notes are scanned once per case."""
+    lex = Lexicon.load(tuple(extra_entries))
+    ids = list(summary_ids) if summary_ids is not None else [s.summary_id for s in ds.summaries]
+    cache: dict[str, list[tuple[str, StigmaScan]]] = {}
+    out = []
+    for sid in ids:
+        s = ds.summary(sid)
+        if s.case_id not in cache:
+            cache[s.case_id] = scan_notes(ds.case(s.case_id), lex)
+        out.append(assess(ds.case(s.case_id), s, lexicon=lex, note_scans=cache[s.case_id]))
+    return out
+
+
+def workspace_entries(store) -> list[dict[str, Any]]:
+    """The active lexicon entries a clinician added in Settings to the workspace ``store`` (oldest first), in the
+    shape ``extra_entries`` takes: ``assess(case, summary, extra_entries=workspace_entries(store))``."""
+    return store.stigma_entries(active_only=True)
+
+
+def _literal(term: str) -> bool:
+    """A lexicon term without the term syntax's alternatives or '*' gaps (it reads as the words it finds)."""
+    return not any(c in term for c in "()|*")
+
+
+CLINICIAN_TERM_MAX = 200  # characters of a clinician entry's term
+CLINICIAN_TEXT_MAX = 500  # characters of its suggestion, source / note and author
+
+
+def check_clinician_entry(current: Sequence[dict], raw: dict) -> "LexiconEntry":
+    """The lexicon entry ``raw`` (a clinician entry in :func:`load_lexicon`'s ``extra_entries`` shape, plus
+    ``added_by``) would become beside the active clinician entries ``current``; :class:`LexiconError` saying why
+    when it cannot be used: an empty or too long text, an unknown category, a term the lexicon's syntax rejects,
+    or a term the built-in lexicon or an active clinician entry already finds."""
+    term = raw.get("term", "")
+    if not term:
+        raise LexiconError("the term is empty: type the word or phrase to flag, e.g. 'entitled'")
+    if len(term) > CLINICIAN_TERM_MAX:
+        raise LexiconError(f"the term is {len(term)} characters long; shorten it to at most {CLINICIAN_TERM_MAX} "
+                           "(a word or a short phrase)")
+    for what, key in (("suggestion", "suggest"), ("source / note", "source"), ("added by", "added_by")):
+        value = raw.get(key) or ""
+        if len(value) > CLINICIAN_TEXT_MAX:
+            raise LexiconError(f"the {what} is {len(value)} characters long; shorten it to at most "
+                               f"{CLINICIAN_TEXT_MAX}")
+    raw = {k: v for k, v in raw.items() if k != "added_by"}
+    base = load_lexicon()
+    if raw.get("category") not in base.categories:
+        raise LexiconError(f"category {raw.get('category')!r} is not a lexicon category; choose one of "
+                           f"{', '.join(base.categories)}")
+    try:
+        lex = load_lexicon([*current, raw])  # the lexicon's own validation: its LexiconError says what
+    except LexiconError as exc:
+        raise LexiconError(f"{exc}. Write the term as plain words, or in the lexicon's term syntax: "
+                           "(a|b|) alternatives, '-' for an optional hyphen, a lone '*' between two words "
+                           "for up to three words") from exc
+    new = lex.entries[-1]
+    new_pattern = _compile_term(new.term)
+    for e in lex.entries[:-1]:
+        covered = (e.term.lower() == new.term.lower()
+                   or _literal(new.term) and _compile_term(e.term).fullmatch(new.term)
+                   or _literal(e.term) and new_pattern.fullmatch(e.term))
+        if not covered:
+            continue
+        if e.origin == "lexicon":
+            raise LexiconError(f"{raw['term']!r} is already in the built-in lexicon (entry {e.id!r}, term "
+                               f"{e.term!r}, category {e.category}); there is no need to add it")
+        raise LexiconError(f"{raw['term']!r} is already a clinician entry (term {e.term!r}, category "
+                           f"{e.category}); deactivate that entry first to replace it")
+    return new
+
+
+def add_clinician_entry(store, term: str, category: str, **fields) -> dict:
+    """Add a clinician entry to the workspace ``store`` (``fields``: suggest, source, noun_only, patient_only,
+    added_by), validated by :func:`check_clinician_entry`; returns the stored entry."""
+    return store.add_stigma_entry(term, category, check=check_clinician_entry, **fields)

@@ -1,0 +1,383 @@
+"""Calibration of the judge's expected scores to the local raters.
+
+A small judge ranks summaries usefully by its **expected score** (:func:`engine.judge.runner.primary_score`) but not on
+the raters' scale: it may put every summary between 4.3 and 4.9 where the raters use 2 to 5. Per 1-5 item,
+:func:`fit` learns a monotone map from the judge's expected score to the raters' median score:
+
+* ``judge``: isotonic regression (scikit-learn ``IsotonicRegression``, increasing, clipped to 1-5) of the human
+  median on the expected score.
+* ``judge+evidence``: the expected score together with evidence the product computes without the judge
+  (:class:`Features`: estimated omission share, weak-support share, wrong/missing citation share, stigmatizing
+  hits, length) are first combined by a ridge regression (standardised features) into one predictor, and the
+  isotonic map is fitted on that predictor. The map stays monotone in the combined predictor.
+
+Validity is estimated by **leave-one-case-out** cross-validation (every summary of the held-out case is predicted
+by a map fitted on the other cases), and reported before (raw expected score) and after (cross-validated
+calibrated score) as ICC(2,1) absolute agreement with its F-based 95 % CI, Spearman's ρ and mean absolute error,
+each with a 95 % percentile CI from a bootstrap over cases.
+
+A calibration is refused, per item, with the reason when there is too little to learn from: fewer than
+:data:`MIN_RATED` rated summaries with a judge score, fewer than two distinct levels, or a level inside the
+observed range with no example (the map would jump over a level it never saw). A calibration belongs to one judge
+configuration (its key) and records the rated summaries it used; it is applied only to results of that
+configuration, never pooled across configurations.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from engine.core import reliability as rel
+from engine.judge.features import Features
+from engine.core.rubric import ITEMS
+
+MIN_RATED = 20
+CALIBRATION_VERSION = "calib-v1"
+KINDS = ("judge+evidence", "judge")  # the first is the default
+LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
+N_BOOT = 1000
+
+
+@dataclass
+class Metric:
+    value: Optional[float]
+    ci: Optional[tuple[float, float]] = None
+
+    def text(self, digits: int = 2) -> str:
+        if self.value is None or not math.isfinite(self.value):
+            return "—"
+        ci = f" ({self.ci[0]:.{digits}f} to {self.ci[1]:.{digits}f})" if self.ci else ""
+        return f"{self.value:.{digits}f}{ci}"
+
+
+@dataclass
+class Validity:
+    """Agreement of one score with the raters' median over the same summaries."""
+
+    n: int
+    icc: Metric
+    spearman: Metric
+    mae: Metric
+
+
+@dataclass
+class ItemCalibration:
+    item: str
+    status: str  # "fitted" or "refused"
+    reason: str = ""
+    kind: str = "judge"
+    n_rated: int = 0
+    levels: dict = field(default_factory=dict)  # human level -> count
+    # the fitted map on all rated summaries: predictor knots -> calibrated score (isotonic step function)
+    x_knots: list = field(default_factory=list)
+    y_knots: list = field(default_factory=list)
+    # judge+evidence: ridge coefficients on standardised [expected, *features], with the means and scales
+    coef: list = field(default_factory=list)
+    intercept: float = 0.0
+    means: list = field(default_factory=list)
+    scales: list = field(default_factory=list)
+    before: Optional[Validity] = None
+    after: Optional[Validity] = None
+
+    def predictor(self, expected: float, feats: Optional[Features]) -> Optional[float]:
+        if self.kind == "judge":
+            return expected
+        row = [expected, *(feats or Features()).vector()]
+        z = []
+        for v, m, s in zip(row, self.means, self.scales):
+            z.append(0.0 if v is None else (v - m) / s)  # a missing feature takes the mean
+        return float(self.intercept + np.dot(self.coef, z))
+
+    def apply(self, expected: Optional[float], feats: Optional[Features] = None) -> Optional[float]:
+        if self.status != "fitted" or expected is None:
+            return None
+        x = self.predictor(expected, feats)
+        return float(np.interp(x, self.x_knots, self.y_knots))
+
+
+@dataclass
+class Calibration:
+    """A set of per-item maps for one dataset and one judge configuration."""
+
+    dataset: str
+    config_key: str
+    kind: str
+    summary_ids: list  # the rated summaries it was fitted on
+    n_raters: int
+    items: dict  # item key -> ItemCalibration
+    created_at: str = ""
+    version: int = 0  # assigned by the store (1, 2, … per dataset and configuration)
+    method_version: str = CALIBRATION_VERSION
+
+    @property
+    def label(self) -> str:
+        return f"calibrated on {len(self.summary_ids)} summaries rated by {self.n_raters} raters"
+
+    @property
+    def fitted_items(self) -> list[str]:
+        return [k for k, v in self.items.items() if v.status == "fitted"]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Calibration":
+        d = json.loads(text)
+        items = {}
+        for k, v in d["items"].items():
+            for side in ("before", "after"):
+                if v.get(side):
+                    s = v[side]
+                    v[side] = Validity(s["n"], *(Metric(s[m]["value"], tuple(s[m]["ci"]) if s[m]["ci"] else None)
+                                                 for m in ("icc", "spearman", "mae")))
+            items[k] = ItemCalibration(**v)
+        d["items"] = items
+        return cls(**d)
+
+
+class CalibrationRefused(ValueError):
+    """No item could be calibrated; the message gives each item's reason."""
+
+
+# ------------------------------------------------------------------------------------------------ fitting
+
+
+def isotonic_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(x, y)
+    return [float(v) for v in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
+
+
+def _ridge(rows: np.ndarray, y: np.ndarray, alpha: float = 1.0):
+    """Ridge on standardised columns (missing values take the column mean); returns coef, intercept, means,
+    scales."""
+    x = rows.astype(float)
+    means = np.array([np.nanmean(c) if np.isfinite(c).any() else 0.0 for c in x.T])
+    x = np.where(np.isnan(x), means, x)
+    scales = x.std(axis=0)
+    scales[scales == 0] = 1.0
+    z = (x - means) / scales
+    from sklearn.linear_model import Ridge
+
+    m = Ridge(alpha=alpha).fit(z, y)
+    return m.coef_.tolist(), float(m.intercept_), means.tolist(), scales.tolist()
+
+
+def _fit_item(item: str, kind: str, expected: np.ndarray, feats: np.ndarray, y: np.ndarray) -> ItemCalibration:
+    ic = ItemCalibration(item, "fitted", kind=kind, n_rated=len(y))
+    if kind == "judge+evidence":
+        rows = np.column_stack([expected, feats])
+        ic.coef, ic.intercept, ic.means, ic.scales = _ridge(rows, y)
+        pred = np.array([ic.predictor(e, Features(*[None if np.isnan(v) else float(v) for v in f]))
+                         for e, f in zip(expected, feats)])
+    else:
+        pred = expected
+    ic.x_knots, ic.y_knots = isotonic_knots(pred, y)
+    return ic
+
+
+def refusal_reason(y: Sequence[float]) -> str:
+    """Why an item cannot be calibrated on these human medians ('' when it can)."""
+    if len(y) < MIN_RATED:
+        return f"only {len(y)} rated summaries with a judge score (at least {MIN_RATED} are needed)"
+    levels = sorted({int(round(v)) for v in y})
+    if len(levels) < 2:
+        return f"the raters gave every summary the same level ({levels[0]}): nothing to calibrate to"
+    gaps = [lv for lv in range(levels[0], levels[-1] + 1) if lv not in levels]
+    if gaps:
+        return (f"no rated summary at level {', '.join(map(str, gaps))} between the lowest ({levels[0]}) and the "
+                f"highest ({levels[-1]}) level the raters used")
+    return ""
+
+
+def _cluster_boot(fn, groups: np.ndarray, n_boot: int, seed: int) -> Optional[tuple[float, float]]:
+    """Percentile CI of ``fn(index array)`` over a bootstrap of groups (cases)."""
+    uniq = np.unique(groups)
+    if len(uniq) < 3:
+        return None
+    idx_of = {g: np.flatnonzero(groups == g) for g in uniq}
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        pick = rng.choice(uniq, size=len(uniq), replace=True)
+        idx = np.concatenate([idx_of[g] for g in pick])
+        v = fn(idx)
+        if v is not None and math.isfinite(v):
+            vals.append(v)
+    if len(vals) < n_boot // 2:
+        return None
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> Optional[float]:
+    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return None
+    return float(rel.spearman_rho(a, b).value)
+
+
+def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: int = N_BOOT,
+             seed: int = 0) -> Validity:
+    """ICC(2,1) (absolute agreement, F-based CI), Spearman ρ and MAE of ``score`` against ``human``, the last two
+    with a case-bootstrap CI."""
+    icc = Metric(None)
+    if len(score) >= 3 and not (np.all(score == score[0]) and np.all(human == human[0])):
+        try:
+            e = rel.icc(np.column_stack([human, score]), "ICC2")
+            icc = Metric(float(e.value), e.ci)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            icc = Metric(None)
+    sp = Metric(_spearman(score, human),
+                _cluster_boot(lambda i: _spearman(score[i], human[i]), groups, n_boot, seed))
+    mae = Metric(float(np.mean(np.abs(score - human))) if len(score) else None,
+                 _cluster_boot(lambda i: float(np.mean(np.abs(score[i] - human[i]))), groups, n_boot, seed))
+    return Validity(len(score), icc, sp, mae)
+
+
+def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Optional[Features]]],
+        human: Mapping[str, Mapping[str, float]], n_raters: int, kind: str = "judge", n_boot: int = N_BOOT,
+        seed: int = 0) -> Calibration:
+    """Fit and cross-validate one calibration.
+
+    ``rows``: (summary id, case id, item -> judge primary score, evidence features or None) for the judge results
+    of **one** configuration; ``human``: summary id -> item -> the raters' median. Raises
+    :class:`CalibrationRefused` when no item can be fitted."""
+    if kind not in KINDS:
+        raise ValueError(f"calibration kind {kind!r} is unknown; use one of {', '.join(KINDS)}")
+    items: dict[str, ItemCalibration] = {}
+    used: set[str] = set()
+    for key in LIKERT_KEYS:
+        sel = [(sid, cid, sc[key], f) for sid, cid, sc, f in rows
+               if sc.get(key) is not None and human.get(sid, {}).get(key) is not None]
+        y = np.array([human[sid][key] for sid, *_ in sel], dtype=float)
+        reason = refusal_reason(y)
+        levels = {str(lv): int(sum(1 for v in y if int(round(v)) == lv)) for lv in range(1, 6)}
+        if reason:
+            items[key] = ItemCalibration(key, "refused", reason, kind, len(y), levels)
+            continue
+        x = np.array([e for _, _, e, _ in sel], dtype=float)
+        groups = np.array([cid for _, cid, _, _ in sel])
+        feats = np.array([[np.nan if v is None else v for v in (f or Features()).vector()] for *_, f in sel],
+                         dtype=float)
+        cv = np.full(len(y), np.nan)
+        for g in np.unique(groups):
+            test = groups == g
+            train = ~test
+            if len(np.unique(np.round(y[train]))) < 2:
+                continue
+            m = _fit_item(key, kind, x[train], feats[train], y[train])
+            for i in np.flatnonzero(test):
+                cv[i] = m.apply(float(x[i]), Features(*[None if np.isnan(v) else float(v) for v in feats[i]]))
+        ic = _fit_item(key, kind, x, feats, y)
+        ic.levels = levels
+        ok = ~np.isnan(cv)
+        ic.before = validity(x, y, groups, n_boot, seed)
+        ic.after = validity(cv[ok], y[ok], groups[ok], n_boot, seed)
+        items[key] = ic
+        used.update(sid for sid, *_ in sel)
+    if not any(v.status == "fitted" for v in items.values()):
+        raise CalibrationRefused("; ".join(f"{k}: {v.reason}" for k, v in items.items()))
+    from datetime import datetime, timezone
+
+    return Calibration(dataset, config_key, kind, sorted(used), n_raters, items,
+                       datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def apply(cal: Calibration, scores: Mapping[str, Optional[float]], feats: Optional[Features] = None
+          ) -> dict[str, Optional[float]]:
+    """item -> calibrated score (None where the item was refused or the judge gave no score)."""
+    return {k: ic.apply(scores.get(k), feats) for k, ic in cal.items.items()}
+
+
+# ------------------------------------------------------------------------------------ from a workspace
+
+
+def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: str = "judge+evidence",
+                   n_boot: int = N_BOOT, save: bool = True) -> Calibration:
+    """Fit a calibration on a stored dataset: its imported ratings (the raters' median; the judge and adjudicated
+    scores left out) against one judge configuration's results (``config_key`` None: the configuration covering
+    most summaries). With ``kind="judge+evidence"`` the stored evidence is used too. Saved as the next version
+    unless ``save`` is False. Raises :class:`CalibrationRefused` (with the reasons) or ValueError."""
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.runner import primary_score
+    from engine.judge.configs import configurations, find, results_for
+    from engine.core.models import RESERVED_RATER_GROUPS
+    from engine.data.ratings import medians
+
+    ds = store.load_dataset(dataset)
+    results = stored_judge_results(store, dataset)
+    config = find(configurations(results), config_key)
+    if config is None:
+        raise CalibrationRefused(f"dataset {dataset!r} has no judge results"
+                                 + (f" of configuration {config_key!r}" if config_key else "")
+                                 + ": judge it first")
+    panel = [r for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS]
+    raters = {r.rater_id for r in panel}
+    human = {}
+    for s in ds.summaries:
+        m = medians(r for r in panel if r.summary_id == s.summary_id)
+        human[s.summary_id] = {k: v for k, v in m.items() if k in LIKERT_KEYS and v is not None}
+    feats = {}
+    if kind == "judge+evidence":
+        from engine.judge.features import evidence_for
+
+        feats = {k: v.features for k, v in evidence_for(store, dataset, ds).items()}
+    rows = [(r.summary_id, r.case_id, {k: primary_score(k, v) for k, v in r.items.items()}, feats.get(r.summary_id))
+            for r in results_for(results, config.key) if r.status == "scored"]
+    cal = fit(dataset, config.key, rows, human, len(raters), kind, n_boot)
+    if save:
+        store.put_calibration(cal)
+    return cal
+
+
+def latest(store, dataset: str, config_key: str) -> Optional[Calibration]:
+    """The newest stored calibration of this dataset for exactly this judge configuration (never another's)."""
+    rows = store.calibrations(dataset, config_key)
+    return Calibration.from_json(rows[0]) if rows else None
+
+
+def calibrated_scores(store, dataset: str, config_key: str, results, cal: Optional[Calibration] = None
+                      ) -> tuple[Optional[Calibration], dict[str, dict[str, Optional[float]]]]:
+    """(calibration, summary id -> item -> calibrated score) for ``results`` of ``config_key``; results of another
+    configuration are left out. No stored calibration: (None, {})."""
+    from engine.judge.runner import primary_score
+    from engine.judge.configs import config_key_of
+
+    cal = cal or latest(store, dataset, config_key)
+    if cal is None:
+        return None, {}
+    feats = {}
+    if cal.kind == "judge+evidence":
+        from engine.judge.features import evidence_for
+
+        ids = [r.summary_id for r in results if r.status == "scored" and config_key_of(r) == config_key]
+        feats = {k: v.features for k, v in evidence_for(store, dataset, store.load_dataset(dataset),
+                                                         summary_ids=ids).items()}
+    out = {}
+    for r in results:
+        if r.status != "scored" or config_key_of(r) != config_key:
+            continue
+        out[r.summary_id] = apply(cal, {k: primary_score(k, v) for k, v in r.items.items()}, feats.get(r.summary_id))
+    return cal, out
+
+
+def table_rows(cal: Calibration) -> list[dict]:
+    """Plain rows for a table or a terminal: per item, before and after (leave-one-case-out) with CIs."""
+    from engine.core.rubric import get_item
+
+    rows = []
+    for k, ic in cal.items.items():
+        label = get_item(k).label
+        if ic.status != "fitted":
+            rows.append({"item": label, "n": ic.n_rated, "status": "refused", "reason": ic.reason})
+            continue
+        b, a = ic.before, ic.after
+        rows.append({"item": label, "n": ic.n_rated, "status": "fitted",
+                     "ICC before": b.icc.text(), "ICC after": a.icc.text(),
+                     "Spearman before": b.spearman.text(), "Spearman after": a.spearman.text(),
+                     "MAE before": b.mae.text(), "MAE after": a.mae.text(), "reason": ""})
+    return rows

@@ -1,0 +1,103 @@
+"""Judge configurations: results from different models, prompts or parameters are never pooled.
+
+A *configuration* is what decides a judge's grades: the model (file hash, or backend + endpoint + model name),
+the prompt version, and the judge parameters (samples, temperature, few-shot examples, explanations, seed,
+trimming). Settings that cannot change a median are left out: early stopping (exact by construction), threads,
+GPU layers, context size. :func:`configurations` groups stored results by configuration with their coverage;
+:func:`results_for` returns one configuration's latest result per summary. The Agreement page, ``stats`` and the
+committee report compute for one configuration at a time and name it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from engine.llm.modelfiles import is_smoke_test_model
+
+IGNORED_PARAMS = ("early_stop",)  # cannot change a median
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    key: str  # 12 hex digits
+    model: str  # model file or server model name
+    model_sha256: Optional[str]
+    backend: str
+    prompt_version: str
+    params: dict
+    n_results: int  # stored results (latest per summary) in this configuration
+    n_scored: int
+    smoke_test: bool  # the embedded 270M model: grades not clinically meaningful
+    judged_at: str = ""  # the newest result's time (UTC)
+
+    @property
+    def label(self) -> str:
+        p = self.params
+        bits = [f"{p.get('n_samples', '?')} samples", f"T={p.get('temperature', '?')}"]
+        if p.get("shots"):
+            bits.append(f"{p['shots']}-shot")
+        if p.get("explain"):
+            bits.append("explained")
+        smoke = " (smoke-test model)" if self.smoke_test else ""
+        when = f" · judged {self.judged_at[:16].replace('T', ' ')}" if self.judged_at else ""
+        return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
+                f"{self.n_scored} of {self.n_results} summaries scored{when} · [{self.key}]")
+
+
+def config_key_of(result) -> str:
+    """The configuration key of one JudgeResult (its provenance)."""
+    prov = result.provenance
+    model_id = prov.model_sha256 or f"{prov.backend}:{prov.backend_params.get('endpoint', '')}:{prov.model_file}"
+    params = {k: v for k, v in sorted(prov.params.items()) if k not in IGNORED_PARAMS}
+    payload = json.dumps({"model": model_id, "prompt": prov.prompt_version, "params": params}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def is_smoke_test(result) -> bool:
+    prov = result.provenance
+    return is_smoke_test_model(prov.model_sha256, prov.model_file)
+
+
+def _latest_per_summary(results: Iterable) -> dict[str, object]:
+    latest: dict[str, object] = {}
+    for r in results:
+        cur = latest.get(r.summary_id)
+        if cur is None or r.created_at >= cur.created_at:
+            latest[r.summary_id] = r
+    return latest
+
+
+def configurations(results: Sequence) -> list[JudgeConfig]:
+    """The configurations present, most summaries first."""
+    groups: dict[str, list] = {}
+    for r in results:
+        groups.setdefault(config_key_of(r), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        latest = _latest_per_summary(rs)
+        first = rs[0]
+        prov = first.provenance
+        out.append(JudgeConfig(key, prov.model_file, prov.model_sha256, prov.backend, prov.prompt_version,
+                               {k: v for k, v in prov.params.items() if k not in IGNORED_PARAMS}, len(latest),
+                               sum(1 for r in latest.values() if r.status == "scored"), is_smoke_test(first),
+                               max(r.created_at for r in rs)))
+    out.sort(key=lambda c: (-c.n_scored, -c.n_results, c.key))
+    return out
+
+
+def results_for(results: Sequence, key: Optional[str]) -> list:
+    """One configuration's latest result per summary (``key`` None: the configuration covering most summaries)."""
+    if key is None:
+        configs = configurations(results)
+        if not configs:
+            return []
+        key = configs[0].key
+    return list(_latest_per_summary(r for r in results if config_key_of(r) == key).values())
+
+
+def find(configs: Sequence[JudgeConfig], key: Optional[str]) -> Optional[JudgeConfig]:
+    if key is None:
+        return configs[0] if configs else None
+    return next((c for c in configs if c.key == key or c.key.startswith(key)), None)

@@ -1,0 +1,93 @@
+"""Per-summary evidence as numbers, for calibration and triage.
+
+Reads what the product already computed and stored (the default coverage method's estimated omission share and
+the sentence-support result with its citation verdicts) and adds what is cheap to compute here (stigmatizing-
+language hits of the summary, its length). Nothing in here calls the judge.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.core.models import Dataset
+
+
+FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words")
+
+
+@dataclass(frozen=True)
+class Features:
+    """Evidence about one summary that does not come from the judge (None = not computed)."""
+
+    omission: Optional[float] = None  # estimated share of source facts left out (unit coverage)
+    weak_support: Optional[float] = None  # share of summary sentences with weak support in the notes
+    citation_problems: Optional[float] = None  # share of citations that are wrong or point to no note
+    stigma_hits: Optional[float] = None  # stigmatizing terms the summary carries or introduces
+    log_words: Optional[float] = None  # log(1 + words in the summary)
+
+    def vector(self) -> list[Optional[float]]:
+        return [getattr(self, n) for n in FEATURE_NAMES]
+
+
+@dataclass(frozen=True)
+class EvidenceSummary:
+    """The numbers behind :class:`Features`, with the counts a reviewer reads in a reason."""
+
+    features: Features
+    omission_flag: Optional[bool]  # the coverage method's own flag (global score above its threshold)
+    weak_sentences: int
+    sentences: int
+    citation_problems: int
+    citations: int
+    stigma_terms: tuple[str, ...]
+
+
+def _json(text: Optional[str]) -> Optional[dict]:
+    try:
+        d = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=None) -> dict[str, EvidenceSummary]:
+    """summary id -> its evidence numbers (only ``summary_ids`` when given); stored evidence that is missing leaves
+    that feature None."""
+    from engine.evidence import stigma
+
+    cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
+    ali = store.evidence_results(dataset, "alignment") if store is not None else {}
+    lexicon = stigma.load_lexicon(extra_stigma)
+    out: dict[str, EvidenceSummary] = {}
+    wanted = None if summary_ids is None else set(summary_ids)
+    for s in ds.summaries:
+        if wanted is not None and s.summary_id not in wanted:
+            continue
+        c, a = _json(cov.get(s.summary_id)), _json(ali.get(s.summary_id))
+        omission = flag = None
+        if c and isinstance(c.get("global_score"), (int, float)):
+            omission = float(c["global_score"])
+            thr = c.get("flag_threshold")
+            flag = bool(omission > thr) if isinstance(thr, (int, float)) else None
+        weak = n_sent = problems = n_cit = 0
+        weak_share = cit_share = None
+        if a and isinstance(a.get("sentences"), list):
+            sents = [x for x in a["sentences"] if isinstance(x, dict)]
+            n_sent = len(sents)
+            weak = sum(1 for x in sents if x.get("weak"))
+            n_cit = sum(1 for x in sents if x.get("citation_verdict") not in (None, ""))
+            problems = sum(1 for x in sents if x.get("citation_verdict") in ("wrong", "missing", "unknown"))
+            weak_share = weak / n_sent if n_sent else None
+            cit_share = problems / n_cit if n_cit else None
+        try:
+            st = stigma.assess(ds.case(s.case_id), s, lexicon=lexicon)
+            terms = tuple(h.hit.text for h in st.summary_hits)
+        except (KeyError, ValueError):
+            terms = ()
+        words = len(s.text.split())
+        feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words))
+        out[s.summary_id] = EvidenceSummary(feats, flag, weak, n_sent, problems, n_cit, terms)
+    return out

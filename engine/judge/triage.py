@@ -1,0 +1,137 @@
+"""Triage: which summaries a reviewer should look at first, and why.
+
+Each summary gets a priority in [0, 1] (higher = review first) from two parts, documented here so a reviewer can
+check it:
+
+* **judge risk** = the worst 1-5 item's shortfall, (5 − score) / 4, where the score is the calibrated score when a
+  calibration of this judge configuration exists (:mod:`engine.judge.calibration`), else the judge's expected score;
+  0.5 when the summary has no judge result (unknown is not safe).
+* **evidence risk** = min(1, 0.4·[coverage flags an omission] + 0.4·(share of weakly supported sentences) +
+  0.3·(share of citation problems) + 0.3·[stigmatizing language in the summary]).
+
+priority = 0.6 · judge risk + 0.4 · evidence risk. The queue is sorted by priority; its thirds are the strata
+("review first", "middle", "lowest risk") that a spot-check sample can be drawn across (:func:`stratified_sample`),
+so a sample still sees summaries the judge liked.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from engine.core.rubric import ITEMS, get_item
+
+STRATA = ("review first", "middle", "lowest risk")
+W_JUDGE, W_EVIDENCE = 0.6, 0.4
+LIKERT = tuple(i.key for i in ITEMS if i.is_likert)
+
+
+@dataclass(frozen=True)
+class TriageEntry:
+    summary_id: str
+    case_id: str
+    priority: float
+    judge_risk: float
+    evidence_risk: float
+    stratum: str
+    reasons: tuple[str, ...]  # with numbers
+    blind_reasons: tuple[str, ...]  # the same without any judge score (for a blinded reviewer)
+    score_source: str  # "calibrated …", "expected score" or "not judged"
+
+
+def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str) -> tuple[float, list[str], list[str]]:
+    if not scores:
+        return 0.5, ["not judged yet"], ["not judged yet"]
+    got = {k: v for k, v in scores.items() if k in LIKERT and v is not None}
+    if not got:
+        return 0.5, ["no 1-5 item scored"], ["no 1-5 item scored"]
+    low = sorted(got.items(), key=lambda kv: kv[1])[:2]
+    risk = max(0.0, min(1.0, (5.0 - low[0][1]) / 4.0))
+    reasons = [f"lowest judge items ({source}): " + ", ".join(f"{get_item(k).label} {v:.1f}" for k, v in low)]
+    blind = ["judge: lowest items " + ", ".join(get_item(k).label for k, _ in low)]
+    return risk, reasons, blind
+
+
+def _evidence_part(ev) -> tuple[float, list[str]]:
+    if ev is None:
+        return 0.0, []
+    out, risk = [], 0.0
+    f = ev.features
+    if ev.omission_flag:
+        risk += 0.4
+        out.append(f"coverage flags omissions (estimated {f.omission:.0%} left out)")
+    if f.weak_support:
+        risk += 0.4 * f.weak_support
+        out.append(f"{ev.weak_sentences} of {ev.sentences} sentences weakly supported")
+    if f.citation_problems:
+        risk += 0.3 * f.citation_problems
+        out.append(f"{ev.citation_problems} of {ev.citations} citations wrong or missing")
+    if ev.stigma_terms:
+        risk += 0.3
+        out.append("stigmatizing language: " + ", ".join(f"“{t}”" for t in ev.stigma_terms[:3]))
+    return min(1.0, risk), out
+
+
+def queue(summaries: Sequence, scores: Mapping[str, Mapping[str, Optional[float]]], source: str,
+          evidence: Mapping[str, object]) -> list[TriageEntry]:
+    """The triage queue, highest priority first. ``summaries``: objects with ``summary_id`` and ``case_id``;
+    ``scores``: summary id -> item -> the score to use (calibrated or expected); ``source``: how those scores were
+    made (shown in the reasons); ``evidence``: summary id -> :class:`engine.judge.features.EvidenceSummary`."""
+    rows = []
+    for s in summaries:
+        sc = scores.get(s.summary_id)
+        jr, jreasons, jblind = _judge_part(sc, source)
+        er, ereasons = _evidence_part(evidence.get(s.summary_id))
+        rows.append((W_JUDGE * jr + W_EVIDENCE * er, jr, er, s, jreasons + ereasons, jblind + ereasons,
+                     source if sc else "not judged"))
+    rows.sort(key=lambda r: (-r[0], r[3].summary_id))
+    n = len(rows)
+    out = []
+    for i, (p, jr, er, s, reasons, blind, src) in enumerate(rows):
+        stratum = STRATA[min(2, i * 3 // n)] if n else STRATA[0]
+        out.append(TriageEntry(s.summary_id, s.case_id, round(p, 4), round(jr, 4), round(er, 4), stratum,
+                               tuple(reasons), tuple(blind), src))
+    return out
+
+
+def stratified_sample(entries: Sequence[TriageEntry], n: int, seed: int = 0) -> list[TriageEntry]:
+    """``n`` summaries drawn across the strata in turn (review first, middle, lowest risk, …), at random within
+    each; the result is in queue order."""
+    rng = random.Random(seed)
+    pools = {s: [e for e in entries if e.stratum == s] for s in STRATA}
+    for p in pools.values():
+        rng.shuffle(p)
+    picked: list[TriageEntry] = []
+    while len(picked) < min(n, len(entries)):
+        for s in STRATA:
+            if pools[s] and len(picked) < n:
+                picked.append(pools[s].pop())
+    order = {e.summary_id: i for i, e in enumerate(entries)}
+    return sorted(picked, key=lambda e: order[e.summary_id])
+
+
+def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple[list[TriageEntry], str]:
+    """The queue of a stored dataset for one judge configuration (default: the one covering most summaries), with
+    its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
+    from engine.judge.calibration import calibrated_scores
+    from engine.judge.features import evidence_for
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.runner import primary_score
+    from engine.judge.configs import configurations, find, results_for
+
+    results = stored_judge_results(store, name)
+    config = find(configurations(results), config_key)
+    scores: dict = {}
+    source = "no judge results"
+    if config is not None:
+        mine = [r for r in results_for(results, config.key) if r.status == "scored"]
+        cal, calibrated = calibrated_scores(store, name, config.key, mine)
+        raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()} for r in mine}
+        if cal is not None:
+            scores = {sid: {k: (calibrated.get(sid, {}).get(k) if calibrated.get(sid, {}).get(k) is not None
+                                else raw[sid].get(k)) for k in raw[sid]} for sid in raw}
+            source = f"{cal.label}, v{cal.version}"
+        else:
+            scores, source = raw, "expected score, not calibrated"
+    entries = queue(ds.summaries, scores, source, evidence_for(store, name, ds))
+    return entries, source

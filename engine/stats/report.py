@@ -1,0 +1,427 @@
+"""The committee report: one self-contained HTML file (and a PDF printed from it by headless Chromium).
+
+What an informatics committee asks for, in one document that works offline: the dataset, the methods in plain
+words with references, per item how well the raters agree and how the LLM judge compares (forest plots with the
+Koo & Li bands), LLM vs humans side by side, score distributions, length effects, the omission and sentence-support
+evidence per generator and quality group, the top disagreement cases with short excerpts, statistics that could not
+be computed and why, and full provenance. No script, font or image is fetched: the charts are inline SVG drawn
+here, the style is inline. Every data string goes through :func:`engine.core.untrusted.html`. Results from the
+embedded smoke-test model are marked as such on every printed page.
+
+    python -m engine report sample --out report.html --pdf report.pdf
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional, Sequence
+
+from engine.core import untrusted
+from engine.stats.agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, disagreements, format_p, headline,
+                                    llm_vs_human_rows, mixed_model_rows)
+from engine.core.models import RESERVED_RATER_GROUPS
+from engine.stats.spot_checks import spot_check_rows
+from engine.judge.configs import JudgeConfig
+from engine.core.rubric import ITEMS, get_item
+
+APP_VERSION = "SumCheck 0.9"
+HUMANS_TITLE = "Raters' agreement (ICC(3,k), or α when few summaries were scored by all; yes/no items: AC1), 95% CI"
+LLM_TITLE = "LLM judge vs raters (ICC(2,1); yes/no items: Cohen's κ), 95% CI"
+BAND_COLOURS = {"poor": "#fde2e1", "moderate": "#fff1d6", "good": "#e3f4e1", "excellent": "#c9ecc4"}
+REFERENCES = [
+    "Croxford E, et al. Development and validation of the Provider Documentation Summarization Quality "
+    "Instrument (PDSQI-9) for large language models. 2025.",
+    "Croxford E, et al. Automating evaluation of AI text generation in healthcare with a large language model "
+    "(LLM)-as-a-judge. 2025.",
+    "Koo TK, Li MY. A guideline of selecting and reporting intraclass correlation coefficients for reliability "
+    "research. J Chiropr Med. 2016;15(2):155-163.",
+    "Shrout PE, Fleiss JL. Intraclass correlations: uses in assessing rater reliability. Psychol Bull. "
+    "1979;86(2):420-428.",
+    "Gwet KL. Computing inter-rater reliability and its variance in the presence of high agreement. Br J Math "
+    "Stat Psychol. 2008;61:29-48.",
+    "Krippendorff K. Computing Krippendorff's alpha-reliability. 2011.",
+    "Schumacher E, et al. MED-OMIT: extrinsically-focused evaluation of omissions in medical summarization. 2023.",
+]
+
+
+class ReportError(Exception):
+    """The report could not be made; the message says why and what to do."""
+
+
+@dataclass
+class ReportData:
+    dataset: str
+    created_at: str
+    n_cases: int
+    n_summaries: int
+    specialties: list[tuple[str, int]]
+    generators: list[tuple[str, int]]
+    raters: list[tuple[str, str, int]]  # rater, group, ratings
+    config: Optional[JudgeConfig]
+    configs: list[JudgeConfig]
+    agreement: AgreementReport
+    headline: list[HeadlineRow]
+    evidence_by_generator: list[dict]
+    evidence_by_quality: list[dict]
+    disagreements: list[dict]
+    provenance: dict
+
+
+# ----------------------------------------------------------------------------------------------- data
+
+
+def _counts(values) -> list[tuple[str, int]]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v or "(none)"] = out.get(v or "(none)", 0) + 1
+    return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
+    """Mean omission score, MED-OMIT weight and sentence support per generator and per quality group, from the
+    evidence stored in the workspace (summaries without stored evidence are left out and counted)."""
+    from engine.evidence.alignment import result_from_dict as alignment_from
+    from engine.evidence.coverage import DEFAULT_METHOD
+    from engine.evidence.coverage import result_from_dict as coverage_from
+    from engine.evidence.medomit import MedOmitResult
+
+    covs = {k: coverage_from(json.loads(v))
+            for k, v in store.evidence_results(name, f"coverage:{DEFAULT_METHOD}").items()}
+    als = {k: alignment_from(json.loads(v)) for k, v in store.evidence_results(name, "alignment").items()}
+    meds = {k: MedOmitResult.from_json(v) for k, v in store.evidence_results(name, "medomit").items()}
+
+    def groups(attr: str) -> list[dict]:
+        by: dict[str, list] = {}
+        for s in ds.summaries:
+            by.setdefault(getattr(s, attr) or "(none)", []).append(s)
+        rows = []
+        for g, ss in sorted(by.items()):
+            cov = [covs[s.summary_id].global_score for s in ss if s.summary_id in covs]
+            sup = [als[s.summary_id].mean_support for s in ss if s.summary_id in als]
+            weak = [sum(a.weak for a in als[s.summary_id].sentences) / max(1, len(als[s.summary_id].sentences))
+                    for s in ss if s.summary_id in als]
+            med = [meds[s.summary_id].document_weight for s in ss
+                   if s.summary_id in meds and meds[s.summary_id].document_weight is not None]
+            mean = (lambda xs: round(sum(xs) / len(xs), 3) if xs else None)
+            rows.append({"group": g, "summaries": len(ss), "with coverage": len(cov), "omission score": mean(cov),
+                         "mean support": mean(sup), "weak sentences": mean(weak), "with MED-OMIT": len(med),
+                         "MED-OMIT weight": mean(med)})
+        return rows
+
+    return groups("generator_model"), groups("quality_group")
+
+
+def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 1000,
+          count_tokens=None, spot_checks_in_reference: bool = False) -> ReportData:
+    """Everything the report shows, for one dataset and one judge configuration (default: the one covering the
+    most summaries). ``spot_checks_in_reference``: the clinicians' spot checks also enter the human reference
+    (the panel statistics never include them); the choice is printed in the report."""
+    from engine.stats.analysis import UnknownConfiguration, analyse_configuration
+
+    try:
+        done = analyse_configuration(store, name, judge_config, n_boot=n_boot, count_tokens=count_tokens,
+                                     spot_checks_in_reference=spot_checks_in_reference)
+    except UnknownConfiguration as exc:
+        raise ReportError(str(exc)) from exc
+    ds, rep, config, configs = done.dataset, done.report, done.chosen.config, done.chosen.configs
+    results, llm = done.chosen.results, done.chosen.llm
+    by_gen, by_q = _evidence_groups(store, name, ds)
+    raters: dict[tuple[str, str], int] = {}
+    for r in ds.ratings:
+        if r.rater_group not in RESERVED_RATER_GROUPS:  # the panel; spot checks and adjudications have sections
+            raters[(r.rater_id, r.rater_group)] = raters.get((r.rater_id, r.rater_group), 0) + 1
+    texts = {s.summary_id: s.text for s in ds.summaries}
+    top = [d for d in disagreements(rep) if d["|LLM − human|"] is not None][:5] if llm else []
+    for d in top:
+        d["excerpt"] = " ".join(texts.get(d["summary_id"], "").split())[:240]
+    prov = {"app": APP_VERSION, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "dataset": name, "bootstrap resamples": n_boot,
+            "human reference": "rater panel median" + (" with the clinicians' spot checks"
+                                                       if spot_checks_in_reference else " (spot checks reported "
+                                                                                         "apart)")}
+    if config:
+        first = next(r for r in results)
+        prov.update({"judge configuration": config.key, "model file": config.model,
+                     "model sha256": config.model_sha256 or "(server model: no file hash)",
+                     "backend": config.backend, "prompt version": config.prompt_version,
+                     "parameters": json.dumps(config.params, sort_keys=True),
+                     "llama-cpp-python": first.provenance.llama_cpp_python or "—"})
+    return ReportData(name, prov["created"], len(ds.cases), len(ds.summaries),
+                      _counts(ds.case(s.case_id).target_specialty for s in ds.summaries),
+                      _counts(s.generator_model for s in ds.summaries),
+                      sorted((r, g, n) for (r, g), n in raters.items()), config, configs, rep, headline(rep),
+                      by_gen, by_q, top, prov)
+
+
+# ----------------------------------------------------------------------------------------------- SVG
+
+
+def forest_svg(rows: Sequence[HeadlineRow], which: str, title: str) -> str:
+    """A forest plot: one line per item, the estimate with its 95 % CI over the Koo & Li bands."""
+    width, left, right, top, step = 760, 190, 700, 50, 24
+    est = [(r, r.humans if which == "humans" else r.llm) for r in rows]
+    lows = [e.ci_low for _, e in est if e is not None and e.ci_low is not None] + [0.0]
+    lo = max(-1.0, min(-0.1, math.floor(min(lows) * 10) / 10))
+    height = top + step * len(rows) + 30
+
+    def x(v: float) -> float:
+        return left + (min(max(v, lo), 1.0) - lo) / (1.0 - lo) * (right - left)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="{untrusted.html(title)}" style="font:12px sans-serif">',
+             f'<text x="{left}" y="14" font-weight="bold">{untrusted.html(title)}</text>']
+    prev = lo
+    for limit, name in KOO_LI_BANDS:
+        hi = min(limit, 1.0)
+        if hi > prev:
+            parts.append(f'<rect x="{x(prev):.1f}" y="{top - 10}" width="{x(hi) - x(prev):.1f}" '
+                         f'height="{step * len(rows) + 4}" fill="{BAND_COLOURS[name]}"/>')
+            parts.append(f'<text x="{(x(prev) + x(hi)) / 2:.1f}" y="{top - 14}" text-anchor="middle" '
+                         f'font-size="10" fill="#555">{name}</text>')
+        prev = max(prev, hi)
+    for k, (r, e) in enumerate(est):
+        y = top + k * step + 6
+        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{untrusted.html(r.label)}</text>')
+        if e is None:
+            parts.append(f'<text x="{left + 6}" y="{y + 4}" fill="#888">not computed</text>')
+            continue
+        if e.ci_low is not None and e.ci_high is not None:
+            parts.append(f'<line x1="{x(e.ci_low):.1f}" x2="{x(e.ci_high):.1f}" y1="{y}" y2="{y}" stroke="#333" '
+                         'stroke-width="2"/>')
+        parts.append(f'<circle cx="{x(e.value):.1f}" cy="{y}" r="4.5" fill="{"#1f6feb" if which == "humans" else "#cf222e"}"/>')
+        parts.append(f'<text x="{right + 6}" y="{y + 4}" font-size="11">{e.value:.2f}</text>')
+    axis_y = top + step * len(rows) + 4
+    for t in sorted({round(v / 10, 1) for v in range(int(round(lo * 10)), 11, 2)} | {0.0}):
+        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#333"/>'
+                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle" font-size="10">{t:.1f}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bars_svg(counts: dict[str, tuple[int, int]], title: str) -> str:
+    """Score distribution of one item: for levels 1–5, the share of summaries per level, humans vs LLM."""
+    width, height, left, base = 300, 130, 30, 100
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="{untrusted.html(title)}" style="font:11px sans-serif">',
+             f'<text x="{left}" y="12" font-weight="bold">{untrusted.html(title)}</text>']
+    tot_h = sum(h for h, _ in counts.values()) or 1
+    tot_l = sum(v for _, v in counts.values()) or 1
+    for k, level in enumerate(sorted(counts)):
+        h, v = counts[level]
+        x0 = left + k * 52
+        hh, lh = 80 * h / tot_h, 80 * v / tot_l
+        parts.append(f'<rect x="{x0}" y="{base - hh:.1f}" width="20" height="{hh:.1f}" fill="#1f6feb"/>')
+        parts.append(f'<rect x="{x0 + 22}" y="{base - lh:.1f}" width="20" height="{lh:.1f}" fill="#cf222e"/>')
+        parts.append(f'<text x="{x0 + 21}" y="{base + 14}" text-anchor="middle">{untrusted.html(level)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------- HTML
+
+
+CSS = """
+body{font:14px/1.5 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:#1f2328;max-width:960px;margin:24px auto;
+padding:0 24px}
+h1{font-size:24px;margin-bottom:0}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:28px}
+table{border-collapse:collapse;margin:8px 0;font-size:12.5px}th,td{border:1px solid #d0d7de;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}.muted{color:#57606a}.warn{color:#9a6700}
+.smoke{position:fixed;top:0;left:0;right:0;background:#cf222e;color:white;font-weight:bold;text-align:center;
+padding:3px;font-size:12px;z-index:9}.smoke-pad{height:26px}.verdict{margin:2px 0}
+.legend span{display:inline-block;padding:0 8px;margin-right:4px}
+@media print{body{margin:0 auto}h2{break-after:avoid}table,svg{break-inside:avoid}.smoke,.smoke-pad{display:none}}
+@page{margin:16mm 12mm}
+"""
+SMOKE_PAGE_CSS = """@page{@top-center{content:"LLM figures from the embedded smoke-test model (Gemma 3 270M): not clinically
+ meaningful";color:#cf222e;font:bold 10px sans-serif}}"""
+
+
+def _table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None) -> str:
+    if not rows:
+        return '<p class="muted">Nothing to show.</p>'
+    cols = list(columns or rows[0].keys())
+    head = "".join(f"<th>{untrusted.html(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "" if not math.isfinite(v) else f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return untrusted.html(v)
+
+
+def _distributions(rep: AgreementReport) -> str:
+    out = []
+    for item in ITEMS:
+        if not item.is_likert:
+            continue
+        counts: dict[str, list[int]] = {str(v): [0, 0] for v in range(1, 6)}
+        for r in rep.per_summary:
+            h, v = r.get(f"{item.key}:human_median"), r.get(f"{item.key}:llm")
+            if h is not None:
+                counts[str(int(math.floor(h + 0.5)))][0] += 1
+            if v is not None:
+                counts[str(int(math.floor(v + 0.5)))][1] += 1
+        out.append(bars_svg({k: (a, b) for k, (a, b) in counts.items()}, item.label))
+    return "".join(out)
+
+
+def render_html(d: ReportData) -> str:
+    rep = d.agreement
+    smoke = bool(d.config and d.config.smoke_test)
+    h = untrusted.html
+    parts = ["<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+             "img-src data:\">",
+             f"<title>PDSQI-9 agreement report · {h(d.dataset)}</title><style>{CSS}"
+             f"{SMOKE_PAGE_CSS.replace(chr(10), '') if smoke else ''}</style></head><body>"]
+    if smoke:
+        parts.append('<div class="smoke">LLM figures from the embedded smoke-test model (Gemma 3 270M): not '
+                     'clinically meaningful</div><div class="smoke-pad"></div>')
+    parts.append(f"<h1>PDSQI-9 agreement report: {h(d.dataset)}</h1>"
+                 f'<p class="muted">{h(APP_VERSION)} · created {h(d.created_at)} · judge configuration '
+                 f'{h(d.config.key if d.config else "none")}</p>')
+    # dataset
+    parts.append("<h2>1. Dataset</h2>"
+                 f"<p>{d.n_cases} cases, {d.n_summaries} summaries, {len(d.raters)} raters.</p>"
+                 + _table([{"specialty": k, "summaries": v} for k, v in d.specialties])
+                 + _table([{"generator": k, "summaries": v} for k, v in d.generators])
+                 + _table([{"rater": r, "group": g, "ratings": n} for r, g, n in d.raters]))
+    # methods
+    parts.append(
+        "<h2>2. Methods in plain words</h2><ul>"
+        "<li>Each summary was scored by physicians with the PDSQI-9 instrument: seven 1–5 items (Cited, Accurate, "
+        "Thorough, Useful, Organized, Comprehensible, Succinct), Synthesized (1–5, or not applicable when no "
+        "abstraction is needed), and three yes/no items.</li>"
+        "<li><b>Do the raters agree?</b> For 1–5 items the intraclass correlation ICC(3,k) (two-way, consistency, "
+        "average of the raters) with its 95% confidence interval, on the summaries every rater scored. For yes/no "
+        "items Gwet's AC1, which stays stable when most answers are the same. When fewer than 3 summaries were "
+        "scored by every rater, Krippendorff's α (interval), which uses every rating. The raters are the imported "
+        "panel; clinicians' spot checks are reported apart. Bands after Koo &amp; Li (2016): "
+        "below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent; an estimate whose 95% CI reaches "
+        "zero is called not distinguishable from chance.</li>"
+        "<li><b>Does the LLM judge agree with them?</b> ICC(2,1) (absolute agreement) between the LLM's score "
+        "and the raters' median per summary; for yes/no items Cohen's κ between the LLM and the raters' majority "
+        "(a judge that always gives the majority answer scores 0), with AC1 beside it. The "
+        "Wilcoxon signed-rank test asks whether the LLM scores systematically higher or lower. ΔICC: how the raters' "
+        "ICC changes when the LLM joins them as one more rater, or replaces one of them (bootstrap CI).</li>"
+        "<li>The LLM judge's score for a 1–5 item is its expected score (the probability-weighted mean over the five "
+        "levels of its rating token), for a yes/no item its answer; all its figures come "
+        "from one judge configuration (model, prompt version and parameters), named in the provenance.</li>"
+        "<li>Omission evidence: unit coverage of the source notes by the summary — the estimated share of the notes' facts left out (0 = nothing omitted) — and "
+        "MED-OMIT's weighted count of omitted facts; sentence support: how well each summary sentence is supported "
+        "by the notes.</li></ul>")
+    # headline
+    parts.append("<h2>3. Headline: agreement per item</h2>"
+                 '<p class="legend">' + "".join(f'<span style="background:{c}">{n}</span>'
+                                                for n, c in BAND_COLOURS.items()) + "</p>")
+    parts.append(forest_svg(d.headline, "humans", HUMANS_TITLE))
+    if rep.has_llm:
+        parts.append(forest_svg(d.headline, "llm", LLM_TITLE))
+    parts.append("".join(f'<p class="verdict"><b>{h(r.label)}.</b> {h(r.verdict)}'
+                         + (f' <span class="muted">{h(r.secondary)} (secondary).</span>' if r.secondary else "")
+                         + (f' <span class="muted">({h(r.block)})</span>' if r.block else "")
+                         + (f' <span class="warn">({h(r.warning)})</span>' if r.warning else "") + "</p>"
+                         for r in d.headline))
+    parts.append(f'<p class="muted">Human reference: {h(d.provenance.get("human reference", ""))}.</p>')
+    vs, pairs = spot_check_rows(rep.spot_checks)
+    parts.append("<h3>Clinicians' spot checks</h3>" + (
+        "<p>Each clinician against the panel's median of the same summaries and items; the panel statistics above "
+        "do not include them.</p>" + _table(vs) + (_table(pairs) if pairs else "")
+        if vs else '<p class="muted">No spot checks saved.</p>'))
+    # LLM vs humans
+    if rep.has_llm:
+        rows = llm_vs_human_rows(rep, d.headline)
+        parts.append("<h2>4. LLM judge vs raters</h2>" + _table(rows))
+        mm = rep.mixed_model
+        if mm.get("table"):
+            parts.append("<p>Mixed-effects model of (LLM − human median) over the 1–5 items, random intercept per "
+                         f"case ({mm['n']} scores, {mm['groups']} cases):</p>" + _table(mixed_model_rows(mm)))
+        elif mm.get("error"):
+            parts.append(f'<p class="muted">Mixed model not fitted: {h(mm["error"])}</p>')
+    else:
+        parts.append('<h2>4. LLM judge vs raters</h2><p class="muted">No LLM judge results in this dataset: run the '
+                     "judge first.</p>")
+    # distributions
+    parts.append("<h2>5. Score distributions</h2><p class=\"muted\">Share of summaries per score: raters' median "
+                 "(blue) and LLM judge (red).</p>" + _distributions(rep))
+    # length
+    lrows = [{"item": get_item(c.item).label, "score": c.y.replace("_", " "), "summaries": c.n,
+              "Spearman ρ": c.spearman.value if c.spearman else None,
+              "p": format_p(c.spearman.p_value) if c.spearman else "—"} for c in rep.length]
+    parts.append("<h2>6. Note length effects</h2><p class=\"muted\">Spearman correlation of the source notes' length "
+                 "(tokens) with the raters' mean score, the LLM score and their absolute difference.</p>"
+                 + _table(lrows))
+    # evidence
+    parts.append("<h2>7. Omission and sentence-support evidence</h2>"
+                 "<p class=\"muted\">Means over the summaries whose evidence is stored in the workspace (Evidence "
+                 "page). Omission score: unit coverage, the estimated share of the facts left out. Weak sentences: share of summary "
+                 "sentences with weak support in the notes.</p><h3>By generator</h3>" + _table(d.evidence_by_generator)
+                 + "<h3>By quality group</h3>" + _table(d.evidence_by_quality))
+    # disagreements
+    parts.append("<h2>8. Largest disagreements between the LLM judge and the raters</h2>"
+                 + (_table(d.disagreements, ["summary_id", "specialty", "generator", "quality_group",
+                                             "|LLM − human|", "human SD", "excerpt"])
+                    if d.disagreements else '<p class="muted">No LLM judge results.</p>'))
+    # not computed
+    parts.append("<h2>9. Statistics that could not be computed</h2>"
+                 + ("<ul>" + "".join(f"<li>{h(n)}</li>" for n in rep.notes) + "</ul>" if rep.notes
+                    else '<p class="muted">None.</p>'))
+    # provenance
+    parts.append("<h2>10. Provenance</h2>" + _table([{"field": k, "value": v} for k, v in d.provenance.items()]))
+    if len(d.configs) > 1:
+        parts.append("<p>Other judge configurations in this dataset (not pooled into the figures above):</p>"
+                     + _table([{"configuration": c.key, "model": c.model, "prompt": c.prompt_version,
+                                "summaries": c.n_results} for c in d.configs if not d.config or c.key != d.config.key]))
+    parts.append("<h2>References</h2><ol>" + "".join(f"<li>{h(r)}</li>" for r in REFERENCES) + "</ol></body></html>")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------- PDF
+
+
+def chromium_path() -> Optional[str]:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+def print_pdf(html_path: Path, pdf_path: Path, timeout: float = 120) -> Path:
+    """Print the HTML file to PDF with headless Chromium (offline: the file fetches nothing)."""
+    exe = chromium_path()
+    if exe is None:
+        raise ReportError("no Chromium found to print the PDF; install it (Debian: apt-get install chromium) or open "
+                          "the HTML file and print it from a browser")
+    with tempfile.TemporaryDirectory(prefix="sumcheck-pdf-") as profile:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", "--no-pdf-header-footer", f"--print-to-pdf={pdf_path}",
+               html_path.resolve().as_uri()]
+        try:
+            run = subprocess.run(cmd, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise ReportError(f"Chromium did not finish printing within {timeout:.0f} s") from exc
+    if not pdf_path.exists() or pdf_path.stat().st_size == 0:
+        raise ReportError(f"Chromium printed no PDF (exit {run.returncode}): {run.stderr.decode(errors='replace')[-300:]}")
+    return pdf_path
+
+
+def write(store, name: str, out_html: Path, out_pdf: Optional[Path] = None, judge_config: Optional[str] = None,
+          n_boot: int = 1000, count_tokens=None, spot_checks_in_reference: bool = False) -> ReportData:
+    data = build(store, name, judge_config, n_boot, count_tokens, spot_checks_in_reference)
+    out_html = Path(out_html)
+    out_html.write_text(render_html(data), encoding="utf-8")
+    if out_pdf is not None:
+        print_pdf(out_html, Path(out_pdf))
+    return data
