@@ -23,7 +23,8 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from engine.judge.runner import Judge, JudgeParams, open_llama_backend  # noqa: E402
+from engine.judge.runner import Judge, open_llama_backend
+from engine.judge.results import JudgeParams  # noqa: E402
 from engine.judge.prompt import build_messages, read_user_message  # noqa: E402
 from engine.core.models import Case, Dataset, Note, Summary  # noqa: E402
 from engine.core.rubric import ITEMS, Scale  # noqa: E402

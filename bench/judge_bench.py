@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.judge.runner import Judge, JudgeParams, JudgeResult, open_llama_backend, run_batch  # noqa: E402
+from engine.judge.runner import Judge, open_llama_backend, run_batch
+from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
 from engine.judge.prompt import build_messages  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Dataset, Note  # noqa: E402
@@ -177,7 +178,7 @@ def stub_server(latency: float) -> tuple[subprocess.Popen, str]:
 def concurrency_part(args) -> None:
     import requests
 
-    from engine.llm.backends import OpenAIHTTPBackend
+    from engine.llm.http_backend import OpenAIHTTPBackend
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
     ids = [s.summary_id for s in ds.summaries[: args.summaries]]
@@ -212,7 +213,7 @@ def concurrency_part(args) -> None:
 
 def early_stop_replay_part(args) -> None:
     from engine.judge.consistency import all_fixed
-    from engine.judge.runner import aggregate
+    from engine.judge.results import aggregate
 
     recorded = ROOT / "tests" / "data" / "judge_results_gemma_7samples.jsonl"  # the smoke-test model, 7 samples
     results = [JudgeResult.from_json(x) for x in recorded.read_text().splitlines() if x.strip()]

@@ -39,7 +39,8 @@ OUT = ROOT / "bench" / "out"
 
 
 def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str, dict]:
-    from engine.judge.runner import Judge, JudgeParams, open_llama_backend, run_batch
+    from engine.judge.runner import Judge, open_llama_backend, run_batch
+    from engine.judge.results import JudgeParams
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
     judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
@@ -58,7 +59,7 @@ def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str
 
 
 def _score(result, item: str, kind: str):
-    from engine.judge.runner import primary_score
+    from engine.judge.results import primary_score
 
     sc = result.items.get(item) if result and result.status == "scored" else None
     if sc is None:

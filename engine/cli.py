@@ -349,7 +349,8 @@ def cmd_judge(args) -> int:
     import time
 
     from engine.llm.backends import BackendError
-    from engine.judge.runner import Judge, JudgeParams, run_batch
+    from engine.judge.runner import Judge, run_batch
+    from engine.judge.results import JudgeParams
     from engine.data.ratings import medians
 
     try:
@@ -706,7 +707,7 @@ def cmd_judge_export(args) -> int:
 
 
 def cmd_judge_import(args) -> int:
-    from engine.judge.runner import import_results_file
+    from engine.judge.import_check import import_results_file
 
     store = _store(args, write=True)
     try:

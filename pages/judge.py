@@ -7,7 +7,8 @@ from components import jobs_view, judge_view, state
 from engine.judge import calibration
 from engine.core import untrusted
 from engine.llm.backends import BackendError
-from engine.judge.runner import JudgeParams, JudgeResult, Judge, judge_job, primary_score
+from engine.judge.results import JudgeParams, JudgeResult, primary_score
+from engine.judge.runner import Judge, judge_job
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.source import describe_source
 from engine.llm.modelfiles import embedded

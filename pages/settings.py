@@ -9,7 +9,8 @@ import streamlit as st
 
 from components import settings_view, state
 from engine.core import untrusted
-from engine.llm.backends import BackendError, gpu_offload_supported
+from engine.llm.backends import BackendError
+from engine.llm.llama import gpu_offload_supported
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm.local_models import lmstudio_dirs, ollama_dirs
 from engine.llm.model_download import CATALOG, DownloadError, default_models_dir, download

@@ -15,7 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from engine.llm.backends import Capabilities, Generation
-from engine.judge.runner import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
+from engine.judge.results import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
 from engine.judge.prompt import PROMPT_VERSION
 from engine.core.rubric import ITEMS, Scale
 
@@ -372,7 +372,8 @@ GOOD_REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized"
 
 def judge_lines(store, dataset, summary_ids, replies=None, n_ctx=100_000, **params):
     """Real judge results (fake model) for summaries of a stored dataset, as exported JSON lines."""
-    from engine.judge.runner import Judge, JudgeParams
+    from engine.judge.runner import Judge
+    from engine.judge.results import JudgeParams
 
     ds = store.load_dataset(dataset)
     replies = replies or [GOOD_REPLY, {**GOOD_REPLY, "cited": 2}, {**GOOD_REPLY, "cited": 5, "abstraction": "no",

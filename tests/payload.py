@@ -101,7 +101,7 @@ def medomit_result_json(summary_id: str, case_id: str, note_text: str) -> str:
 
 def seed(store, name: str = DATASET) -> str:
     """Import the payload bundle as ``name`` and store hostile reviews, judge and MED-OMIT results."""
-    from engine.judge.runner import JudgeResult
+    from engine.judge.results import JudgeResult
     from engine.data.loading import LoadOptions, load_paths
     from engine.data.reviews import save_review
 

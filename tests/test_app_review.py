@@ -26,7 +26,8 @@ def _store():
 
 def _seed_judge(store, sid):
     """Store an LLM judge result for one sample summary (fake backend: logic only)."""
-    from engine.judge.runner import Judge, JudgeParams, run_batch
+    from engine.judge.runner import Judge, run_batch
+    from engine.judge.results import JudgeParams
     from fakes import GOOD, FakeBackend
 
     ds = store.load_dataset("sample")

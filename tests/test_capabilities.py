@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.llm.backends import Capabilities, LlamaCppBackend, OpenAIHTTPBackend
-from engine.judge.runner import Judge, JudgeParams, run_batch
+from engine.llm.backends import Capabilities
+from engine.llm.llama import LlamaCppBackend
+from engine.llm.http_backend import OpenAIHTTPBackend
+from engine.judge.runner import Judge, run_batch
+from engine.judge.results import JudgeParams
 from engine.data.loading import load_paths
 from fakes import SlowFake
 

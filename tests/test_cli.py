@@ -214,7 +214,7 @@ def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys
     import json
 
     import engine.judge.runner as judge_mod
-    from engine.llm.backends import OpenAIHTTPBackend
+    from engine.llm.http_backend import OpenAIHTTPBackend
     from fakes import DIALECTS, make_server
 
     keys, batch = [], []

@@ -2,7 +2,7 @@
 configuration it was judged in before (the committee's figures do not change without notice)."""
 from conftest import BUNDLE
 from engine.cli import main
-from engine.judge.runner import JudgeResult
+from engine.judge.results import JudgeResult
 from engine.judge.configs import configurations
 from engine.data.loading import load_paths
 from fakes import judge_result

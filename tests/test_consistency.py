@@ -3,7 +3,7 @@ from pathlib import Path
 
 
 from engine.judge.consistency import all_fixed, possible_outcomes
-from engine.judge.runner import JudgeResult, SampleReply, aggregate
+from engine.judge.results import JudgeResult, SampleReply, aggregate
 from engine.core.rubric import get_item
 from fakes import ReplayBackend
 
@@ -89,7 +89,8 @@ def test_never_stops_while_a_median_could_still_move():
 
 
 def test_the_judge_stops_where_the_replay_says_with_the_recorded_medians():
-    from engine.judge.runner import Judge, JudgeParams
+    from engine.judge.runner import Judge
+    from engine.judge.results import JudgeParams
     from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE
 

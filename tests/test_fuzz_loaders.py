@@ -297,7 +297,7 @@ def mutated_line(draw, lines):
 @FUZZ
 @given(data=st.data())
 def test_fuzz_judge_import(ws, genuine_lines, data):
-    from engine.judge.runner import import_results
+    from engine.judge.import_check import import_results
 
     lines = data.draw(st.lists(st.one_of(st.sampled_from(genuine_lines), mutated_line(genuine_lines)),
                                min_size=1, max_size=4))
@@ -317,6 +317,6 @@ def test_fuzz_judge_import(ws, genuine_lines, data):
 
 def test_fuzz_genuine_lines_import(ws, genuine_lines):
     """The unmutated lines import (so the fuzzing above explores the edge of the valid set, not only junk)."""
-    from engine.judge.runner import import_results
+    from engine.judge.import_check import import_results
 
     assert import_results(ws, "s", genuine_lines).imported == len(genuine_lines)

@@ -520,7 +520,7 @@ def judged(store):
 
 
 def _import(store, lines, dataset="s"):
-    from engine.judge.runner import import_results
+    from engine.judge.import_check import import_results
 
     return import_results(store, dataset, lines, source="results.jsonl")
 
@@ -605,7 +605,7 @@ def test_judge_import_accepts_an_exact_early_stop_only(judged):
     than n_samples; one cut short before that point is refused."""
     from dataclasses import asdict
 
-    from engine.judge.runner import SampleReply, aggregate
+    from engine.judge.results import SampleReply, aggregate
 
     store, sids, _ = judged
     (line,) = judge_lines(store, "s", sids[:1], replies=[GOOD_REPLY], n_samples=7)
@@ -674,7 +674,7 @@ def test_judge_import_duplicate_and_empty(judged):
 
 
 def test_judge_import_file_must_be_a_regular_file(judged, tmp_path):
-    from engine.judge.runner import import_results_file
+    from engine.judge.import_check import import_results_file
 
     store, sids, lines = judged
     fifo = tmp_path / "results.jsonl"

@@ -7,8 +7,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from conftest import BUNDLE
-from engine.llm.backends import BackendError, OpenAIHTTPBackend
-from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.llm.backends import BackendError
+from engine.llm.http_backend import OpenAIHTTPBackend
+from engine.judge.results import STATUS_SCORED, JudgeParams
+from engine.judge.runner import Judge
 from engine.data.loading import load_paths
 
 REPLY = {"cited": 4, "accurate": 5, "thorough": 3, "useful": 4, "organized": 4, "comprehensible": 5,

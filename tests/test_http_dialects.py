@@ -5,8 +5,10 @@ Ollama and LM Studio), plus retries on 429/5xx."""
 import pytest
 
 from conftest import BUNDLE
-from engine.llm.backends import ESTIMATE_BYTES_PER_TOKEN, BackendError, OpenAIHTTPBackend
-from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.llm.http_backend import ESTIMATE_BYTES_PER_TOKEN, OpenAIHTTPBackend
+from engine.llm.backends import BackendError
+from engine.judge.results import STATUS_SCORED, JudgeParams
+from engine.judge.runner import Judge
 from engine.data.loading import load_paths
 from fakes import DIALECTS, make_server
 

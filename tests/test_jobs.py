@@ -188,7 +188,8 @@ def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
 def test_judge_cancel_mid_call_leaves_the_model_exact(real_backend):
     """A judge run cancelled in the middle of generating; afterwards the same prompt gives exactly the reply a
     freshly loaded model gives (the cancelled call left nothing behind in the llama.cpp context)."""
-    from engine.judge.runner import Judge, JudgeParams, judge_job, open_llama_backend
+    from engine.judge.runner import Judge, judge_job, open_llama_backend
+    from engine.judge.results import JudgeParams
 
     be, sha = real_backend
     ds = _one_case()

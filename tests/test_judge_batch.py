@@ -13,8 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import BUNDLE
-from engine.llm.backends import BackendError, OpenAIHTTPBackend
-from engine.judge.runner import Judge, JudgeParams, JudgeResult, run_batch
+from engine.llm.backends import BackendError
+from engine.llm.http_backend import OpenAIHTTPBackend
+from engine.judge.runner import Judge, run_batch
+from engine.judge.results import JudgeParams, JudgeResult
 from engine.data.loading import load_paths
 from fakes import REPLY, SlowFake
 

@@ -5,8 +5,10 @@ self-consistency and expected scores. The 270M model's grades themselves are not
 """
 import pytest
 
-from engine.llm.backends import BackendError, LlamaCppBackend
-from engine.judge.runner import STATUS_REFUSED, STATUS_SCORED, Judge, JudgeParams, open_llama_backend
+from engine.llm.backends import BackendError
+from engine.llm.llama import LlamaCppBackend
+from engine.judge.results import STATUS_REFUSED, STATUS_SCORED, JudgeParams
+from engine.judge.runner import Judge, open_llama_backend
 from engine.llm.modelfiles import resolve_model_path
 from engine.core.models import Case, Dataset, Note, Summary
 from engine.core.rubric import ITEMS
@@ -97,7 +99,7 @@ def test_early_stop_gives_the_medians_of_the_full_run(backend):
 def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, monkeypatch):
     """A fresh backend (as in a fresh process) loads the saved rubric prefix instead of evaluating it, and the
     replies, token for token, and the expected scores are those of a cold evaluation without any prefix."""
-    from engine.llm.backends import prefix_cache_dir
+    from engine.llm.prefix_cache import prefix_cache_dir
     from engine.llm.modelfiles import resolve_model_path
 
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
@@ -132,14 +134,15 @@ def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, mon
 def test_saved_prefixes_are_pruned_to_the_most_recent(tmp_path, monkeypatch):
     import os
 
-    import engine.llm.backends as backends
+    import engine.llm.prefix_cache as prefix_cache
+    from engine.llm.llama import LlamaCppBackend
 
     for i in range(12):
         p = tmp_path / f"{i}.kvprefix"
         p.write_bytes(b"x" * 10)
         os.utime(p, (1000 + i, 1000 + i))
-    backends.LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")  # 0 was just written
+    LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")  # 0 was just written
     assert sorted(int(p.stem) for p in tmp_path.glob("*.kvprefix")) == [0, 5, 6, 7, 8, 9, 10, 11]
-    monkeypatch.setattr(backends, "PREFIX_CACHE_MAX_BYTES", 35)
-    backends.LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")
+    monkeypatch.setattr(prefix_cache, "PREFIX_CACHE_MAX_BYTES", 35)
+    LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")
     assert sorted(int(p.stem) for p in tmp_path.glob("*.kvprefix")) == [0, 10, 11]

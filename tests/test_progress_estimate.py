@@ -86,7 +86,8 @@ def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path, mo
     """The smoke-test model on two summaries of one sample case: the second summary's plan reads only what differs
     from the first (the case's notes are reused); once the first run is stored, a new run's estimate uses the
     measured speed from its first second."""
-    from engine.judge.runner import Judge, JudgeParams, JudgeResult, judge_job, open_llama_backend
+    from engine.judge.runner import Judge, judge_job, open_llama_backend
+    from engine.judge.results import JudgeParams, JudgeResult
     from engine.sample import ensure_sample
     from engine.data.store import Store
 

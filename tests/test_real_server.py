@@ -9,8 +9,9 @@ import time
 import pytest
 import requests
 
-from engine.llm.backends import OpenAIHTTPBackend
-from engine.judge.runner import STATUS_SCORED, Judge, JudgeParams
+from engine.llm.http_backend import OpenAIHTTPBackend
+from engine.judge.results import STATUS_SCORED, JudgeParams
+from engine.judge.runner import Judge
 from engine.llm.modelfiles import embedded_model_path
 from engine.core.models import Case, Dataset, Note, Summary
 from engine.core.rubric import ITEMS

@@ -2,8 +2,6 @@
 `stats`, the smoke-test mark on every page, hostile data shown as text."""
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import warnings
@@ -13,8 +11,7 @@ import pytest
 import payload
 from conftest import ROOT
 from engine.stats import report
-from engine.stats.agreement import format_estimate
-from engine.judge.runner import JudgeResult
+from engine.judge.results import JudgeResult
 from engine.sample import SAMPLE_JUDGE, ensure_sample
 from engine.data.store import Store
 

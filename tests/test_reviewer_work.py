@@ -14,7 +14,8 @@ import pytest
 from conftest import BUNDLE, ROOT
 from engine.data.backup import BackupError, backup, list_backups, prune, restore
 from engine.cli import main
-from engine.judge.runner import Judge, JudgeParams, JudgeResult, run_batch
+from engine.judge.runner import Judge, run_batch
+from engine.judge.results import JudgeParams, JudgeResult
 from engine.data.loading import load_paths
 from engine.core.models import Dataset, Summary
 from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews, save_review

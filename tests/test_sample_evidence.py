@@ -7,7 +7,6 @@ import sys
 import time
 import warnings
 
-import pytest
 
 from conftest import ROOT
 from engine.evidence.alignment import alignment_key

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from engine.judge.runner import ItemScore
+from engine.judge.results import ItemScore
 from engine.core.models import Rating
 from engine.data.ratings import display_table, judge_cell, medians, reference_cell
 from engine.core.rubric import format_aggregate, format_share, format_value, get_item

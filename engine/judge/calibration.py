@@ -303,7 +303,7 @@ def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: 
     most summaries). With ``kind="judge+evidence"`` the stored evidence is used too. Saved as the next version
     unless ``save`` is False. Raises :class:`CalibrationRefused` (with the reasons) or ValueError."""
     from engine.judge.stored import stored_judge_results
-    from engine.judge.runner import primary_score
+    from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
     from engine.core.models import RESERVED_RATER_GROUPS
     from engine.data.ratings import medians
@@ -344,7 +344,7 @@ def calibrated_scores(store, dataset: str, config_key: str, results, cal: Option
                       ) -> tuple[Optional[Calibration], dict[str, dict[str, Optional[float]]]]:
     """(calibration, summary id -> item -> calibrated score) for ``results`` of ``config_key``; results of another
     configuration are left out. No stored calibration: (None, {})."""
-    from engine.judge.runner import primary_score
+    from engine.judge.results import primary_score
     from engine.judge.configs import config_key_of
 
     cal = cal or latest(store, dataset, config_key)

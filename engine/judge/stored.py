@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from engine.judge.runner import JudgeResult
+from engine.judge.results import JudgeResult
 
 
 def stored_judge_results(store, name: str, latest_only: bool = False) -> list[JudgeResult]:

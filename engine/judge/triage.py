@@ -116,7 +116,7 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     from engine.judge.calibration import calibrated_scores
     from engine.judge.features import evidence_for
     from engine.judge.stored import stored_judge_results
-    from engine.judge.runner import primary_score
+    from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
 
     results = stored_judge_results(store, name)

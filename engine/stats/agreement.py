@@ -532,7 +532,7 @@ def _item_correlation(rows: list[dict]) -> dict:
 def llm_scores_from_results(results) -> dict[str, dict[str, Optional[float]]]:
     """summary id -> item -> the judge's primary score (:func:`engine.judge.runner.primary_score`: the expected score for
     1-5 items, the median answer for yes/no items; None when NA), from stored JudgeResults that were scored."""
-    from engine.judge.runner import primary_score
+    from engine.judge.results import primary_score
 
     out = {}
     for r in results:

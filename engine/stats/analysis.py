@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from engine.stats.agreement import AgreementReport, analyse, llm_scores_from_results
-from engine.judge.runner import JudgeResult
+from engine.judge.results import JudgeResult
 from engine.judge.stored import stored_judge_results
 from engine.judge.configs import JudgeConfig, configurations, find, results_for
 from engine.core.models import Dataset

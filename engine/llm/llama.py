@@ -1,0 +1,453 @@
+"""In-process llama.cpp through llama-cpp-python: chat templates that keep data out of control tokens, grammar-
+constrained sampling with log-probabilities, bit-exact prompt reuse and the saved rubric prefix.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from engine.core.jobs import check_cancelled, current_cancel_token, report_tokens
+from engine.llm.prefix_cache import SavedPrefix
+from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
+                                 TOP_LOGPROBS, render_segments)
+
+
+def _gemma_render(messages: Sequence[dict], bos: str) -> str:
+    """Gemma's turn format (its GGUF may carry no chat template). The system text joins the first user turn."""
+    out, system = [bos], ""
+    for m in messages:
+        if m["role"] == "system":
+            system = m["content"] + "\n\n"
+            continue
+        role = "model" if m["role"] == "assistant" else "user"
+        content = (system + m["content"]) if role == "user" and system else m["content"]
+        if role == "user":
+            system = ""
+        out.append(f"<start_of_turn>{role}\n{content}<end_of_turn>\n")
+    out.append("<start_of_turn>model\n")
+    return "".join(out)
+
+
+def _chatml_render(messages: Sequence[dict]) -> str:
+    out = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
+    return "".join(out) + "<|im_start|>assistant\n"
+
+
+def gpu_offload_supported() -> bool:
+    """Whether the installed llama.cpp build can offload layers to a GPU (CUDA, Metal, Vulkan …)."""
+    try:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except (ImportError, AttributeError, OSError):
+        return False
+
+
+class LlamaCppBackend(SavedPrefix):
+    """In-process llama.cpp through llama-cpp-python. Load once and reuse (the prompt prefix is cached).
+
+    Prompt reuse: a new prompt reuses the longest common token prefix with what the context already holds, cut to
+    a whole number of evaluation batches (``n_batch``). llama.cpp's logits depend on how a prompt is split into
+    batches, so a prefix reused at a batch boundary gives exactly the logits of evaluating the prompt from scratch:
+    a result never depends on what was evaluated before it. :meth:`use_shared_prefix` declares the prefix every
+    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`engine.llm.prefix_cache.prefix_cache_dir` once and a fresh
+    backend loads it instead of evaluating it — bit-exact as well."""
+
+    name = "llama.cpp"
+
+    def __init__(self, model_path: str | os.PathLike, n_ctx: int = 8192, n_threads: int = 0, n_gpu_layers: int = 0,
+                 seed: int = 0):
+        from engine.llm.modelfiles import check_gguf, ModelError
+
+        path = Path(model_path)
+        try:
+            check_gguf(path)
+        except ModelError as exc:
+            raise BackendError(str(exc)) from exc
+        try:
+            import llama_cpp
+        except ImportError as exc:  # pragma: no cover - installed by requirements
+            raise BackendError("llama-cpp-python is not installed; run 'make install'") from exc
+        self._llama_cpp = llama_cpp
+        if not os.environ.get("SUMCHECK_LLAMA_LOG"):  # llama.cpp's load chatter is noise for users
+            import logging
+
+            llama_cpp.llama_cpp  # noqa: B018 - the logger module is set up on import
+            logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL + 1)
+        threads = n_threads or max(1, (os.cpu_count() or 2))
+        try:
+            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=int(n_ctx), n_threads=threads,
+                                       n_threads_batch=threads, n_gpu_layers=int(n_gpu_layers), seed=seed,
+                                       logits_all=False, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise BackendError(f"llama.cpp could not load {path.name}: {exc}. The file may be corrupt or of an "
+                               "architecture this llama.cpp build does not support.") from exc
+        self.path = path
+        self.params = {"n_ctx": int(n_ctx), "n_threads": threads, "n_gpu_layers": int(n_gpu_layers)}
+        meta = self.llm.metadata
+        self.arch = meta.get("general.architecture", "")
+        self.template = meta.get("tokenizer.chat_template")
+        self._bos_text = self._piece(self.llm.token_bos())
+        self._eos_text = self._piece(self.llm.token_eos())
+        self.quantization = GGUF_FILE_TYPES.get(int(meta.get("general.file_type", -1)), "unknown")
+        self._formatter = None
+        if self.template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            try:
+                self._formatter = Jinja2ChatFormatter(template=self.template, eos_token=self._eos_text,
+                                                      bos_token=self._bos_text)
+            except Exception:  # a template jinja2 cannot compile: fall back to the built-in formats
+                self._formatter = None
+        self._grammars: dict[str, object] = {}
+        self._cached_prompt: Optional[list[int]] = None
+        self.last_new_tokens: Optional[int] = None  # prompt tokens the last call evaluated (not from the cache)
+        self._cached_logits: Optional[np.ndarray] = None
+        self._prefix: Optional[list[int]] = None  # the declared shared prefix (a whole number of batches)
+        self._prefix_file: Optional[Path] = None  # where its state is kept (None: not kept on disk)
+        self._prefix_on_disk = False
+        self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
+        # one llama.cpp context serves every session of the app (loaded once): one generation at a time
+        self._gen_lock = threading.Lock()
+        self._abort_token = None  # the cancel token of the job whose prompt is being evaluated (see _eval_cancellable)
+        backend = self  # the callback holds the backend, not the other way round only: both live as long
+
+        def _abort(_data) -> bool:
+            tok = backend._abort_token
+            return bool(tok is not None and tok.cancelled)
+
+        self._abort_cb = llama_cpp.ggml_abort_callback(_abort)  # kept: llama.cpp holds only the C pointer
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    @property
+    def n_ctx(self) -> int:
+        return self.llm.n_ctx()
+
+    def describe(self) -> dict:
+        import llama_cpp
+
+        return {"backend": self.name, "model_file": self.path.name, "model_path": str(self.path),
+                "quantization": self.quantization, "architecture": self.arch,
+                "chat_format": "gguf-template" if self._formatter else ("gemma" if self.arch.startswith("gemma")
+                                                                        else "chatml"),
+                "llama_cpp_python": llama_cpp.__version__, "gpu_offload": gpu_offload_supported(), **self.params}
+
+    def _render_text(self, messages: Sequence[dict]) -> str:
+        if self._formatter is not None:
+            text = self._formatter(messages=list(messages)).prompt
+        elif self.arch.startswith("gemma"):
+            text = _gemma_render(messages, self._bos_text)
+        else:
+            text = _chatml_render(messages)
+        if self._bos_text and not text.startswith(self._bos_text) and self.llm.metadata.get(
+                "tokenizer.ggml.add_bos_token", "true") != "false":
+            text = self._bos_text + text
+        return text
+
+    def render(self, messages: Sequence[dict]) -> RenderedPrompt:
+        return render_segments(messages, self._render_text)
+
+    def _special_tokens(self) -> tuple[Optional[re.Pattern], dict[str, int]]:
+        """The vocabulary's control (and unknown) tokens — those llama.cpp parses out of text only when asked to
+        parse specials — as one alternation, longest first, with their ids. Built once per model. (User-defined
+        tokens, e.g. Gemma's whitespace runs, are ordinary text: llama.cpp matches them either way.)"""
+        if getattr(self, "_specials", None) is None:
+            lc = self._llama_cpp
+            vocab = lc.llama_model_get_vocab(self.llm._model.model)
+            wanted = lc.LLAMA_TOKEN_ATTR_CONTROL | lc.LLAMA_TOKEN_ATTR_UNKNOWN
+            ids: dict[str, int] = {}
+            for tok in range(self.llm.n_vocab()):
+                if lc.llama_vocab_get_attr(vocab, tok) & wanted:
+                    piece = self._piece(tok)
+                    if piece:
+                        ids.setdefault(piece, tok)
+            pattern = re.compile("|".join(re.escape(t) for t in sorted(ids, key=len, reverse=True))) if ids else None
+            self._specials = (pattern, ids)
+        return self._specials
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text``. A :class:`RenderedPrompt` has its template's control strings parsed as special
+        tokens and its contents tokenised as plain text; any other string is plain text throughout (data).
+
+        This is what llama.cpp does with ``special=True`` (split the text at special tokens, tokenise each stretch
+        between them on its own), except that only the template's text is searched for special tokens."""
+        segments = getattr(text, "segments", None)
+        if segments is None:
+            return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        pattern, ids = self._special_tokens()
+        out: list[int] = []
+        stretch: list[str] = []
+
+        def flush() -> None:
+            if stretch:
+                out.extend(self.llm.tokenize("".join(stretch).encode("utf-8"), add_bos=False, special=False))
+                stretch.clear()
+
+        for seg, from_template in segments:
+            if not from_template or pattern is None:
+                stretch.append(seg)
+                continue
+            pos = 0
+            for m in pattern.finditer(seg):
+                stretch.append(seg[pos:m.start()])
+                flush()
+                out.append(ids[m.group(0)])
+                pos = m.end()
+            stretch.append(seg[pos:])
+        flush()
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    def _grammar(self, schema: dict):
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            from llama_cpp import LlamaGrammar
+
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return self._grammars[key]
+
+    # -- constrained decoding ------------------------------------------------------------------------
+    # llama-cpp-python's own sampler applies the grammar to the whole vocabulary at every step (262k tokens
+    # for Gemma: ~35 ms a token on 2 cores). This loop does what llama.cpp's common sampler does instead:
+    # pick a token from the raw logits, ask the grammar about that one token, and only when it is rejected
+    # apply the grammar to the whole vocabulary and pick again. The output is still exactly
+    # grammar-constrained; only the cost changes. The evaluated prompt is kept, so a second sample with the
+    # same prompt starts decoding at once.
+
+    def _logits_now(self) -> np.ndarray:
+        lc = self._llama_cpp
+        ptr = lc.llama_get_logits_ith(self.llm._ctx.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).copy()
+
+    @property
+    def _batch(self) -> int:
+        """Prompt tokens per llama.cpp evaluation call; reuse is cut to a multiple of it (see the class doc)."""
+        nb = int(self.llm.n_batch)
+        nub = int(getattr(self.llm.context_params, "n_ubatch", nb) or nb)
+        return nb if nb % nub == 0 else nb * nub // math.gcd(nb, nub)
+
+    @property
+    def reuse_batch(self) -> int:
+        """A reused prompt prefix is cut to a multiple of this many tokens (what a run plan must assume)."""
+        return self._batch
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """One llama.cpp context: one generation at a time; tokenizer, saved prefix, grammar and log-probs."""
+        return Capabilities(concurrent=False, tokenizer=True, saved_prefix=True, grammar=True, logprobs=True,
+                            reuse_batch=self._batch)
+
+    def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
+        """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).
+
+        Inside a cancellable job a batch is also cut short: llama.cpp's abort callback asks the job's token between
+        graph nodes, the decode returns "aborted", llama-cpp-python leaves ``n_tokens`` where it was, and its next
+        evaluation drops every KV cell from there on — so the context stays exactly as before that batch. Only
+        prompt batches get the callback (a generated token is one short decode, checked after it)."""
+        lc = self._llama_cpp
+        token = current_cancel_token()
+        step = self._batch
+        if token is not None:
+            self._abort_token = token
+            lc.llama_set_abort_callback(self.llm._ctx.ctx, self._abort_cb, None)
+        try:
+            report_tokens("prompt", 0, end - start, start)
+            for at in range(start, end, step):
+                check_cancelled()
+                try:
+                    self.llm.eval(tokens[at:min(at + step, end)])
+                except RuntimeError:
+                    check_cancelled()  # aborted because of the cancel: say so
+                    raise
+                report_tokens("prompt", min(at + step, end) - start, end - start, start)
+        finally:
+            if token is not None:
+                lc.llama_set_abort_callback(self.llm._ctx.ctx, lc.ggml_abort_callback(), None)
+                self._abort_token = None
+
+    def _prompt_logits(self, tokens: list[int]) -> np.ndarray:
+        """Evaluate ``tokens`` (reusing the longest cached prefix, at a batch boundary) and return the next-token
+        logits."""
+        if self._cached_prompt == tokens and self._cached_logits is not None:
+            self.llm.n_tokens = len(tokens)  # drop the previous sample's tokens; KV entries are overwritten
+            self.last_new_tokens = 0
+            return self._cached_logits.copy()
+        common = 0
+        for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)
+        common -= common % self._batch
+        pre = self._prefix
+        if pre and len(tokens) > len(pre) and tokens[: len(pre)] == pre:
+            common = self._ensure_prefix(tokens, common)
+        self.llm.n_tokens = common
+        self._cached_prompt, self._cached_logits = None, None
+        self.last_new_tokens = len(tokens) - common
+        self._eval_cancellable(tokens, common, len(tokens))
+        logits = self._logits_now()
+        self._cached_prompt, self._cached_logits = list(tokens), logits
+        return logits.copy()
+
+    # -- the shared prompt prefix, kept across cases and processes -------------------------------------------
+
+    def _grammar_sampler(self, schema: dict):
+        g = self._grammar(schema)
+        vocab = self._llama_cpp.llama_model_get_vocab(self.llm._model.model)
+        smpl = self._llama_cpp.llama_sampler_init_grammar(vocab, g._grammar.encode("utf-8"), g._root.encode("utf-8"))
+        if not smpl:
+            raise BackendError("llama.cpp rejected the output grammar")
+        return smpl
+
+    def _allowed(self, smpl, token: int) -> bool:
+        lc = self._llama_cpp
+        one = (lc.llama_token_data * 1)(lc.llama_token_data(token, 0.0, 0.0))
+        arr = lc.llama_token_data_array(one, 1, -1, False)
+        lc.llama_sampler_apply(smpl, ctypes.byref(arr))
+        return math.isfinite(one[0].logit)
+
+    def _apply_grammar(self, smpl, ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        """Grammar-masked logits for the candidate token ids (-inf where the grammar forbids the token)."""
+        lc = self._llama_cpp
+        n = len(ids)
+        buf = (lc.llama_token_data * n)()
+        view = np.ctypeslib.as_array(buf).view(np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)]))
+        view["id"] = ids
+        view["logit"] = logits[ids]
+        arr = lc.llama_token_data_array(buf, n, -1, False)
+        lc.llama_sampler_apply(smpl, ctypes.byref(arr))  # the grammar masks in place (order and size kept)
+        return view["logit"].copy()
+
+    def _constrained_logits(self, smpl, logits: np.ndarray, temperature: float) -> np.ndarray:
+        """Logits with every grammar-forbidden token at -inf.
+
+        Cheap path: only the SUBSET highest-logit tokens are checked. That is exact when a token outside the
+        subset could not be chosen anyway: greedy decoding with an allowed token inside, or sampling where
+        every outside token falls under the min-p cut-off relative to the best allowed token. Otherwise the
+        whole vocabulary is checked."""
+        n = logits.shape[0]
+        subset = min(self.SUBSET, n)
+        idx = np.argpartition(logits, -subset)[-subset:] if subset < n else np.arange(n)
+        masked_sub = self._apply_grammar(smpl, idx.astype(np.int32), logits)
+        out = np.full(n, -np.inf, dtype=np.float32)
+        out[idx] = masked_sub
+        if subset == n or not np.isfinite(masked_sub).any():
+            return out if subset == n else self._apply_full(smpl, logits)
+        best = float(masked_sub.max())
+        floor = float(logits[idx].min())  # every token outside the subset has a logit <= floor
+        if temperature <= 0 or floor < best + math.log(self.MIN_P):
+            return out
+        return self._apply_full(smpl, logits)
+
+    def _apply_full(self, smpl, logits: np.ndarray) -> np.ndarray:
+        return self._apply_grammar(smpl, np.arange(logits.shape[0], dtype=np.int32), logits)
+
+    SUBSET = 2048
+    MIN_P = 0.05
+
+    @classmethod
+    def _pick(cls, logits: np.ndarray, temperature: float, rng: np.random.Generator, top_k: int = 40,
+              top_p: float = 0.95) -> int:
+        """Greedy, or top-k → top-p → min-p → temperature sampling (llama.cpp's defaults)."""
+        if temperature <= 0:
+            return int(np.argmax(logits))
+        m = float(logits.max())
+        cand = np.flatnonzero(logits >= m + math.log(cls.MIN_P))  # min-p on the untempered distribution
+        if len(cand) > top_k:
+            cand = cand[np.argpartition(logits[cand], -top_k)[-top_k:]]
+        z = np.exp(logits[cand].astype(np.float64) - m)
+        p = z / z.sum()
+        order = np.argsort(-p)
+        keep = order[: int(np.searchsorted(np.cumsum(p[order]), top_p) + 1)]
+        zt = np.exp((np.log(p[keep]) - np.log(p[keep]).max()) / temperature)
+        return int(cand[keep][rng.choice(len(keep), p=zt / zt.sum())])
+
+    def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
+                 want_logprobs: bool) -> Generation:
+        """One grammar-constrained reply. Raises :class:`engine.core.jobs.Cancelled` between prompt batches or after any
+        generated token once the calling job is cancelled (the context stays consistent for the next call)."""
+        while not self._gen_lock.acquire(timeout=0.2):  # another session's job holds the model: wait, cancellable
+            check_cancelled()
+        try:
+            return self._generate(prompt, schema, max_tokens, temperature, seed, want_logprobs)
+        finally:
+            self._gen_lock.release()
+
+    def _generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
+                  want_logprobs: bool) -> Generation:
+        lc = self._llama_cpp
+        tokens = self.tokenize(prompt)
+        if len(tokens) + max_tokens > self.n_ctx:
+            raise BackendError(f"prompt of {len(tokens)} tokens plus {max_tokens} for the reply exceeds the "
+                               f"context of {self.n_ctx} tokens")
+        vocab = lc.llama_model_get_vocab(self.llm._model.model)
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        logits = self._prompt_logits(tokens)
+        t_first = time.perf_counter()
+        smpl = self._grammar_sampler(schema)
+        out_bytes = b""
+        token_texts: list[str] = []
+        top: list[dict[str, float]] = []
+        finish = "length"
+        try:
+            for _ in range(max_tokens):
+                if want_logprobs:
+                    cand = np.argpartition(logits, -TOP_LOGPROBS)[-TOP_LOGPROBS:]
+                    m = float(logits.max())
+                    lse = m + math.log(float(np.exp(logits - m).sum()))
+                    top.append({self._piece(int(t)): float(logits[t]) - lse for t in cand})
+                tok = self._pick(logits, temperature, rng)
+                if not self._allowed(smpl, tok):  # rare once the model follows the format
+                    masked = self._constrained_logits(smpl, logits, temperature)
+                    if not np.isfinite(masked).any():
+                        raise BackendError("the output grammar allows no further token")
+                    tok = self._pick(masked, temperature, rng)
+                if lc.llama_vocab_is_eog(vocab, tok):
+                    finish = "stop"
+                    if want_logprobs:
+                        top.pop()
+                    break
+                lc.llama_sampler_accept(smpl, tok)
+                piece = self.llm.detokenize([tok])
+                out_bytes += piece
+                token_texts.append(piece.decode("utf-8", errors="replace"))
+                if b"}" in piece and _complete_json(out_bytes):
+                    finish = "stop"
+                    break
+                check_cancelled()  # within the call: the token just taken is accepted, nothing half-done
+                report_tokens("decode", len(token_texts), max_tokens)
+                self.llm.eval([tok])
+                logits = self._logits_now()
+        finally:
+            lc.llama_sampler_free(smpl)
+        t1 = time.perf_counter()
+        return Generation(text=out_bytes.decode("utf-8", errors="replace"), prompt_tokens=len(tokens),
+                          completion_tokens=len(token_texts), prompt_seconds=t_first - t0,
+                          decode_seconds=t1 - t_first, finish_reason=finish,
+                          token_texts=token_texts if want_logprobs else [], top_logprobs=top,
+                          prompt_new_tokens=self.last_new_tokens)
+
+
+def _complete_json(data: bytes) -> bool:
+    try:
+        json.loads(data.decode("utf-8"))
+        return True
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
