@@ -9,7 +9,8 @@ from typing import Optional, Sequence
 
 from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from engine.evidence.coverage import METHODS as COVERAGE_METHODS
-from engine.data.loading import LoadOptions, RatingsMapping, load_paths
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.loading import load_paths
 from engine.data.settings import SettingsError, load_settings, workspace_path
 from engine.data.store import Store, StoreBusy, StoreError
 from engine.core.untrusted import term

@@ -10,7 +10,8 @@ import streamlit as st
 from components import report as report_view, state, uploads
 from engine.data import backup as backup_mod
 from engine.core import untrusted
-from engine.data.loading import LoadOptions, RatingsMapping, load_paths, sniff_header, sniff_wide_ratings
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
 from engine.core.rubric import ITEMS
 from engine.data.store import StoreError
 from engine.data.validation import DatasetInvalid, ValidationReport

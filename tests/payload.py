@@ -102,7 +102,8 @@ def medomit_result_json(summary_id: str, case_id: str, note_text: str) -> str:
 def seed(store, name: str = DATASET) -> str:
     """Import the payload bundle as ``name`` and store hostile reviews, judge and MED-OMIT results."""
     from engine.judge.results import JudgeResult
-    from engine.data.loading import LoadOptions, load_paths
+    from engine.data.mapping import LoadOptions
+    from engine.data.loading import load_paths
     from engine.data.reviews import save_review
 
     ds, _ = load_paths(bundle_files(), LoadOptions(), name=name)

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from conftest import BUNDLE
-from engine.data.loading import CASE_JSON_KEYS_OPTIONAL, TABLE_COLUMNS, LoadOptions, RatingsMapping, load_paths
+from engine.data.mapping import CASE_JSON_KEYS_OPTIONAL, TABLE_COLUMNS, LoadOptions, RatingsMapping
+from engine.data.loading import load_paths
 from engine.core.rubric import ITEM_KEYS
 from engine.data.store import Store
 from engine.data.validation import DatasetInvalid

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.data.loading import (LoadOptions, RatingsMapping, load_paths, loads_strict, read_file_bytes,
-                                 sniff_wide_ratings)
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.loading import load_paths, sniff_wide_ratings
+from engine.data.strict_json import loads_strict
+from engine.data.files import read_file_bytes
 from engine.data.settings import SettingsError
 from engine.data.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
 from fakes import GOOD_REPLY, judge_lines

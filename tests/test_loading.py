@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.data.loading import LoadOptions, RatingsMapping, load_paths, sniff_wide_ratings
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.loading import load_paths, sniff_wide_ratings
 from engine.data.validation import DatasetInvalid
 
 

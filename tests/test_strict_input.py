@@ -5,7 +5,8 @@ import json
 import pytest
 
 from conftest import BUNDLE, FORMATS
-from engine.data.loading import LoadOptions, RatingsMapping, load_paths
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.loading import load_paths
 from engine.data.validation import DatasetInvalid
 
 

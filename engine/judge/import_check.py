@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 
 from engine.core.models import Dataset
 from engine.core.rubric import ITEMS, Scale, get_item
-from engine.data.loading import JsonProblem, json_type as _jtype, loads_strict, read_text_file, split_lines
+from engine.data.strict_json import JsonProblem, json_type as _jtype, loads_strict
+from engine.data.files import read_text_file, split_lines
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
 from engine.judge.planning import cache_key, dataset_citation_form, example_answer
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION

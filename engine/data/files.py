@@ -1,0 +1,265 @@
+"""Reading input files safely: regular files only, a size limit, the encoding from the byte-order mark (else
+UTF-8), and CSV / JSON-lines rows with their line numbers.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from engine.data.strict_json import JsonProblem, json_type, loads_strict
+from engine.data.validation import Issue, ValidationReport
+
+
+_MB = 1_000_000
+
+
+def resolve_max_mb(asked: Optional[float]) -> float:
+    """The per-file size limit in MB: ``asked`` (a load option) when given, else the setting."""
+    if asked is not None:
+        mb = float(asked)
+        if not 0 < mb <= 1_000_000:
+            raise ValueError(f"file size limit {asked!r} MB is not a positive number of MB")
+        return mb
+    from engine.data.settings import max_file_mb
+
+    return max_file_mb()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def open_regular(path: Path, report: ValidationReport) -> Optional[tuple[int, os.stat_result]]:
+    """(descriptor, stat) of ``path`` opened for reading if it is a regular file; otherwise an issue and None.
+
+    The type is checked with ``stat`` before the file is opened (opening a FIFO blocks, ``/dev/zero`` never
+    ends); it is then opened non-blocking and checked again with ``fstat`` (it may have been swapped)."""
+    fname = str(path)
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError) as exc:
+        report.add(Issue(fname, f"cannot read file: {getattr(exc, 'strerror', None) or exc}",
+                         hint="check the path and permissions"))
+        return None
+    not_regular = "SumCheck reads only regular files"
+    fix = "copy the data into a regular file (e.g. 'cat SOURCE > data.csv') and import that"
+    if not stat.S_ISREG(st.st_mode):
+        report.add(Issue(fname, f"is {_kind(st.st_mode)}, not a regular file; {not_regular}", hint=fix))
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        report.add(Issue(fname, f"is {_kind(st.st_mode)}, not a regular file; {not_regular}", hint=fix))
+        return None
+    return fd, st
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes (one more than allowed tells that the file is too long)."""
+    chunks, got = [], 0
+    while got <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[bytes]:
+    """The bytes of ``path`` if it is a regular file within the size limit (default: SUMCHECK_MAX_FILE_MB, the
+    setting, or 200 MB); otherwise an issue in ``report`` and None. Nothing but a regular file is ever opened,
+    and the read is bounded, so a file that grows while it is read cannot exceed the limit either."""
+    fname = str(path)
+    max_mb = resolve_max_mb(None) if max_mb is None else max_mb
+    limit = int(max_mb * _MB)
+    how = (f"split the file, or raise the limit: set the environment variable SUMCHECK_MAX_FILE_MB (e.g. "
+           f"SUMCHECK_MAX_FILE_MB={max(int(max_mb * 4), 1)}) or 'max_file_mb' in the settings file")
+    opened = open_regular(path, report)
+    if opened is None:
+        return None
+    fd, st = opened
+    try:
+        if st.st_size > limit:
+            report.add(Issue(fname, f"file is {st.st_size / _MB:,.1f} MB, over the limit of {max_mb:g} MB per "
+                                    "input file", hint=how))
+            return None
+        data = read_fd(fd, limit)
+    except OSError as exc:
+        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        report.add(Issue(fname, f"file grew past the limit of {max_mb:g} MB per input file while it was read",
+                         hint=how))
+        return None
+    return data
+
+
+BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
+         (b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xfe\xff", "utf-16-be", "UTF-16"), (b"\xff\xfe", "utf-16-le", "UTF-16"))
+
+
+def guess_encoding(raw: bytes) -> str:
+    """A plain-words guess at the encoding of bytes that are not UTF-8 and have no byte-order mark."""
+    head = raw[:4096]
+    if head and head.count(b"\x00") > len(head) // 4:
+        return "UTF-16 or UTF-32 without a byte-order mark"
+    try:
+        head.decode("cp1252")
+        return "Windows-1252 (cp1252)"
+    except UnicodeDecodeError:
+        return "Latin-1 (ISO-8859-1) or another 8-bit encoding"
+
+
+def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
+    """Text of a file: UTF-8, or UTF-16 / UTF-32 / UTF-8 with a byte-order mark; anything else gets one message
+    that names the encoding it looks like."""
+    for bom, codec, label in BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom):].decode(codec)
+            except UnicodeDecodeError as exc:
+                report.add(Issue(str(path), f"starts with a {label} byte-order mark but is not valid {label} "
+                                             f"(bad data at byte {exc.start + len(bom)})",
+                                 hint="export the file again, as UTF-8"))
+                return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        enc = guess_encoding(raw)
+        report.add(Issue(str(path), f"is not UTF-8 text: it looks like {enc} (byte 0x{raw[exc.start]:02x} at offset "
+                                     f"{exc.start})", line=line,
+                         hint="re-save the file as UTF-8 (in a spreadsheet: 'CSV UTF-8'; or "
+                              "'iconv -f cp1252 -t utf-8')"))
+        return None
+
+
+def read_text_file(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[str]:
+    """A regular file within the size limit, decoded as UTF-8; otherwise an issue in ``report`` and None."""
+    raw = read_file_bytes(path, report, max_mb)
+    return None if raw is None else _decode(path, raw, report)
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines (``\\n`` / ``\\r\\n``). Unlike ``str.splitlines`` this does not split inside JSON strings
+    at U+2028, U+0085 and the like, which JSON allows unescaped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
+@dataclass
+class InputRow:
+    number: int  # 1-based data row
+    line: int
+    values: dict[str, object]
+
+
+def read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[InputRow]]]:
+    fname = str(path)
+    if not text.strip():
+        report.add(Issue(fname, "file is empty", hint="export the data again"))
+        return None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+    except csv.Error as exc:
+        report.add(Issue(fname, f"cannot parse the header: {exc}", line=1))
+        return None
+    header = [h.strip() for h in header]
+    seen: set[str] = set()
+    for h in header:
+        if not h:
+            report.add(Issue(fname, "a column has an empty name", row=None, line=1, hint="name every column"))
+        elif h in seen:
+            report.add(Issue(fname, f"column '{h}' appears twice", line=1, field=h, hint="keep one of them"))
+        seen.add(h)
+    rows: list[InputRow] = []
+    number = 0
+    while True:
+        start_line = reader.line_num + 1
+        try:
+            rec = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            report.add(Issue(fname, f"the file ends inside a quoted field or is malformed ({exc})",
+                             row=number + 1, line=start_line,
+                             hint="the file looks truncated or has an unbalanced quote; export it again"))
+            return None
+        if not rec or not "".join(rec).strip():
+            continue
+        number += 1
+        if len(rec) != len(header):
+            report.add(Issue(fname, f"row has {len(rec)} fields but the header has {len(header)}",
+                             row=number, line=start_line,
+                             hint="the file may be truncated or a field has an unquoted comma; export it again"))
+            continue
+        rows.append(InputRow(number, start_line, dict(zip(header, rec))))
+    if number == 0:
+        report.add(Issue(fname, "no rows after the header", line=1,
+                         hint="the file holds only its column names: export it again with its data"))
+        return None
+    return header, rows
+
+
+def read_jsonl(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[InputRow]]]:
+    fname = str(path)
+    rows: list[InputRow] = []
+    keys: dict[str, None] = {}
+    number = 0
+    ok = True
+    for lineno, line in enumerate(split_lines(text), start=1):
+        if not line.strip():
+            continue
+        number += 1
+        try:
+            obj = loads_strict(line)
+        except JsonProblem as exc:
+            msg = str(exc).replace(" at line 1 column", " at column")
+            report.add(Issue(fname, msg, row=number, line=lineno,
+                             hint=exc.hint or "the line is cut off or malformed; export the file again"))
+            ok = False
+            continue
+        if not isinstance(obj, dict):
+            report.add(Issue(fname, f"each line must be a JSON object, not {json_type(obj)}", row=number,
+                             line=lineno, hint='write one object per line, e.g. {"case_id": "c1", ...}'))
+            ok = False
+            continue
+        for k in obj:
+            keys[k] = None
+        rows.append(InputRow(number, lineno, obj))
+    if number == 0:
+        report.add(Issue(fname, "file is empty", hint="export the data again"))
+        return None
+    return (list(keys), rows) if ok else None
