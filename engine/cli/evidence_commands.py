@@ -1,0 +1,153 @@
+"""Commands of the evidence: omissions (MED-OMIT or a coverage method), align, stigma.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from engine.cli.common import dataset_and_ids, open_backend, open_store, print_jsonl, say
+from engine.data.validation import DatasetInvalid
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+
+
+def cmd_omissions(args) -> int:
+    from engine.llm.backends import BackendError
+
+    if args.concurrency is not None:
+        say("error: --concurrency applies to 'judge' only: MED-OMIT sends its requests one at a time, and the "
+            "coverage methods send none", file=sys.stderr)
+        return 2
+    try:
+        store, ds, name, ids = dataset_and_ids(args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+
+    def emit(obj):
+        line = json.dumps(obj)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+
+    if args.method == "medomit":
+        from engine.evidence.medomit import MedOmit, run_medomit
+
+        try:
+            backend, sha = open_backend(args, store)
+        except BackendError as exc:
+            say(f"error: {exc}", file=sys.stderr)
+            return 1
+        mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
+        prog = (lambda d, t, sid, m: None) if args.quiet else (
+            lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
+        for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
+            case = ds.case(r.case_id)
+            emit({"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
+                  "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
+                  "omitted": [{"fact_id": s.fact_id, "fact": r.fact(s.fact_id).text, "weight": s.score,
+                               "importance": s.importance, "uniqueness": s.uniqueness,
+                               "note_id": r.fact(s.fact_id).note_id, "start": r.fact(s.fact_id).start,
+                               "end": r.fact(s.fact_id).end, "link": r.fact(s.fact_id).link,
+                               "source_text": (case.note(r.fact(s.fact_id).note_id).text[
+                                   r.fact(s.fact_id).start:r.fact(s.fact_id).end]
+                                   if r.fact(s.fact_id).start is not None else None),
+                               "explanation": s.explanation} for s in r.omitted],
+                  "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
+                  "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None})
+    else:
+        args.coverage_method = args.method
+        return cmd_omissions_kde(args, ds, name, ids, emit)
+    if out:
+        out.close()
+    return 0
+
+
+def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
+    from engine.evidence.coverage import CoverageError, CoverageParams, score_coverage
+    from engine.evidence.embeddings import Embedder
+
+    emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
+    params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
+                            bandwidth=args.bandwidth, clean=not args.no_clean, threshold=args.threshold)
+    for sid in ids:
+        s = ds.summary(sid)
+        try:
+            r = score_coverage(ds.case(s.case_id), s, emb, params)
+        except CoverageError as exc:
+            emit({"summary_id": sid, "method": params.method, "error": str(exc)})
+            continue
+        emit({"summary_id": sid, "method": r.method, "global_score": r.global_score, "threshold": r.threshold,
+              "flagged": r.flagged, "flag_threshold": r.flag_threshold, "regions": [{"note_id": g.note_id, "start": g.start, "end": g.end,
+                                                  "text": g.text, "score": g.score} for g in r.regions],
+              "unsupported_summary_spans": [{"start": u.start, "end": u.end, "text": u.text, "score": u.score}
+                                            for u in r.unsupported[:10]],
+              "seconds": r.seconds})
+    return 0
+
+
+def cmd_align(args) -> int:
+    from engine.evidence.alignment import align_summary, combined_scores
+    from engine.evidence.coverage import CoverageError
+    from engine.evidence.embeddings import Embedder
+
+    try:
+        store, ds, name, ids = dataset_and_ids(args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    emb = Embedder(store=store)
+    results = []
+    for sid in ids:
+        s = ds.summary(sid)
+        try:
+            results.append(align_summary(ds.case(s.case_id), s, emb))
+        except CoverageError as exc:
+            say(f"error: {sid}: {exc}", file=sys.stderr)
+    combined_scores(results)
+    print_jsonl(({"summary_id": r.summary_id, "coverage": r.coverage, "density": r.density,
+                   "mean_support": r.mean_support, "combined": r.combined,
+                   "sentences": [{"index": a.index, "text": a.text, "support": a.support, "weak": a.weak,
+                                  "citations": a.citations, "citation_verdict": a.citation_verdict,
+                                  "citation_detail": a.citation_detail,
+                                  "aligned": [{"note_id": x.note_id, "sentence": x.sentence, "start": x.start,
+                                               "end": x.end, "text": x.text, "score": x.score}
+                                              for x in a.rouge_gain],
+                                  "embed_topk": [{"note_id": x.note_id, "text": x.text, "score": x.score}
+                                                 for x in a.embed_topk]} for a in r.sentences]}
+                  for r in results), args.out)
+    return 0
+
+
+def cmd_stigma(args) -> int:
+    """Stigmatizing language per summary (engine.evidence.stigma, no LLM): hits with spans and categories, carried forward
+    from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
+    lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
+    from engine.data.ratings import medians
+    from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset, workspace_entries
+
+    try:
+        store, ds, name, ids = dataset_and_ids(args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    extra = workspace_entries(store)  # the clinician entries added in Settings (active ones)
+    if args.extra_lexicon:
+        more = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
+        if not isinstance(more, list):
+            say(f"error: {args.extra_lexicon}: expected a JSON list of lexicon entries", file=sys.stderr)
+            return 1
+        extra = [*extra, *more]
+    try:
+        results = assess_dataset(ds, ids, extra_entries=extra)
+    except LexiconError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    def row(r) -> dict:
+        human = medians(x for x in ds.ratings_for(r.summary_id) if x.rater_group != "llm")
+        return {**r.to_json(), "dataset": name, "human_median": {k: human.get(k) for k in (NOTES_ITEM, SUMMARY_ITEM)}}
+
+    print_jsonl(map(row, results), args.out)
+    return 0

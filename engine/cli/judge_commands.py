@@ -1,0 +1,146 @@
+"""Commands of the judge: judge, judge-export, judge-import, calibrate, export-training.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from engine.cli.common import concurrency_for, dataset_and_ids, open_backend, open_store, resolve_dataset, say
+from engine.data.validation import DatasetInvalid
+
+
+def cmd_calibrate(args) -> int:
+    """Fit (and store) a calibration of the judge's expected scores to the dataset's raters."""
+    from engine.judge.calibration import CalibrationRefused, fit_from_store, table_rows
+    from engine.core.untrusted import term
+
+    store = open_store(args)
+    ds, name = resolve_dataset(store, args.target, args)
+    try:
+        cal = fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
+    except CalibrationRefused as exc:
+        say(f"calibration refused: {term(str(exc))}", file=sys.stderr)
+        return 1
+    say(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
+          + ("" if args.dry_run else f" · stored as version {cal.version}"))
+    print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
+          "(95 % CIs)")
+    for r in table_rows(cal):
+        if r["status"] != "fitted":
+            say(f"  {r['item']:<15} refused: {term(r['reason'])}")
+            continue
+        say(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
+              f"{r['Spearman before']} -> {r['Spearman after']}; MAE {r['MAE before']} -> {r['MAE after']}")
+    return 0
+
+
+def cmd_export_training(args) -> int:
+    """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.configs import results_for
+    from engine.judge.training_export import PHI_WARNING, write
+
+    store = open_store(args)
+    ds, name = resolve_dataset(store, args.target, args)
+    results = {r.summary_id: r for r in results_for(stored_judge_results(store, name), args.judge_config)}
+    say(f"warning: {PHI_WARNING}", file=sys.stderr)
+    out = Path(args.out)
+    summ = write(ds, args.format, out, args.train_fraction, results)
+    say(f"{summ.rows} rows written to {out} ({args.format}): {summ.train} train ({len(summ.train_cases)} cases), "
+          f"{summ.test} test ({len(summ.test_cases)} cases); {summ.skipped} summaries without a complete reference "
+          "answer left out" + (f"; {summ.rejected_from_judge} rejected answers are the judge's own"
+                              if args.format == "dpo" else ""))
+    return 0
+
+
+def cmd_judge(args) -> int:
+    import time
+
+    from engine.llm.backends import BackendError
+    from engine.judge.runner import Judge, run_batch
+    from engine.judge.results import JudgeParams
+    from engine.data.ratings import medians
+
+    try:
+        store, ds, name, ids = dataset_and_ids(args)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text())
+        return 1
+    params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
+                         temperature=args.temperature, trim=args.trim, early_stop=not args.no_early_stop)
+    params.validate()
+    try:
+        backend, sha = open_backend(args, store)
+    except BackendError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 1
+    judge = Judge(backend, sha, params)
+    out = open(args.out, "w", encoding="utf-8") if args.out else None
+    counts = {"scored": 0, "unscored": 0, "refused": 0, "cached": 0}
+    dec_tok = dec_s = 0.0
+    t0 = time.perf_counter()
+
+    def emit(obj):
+        line = json.dumps(obj)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    def progress(p):
+        if not args.quiet:
+            say(f"[{p.done}/{p.total}] {p.summary_id}: {p.message} {p.sample}/{p.n_samples}", file=sys.stderr)
+
+    try:
+        for r in run_batch(judge, ds, ids, store=store, dataset_name=name, progress=progress,
+                           concurrency=concurrency_for(args, backend)):
+            counts[r.status] += 1
+            counts["cached"] += int(r.from_cache)
+            if not r.from_cache:
+                dec_tok += r.timing.decode_tokens
+                dec_s += r.timing.decode_seconds
+            human = medians(x for x in ds.ratings_for(r.summary_id) if x.rater_group != "llm")
+            emit({"summary_id": r.summary_id, "case_id": r.case_id, "status": r.status, "reason": r.reason,
+                  "items": {k: {"median": v.median, "na": v.is_na, "spread": v.spread, "expected": v.expected,
+                                "samples": v.values} for k, v in r.items.items()},
+                  "human_median": human, "prompt_tokens": r.timing.prompt_tokens,
+                  "decode_tokens": r.timing.decode_tokens, "prompt_tps": r.timing.prompt_tps,
+                  "decode_tps": r.timing.decode_tps, "seconds": r.timing.total_seconds, "from_cache": r.from_cache,
+                  "model_file": r.provenance.model_file, "model_sha256": r.provenance.model_sha256,
+                  "prompt_version": r.provenance.prompt_version, "cache_key": r.cache_key})
+    except BackendError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        elapsed = time.perf_counter() - t0
+    n = sum(counts[k] for k in ("scored", "unscored", "refused"))
+    emit({"summary": True, "dataset": name, "n": n, **counts, "seconds": round(elapsed, 2),
+          "summaries_per_minute": round(60 * n / elapsed, 2) if elapsed > 0 else None,
+          "decode_tokens_per_second": round(dec_tok / dec_s, 2) if dec_s else None})
+    if out:
+        out.close()
+    return 0
+
+
+def cmd_judge_export(args) -> int:
+    from engine.judge.runner import export_results
+
+    store = open_store(args)
+    lines = export_results(store, args.dataset)
+    Path(args.out).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    say(f"{len(lines)} judge results of dataset {args.dataset!r} written to {args.out}")
+    return 0
+
+
+def cmd_judge_import(args) -> int:
+    from engine.judge.import_check import import_results_file
+
+    store = open_store(args, write=True)
+    try:
+        res = import_results_file(store, args.dataset, args.file)
+    except DatasetInvalid as exc:
+        print(exc.report.format_text(), file=sys.stderr)
+        return 1
+    say(f"{res.imported} judge results imported into dataset {args.dataset!r}")
+    return 0
