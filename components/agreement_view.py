@@ -49,7 +49,7 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
         b, a = np.polyfit(df["note tokens"], df[y], 1)
         xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
         fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
-    from engine.stats.agreement import format_p
+    from engine.stats.formatting import format_p
 
     stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p {format_p(p) if format_p(p).startswith('<') else '= ' + format_p(p)}"
     fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)

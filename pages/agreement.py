@@ -5,8 +5,11 @@ import streamlit as st
 from components import agreement_view as av, state
 from engine.judge import calibration
 from engine.core import untrusted
-from engine.stats.agreement import (LIKERT, detector_agreement, disagreements, format_estimate, format_p, headline,
-                                    llm_vs_human_rows, mixed_model_rows, reliability_rows)
+from engine.stats.items import LIKERT
+from engine.stats.detector import detector_agreement
+from engine.stats.agreement import disagreements, reliability_rows
+from engine.stats.formatting import format_estimate, format_p
+from engine.stats.headline import headline, llm_vs_human_rows, mixed_model_rows
 from engine.stats.analysis import configured_results
 from engine.stats.report import HUMANS_TITLE, LLM_TITLE, forest_svg
 from engine.core.rubric import get_item

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import BUNDLE
 from engine.core import reliability as rel
-from engine.stats.agreement import analyse, disagreements, item_matrix, llm_effect, reliability_rows
+from engine.stats.agreement import analyse, disagreements, reliability_rows
+from engine.stats.items import item_matrix, llm_effect
 from engine.data.loading import load_paths
 
 

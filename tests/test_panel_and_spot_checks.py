@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine.stats.agreement import analyse, at_chance, headline
+from engine.stats.agreement import analyse
+from engine.stats.headline import at_chance, headline
 from engine.stats.spot_checks import spot_check_rows
 from engine.data.loading import load_paths
 from engine.core.models import Case, Dataset, Note, Rating, Summary

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from engine.stats.agreement import AgreementReport, analyse, llm_scores_from_results
+from engine.core.models import Dataset
+from engine.judge.configs import JudgeConfig, configurations, find, results_for
 from engine.judge.results import JudgeResult
 from engine.judge.stored import stored_judge_results
-from engine.judge.configs import JudgeConfig, configurations, find, results_for
-from engine.core.models import Dataset
+from engine.stats.agreement import AgreementReport, analyse, llm_scores_from_results
 
 
 class UnknownConfiguration(ValueError):

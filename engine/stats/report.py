@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core import untrusted
-from engine.stats.agreement import (KOO_LI_BANDS, AgreementReport, HeadlineRow, disagreements, format_p, headline,
-                                    llm_vs_human_rows, mixed_model_rows)
 from engine.core.models import RESERVED_RATER_GROUPS
-from engine.stats.spot_checks import spot_check_rows
-from engine.judge.configs import JudgeConfig
 from engine.core.rubric import ITEMS, get_item
+from engine.judge.configs import JudgeConfig
+from engine.stats.agreement import AgreementReport, disagreements
+from engine.stats.formatting import format_p
+from engine.stats.headline import HeadlineRow, KOO_LI_BANDS, headline, llm_vs_human_rows, mixed_model_rows
+from engine.stats.spot_checks import spot_check_rows
 
 APP_VERSION = "SumCheck 0.9"
 HUMANS_TITLE = "Raters' agreement (ICC(3,k), or α when few summaries were scored by all; yes/no items: AC1), 95% CI"

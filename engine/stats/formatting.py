@@ -1,0 +1,30 @@
+"""How statistics are written for people: p-values that never read "p = 0" and estimates with their interval.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from engine.core import reliability as rel
+
+
+def format_p(p: Optional[float]) -> str:
+    """p-values as a committee reads them: never 'p = 0'."""
+    if p is None or not math.isfinite(p):
+        return "—"
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def format_estimate(e: Optional[rel.Estimate], digits: int = 2) -> str:
+    if e is None or e.value is None or not math.isfinite(e.value):
+        return "—"
+    if e.ci_low is not None and e.ci_high is not None:
+        return f"{e.value:.{digits}f} (95% CI {e.ci_low:.{digits}f} to {e.ci_high:.{digits}f})"
+    return f"{e.value:.{digits}f}"
+
+
+def format_boot_p(p: float, n_boot: int) -> str:
+    """A bootstrap p-value: "< 1/n_boot" when no resample reached the observed value."""
+    return f"< {1 / n_boot:.3g}" if p == 0 else format_p(p)
