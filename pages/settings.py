@@ -270,7 +270,8 @@ for entry in CATALOG:
                       on_click=_use_model, args=(target["path"],))
 
 # ------------------------------------------------------------------------------------ stigmatizing-language lexicon
-from engine.evidence.stigma import LexiconError, add_clinician_entry, load_lexicon, workspace_entries  # noqa: E402
+from engine.evidence.stigma import LexiconError, load_lexicon
+from engine.evidence.stigma_entries import add_clinician_entry, workspace_entries  # noqa: E402
 from engine.data.store import StoreBusy, StoreError  # noqa: E402
 
 STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added_by": "", "stig_noun_only": False,

@@ -41,12 +41,12 @@ def test_a_backend_declared_concurrent_gets_several_summaries_at_once(ds):
 
 def test_a_run_is_planned_in_tokens_only_with_a_declared_tokenizer(ds):
     from engine.core.jobs import Job
-    from engine.judge.runner import _plan_job
+    from engine.judge.runner import plan_job
 
     ids = [s.summary_id for s in ds.summaries[:2]]
     plain = SlowFake()
     job = Job("plain", len(ids), lambda job: None)
-    _plan_job(job, Judge(plain, "sha", JudgeParams(n_samples=1)), ds, ids, None, "sample")
+    plan_job(job, Judge(plain, "sha", JudgeParams(n_samples=1)), ds, ids, None, "sample")
     assert job._work is None  # no plan: the estimate extrapolates
 
     class Tokenizing(SlowFake):
@@ -57,7 +57,7 @@ def test_a_run_is_planned_in_tokens_only_with_a_declared_tokenizer(ds):
 
     tok = Tokenizing()
     job = Job("tok", len(ids), lambda job: None)
-    _plan_job(job, Judge(tok, "sha", JudgeParams(n_samples=1)), ds, ids, None, "sample")
+    plan_job(job, Judge(tok, "sha", JudgeParams(n_samples=1)), ds, ids, None, "sample")
     assert job._work is not None and len(job._work) == 2 and all(w > 0 for w in job._work)
 
 

@@ -279,7 +279,7 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
         def on_partial(partial: PartialResult) -> None:
             job.latest = partial
 
-        _plan_job(job, judge, ds, summary_ids, store, dataset_name or ds.name)
+        plan_job(job, judge, ds, summary_ids, store, dataset_name or ds.name)
         for res in run_batch(judge, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
                              should_stop=job.should_stop, on_partial=on_partial, concurrency=concurrency):
             job.results.append(res)
@@ -289,7 +289,7 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
     return Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples)
 
 
-def _plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str) -> None:
+def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str) -> None:
     """Give ``job`` its plan (:mod:`engine.core.run_plan`) when the backend tokenizes in process (llama.cpp): each
     summary's prompt tokens, none for one already stored, and this model's speeds measured on the workspace's
     results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""

@@ -49,7 +49,7 @@ class HeadlineRow:
     secondary: str = ""  # the other statistic, shown beside the headline one (yes/no items: AC1 of the LLM)
 
 
-def _share(yes: Optional[tuple[int, int]]) -> str:
+def share_of(yes: Optional[tuple[int, int]]) -> str:
     if not yes or not yes[1]:
         return "—"
     return format_share(*yes)  # the one wording for yes/no shares (engine.core.rubric)
@@ -116,7 +116,7 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
             hc = "—" if a.human_median is None else f"median {a.human_median:g}"
             lc = "—" if a.llm_median is None else f"median {a.llm_median:g}"
         else:
-            hc, lc = _share(a.human_yes), _share(a.llm_yes)
+            hc, lc = share_of(a.human_yes), share_of(a.llm_yes)
         llm_prefixes = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")
         own = [x for x in a.notes if not x.startswith(llm_prefixes)]
         why = "" if humans else ("; ".join(own) or "not enough ratings for this item")
