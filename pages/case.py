@@ -6,11 +6,13 @@ from components import case_view, coverage_view, evidence_view, jobs_view, state
 from engine.core import citations
 from engine.llm import injection
 from engine.evidence import stigma
+from engine.evidence.stigma_entries import workspace_entries
 from engine.core import untrusted
 from engine.evidence.alignment import alignment_cached
 from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
                                       coverage_cached, merge_regions)
-from engine.evidence.medomit import MedOmit, MedOmitResult, medomit_job, not_found_rows, omitted_fact_rows
+from engine.evidence.medomit import MedOmit, medomit_job, not_found_rows, omitted_fact_rows
+from engine.evidence.medomit_result import MedOmitResult
 from engine.judge.stored import latest_result
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.data.ratings import display_table, judge_cell
@@ -50,7 +52,7 @@ st.caption(f"{len(case.notes)} notes, {case.word_count} words · {len(summaries)
 
 store = state.store()
 # stigmatizing language (engine.evidence.stigma, no LLM): the built-in lexicon plus the clinician entries of this workspace
-lexicon = state.guarded(lambda: stigma.load_lexicon(stigma.workspace_entries(store)), default=None)
+lexicon = state.guarded(lambda: stigma.load_lexicon(workspace_entries(store)), default=None)
 note_scans = stigma.scan_notes(case, lexicon) if lexicon is not None else []
 
 

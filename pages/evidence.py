@@ -10,7 +10,8 @@ from engine.evidence.alignment import result_from_dict as alignment_from
 from engine.evidence.batch import evidence_job
 from engine.evidence.coverage import DEFAULT_METHOD
 from engine.evidence.coverage import result_from_dict as coverage_from
-from engine.evidence.medomit import MedOmit, MedOmitResult, dataset_rows, group_means, medomit_job
+from engine.evidence.medomit import MedOmit, dataset_rows, group_means, medomit_job
+from engine.evidence.medomit_result import MedOmitResult
 
 st.title("Evidence")
 name, ds = state.require_dataset()

@@ -412,13 +412,13 @@ def test_reserved_names_in_jsonl_wide_csv_and_default_group(tmp_path):
 
 
 def test_reserved_names_are_defined_once_and_used_by_reviews():
-    from engine.stats import agreement
     from engine.core import models
+    from engine.stats import items
     from engine.data import reviews
 
     assert reviews.ADJUDICATED_RATER is models.ADJUDICATED_RATER
     assert reviews.ADJUDICATED_GROUP is models.ADJUDICATED_GROUP
-    assert agreement.HUMAN_EXCLUDE == set(models.RESERVED_RATER_GROUPS)
+    assert items.HUMAN_EXCLUDE == set(models.RESERVED_RATER_GROUPS)
     assert models.reserved_rater_problem("R1", "senior") is None
 
 

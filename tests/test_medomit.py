@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from engine.evidence.medomit import (Cluster, Diagnosis, MedOmit, MedOmitResult, check_ddx, compare_ddx, fact_score,
-                                     link_fact, merge_facts, run_medomit, score_document, uniqueness_values)
+from engine.evidence.medomit_result import Cluster, Diagnosis, MedOmitResult, compare_ddx, fact_score, link_fact, merge_facts, score_document, uniqueness_values
+from engine.evidence.medomit import MedOmit, run_medomit
+from engine.evidence.medomit_checks import check_ddx
 from engine.core.models import Case, Dataset, Note, Summary
 from fakes import ScriptedBackend
 

@@ -23,22 +23,21 @@ content (echoed instructions, placeholders, a DDx of one repeated name or of lik
 """
 from __future__ import annotations
 
-import difflib
-import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
-from engine.core.stamps import json_key, now_iso
-from engine.llm.backends import Backend
 from engine.core.jobs import CACHED_COUNT, Job
-from engine.llm.steps import StepCache, StepResult, run_step
 from engine.core.models import Case, Summary
+from engine.core.stamps import json_key, now_iso
+from engine.evidence.medomit_checks import check_ddx, check_facts
+from engine.evidence.medomit_result import (Cluster, Diagnosis, Fact, IMPORTANCE_WEIGHT, MedOmitResult,
+                                            METHOD_VERSION, StepRecord, compare_ddx, link_fact, merge_facts,
+                                            score_document)
+from engine.llm.backends import Backend
 from engine.llm.prompt_fence import Fence
+from engine.llm.steps import StepCache, StepResult, run_step
 
-METHOD_VERSION = "medomit-v3"  # v3: unlinked facts are never scored; empty replies fail
-IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
-LIKELIHOOD_WEIGHT = {"probable": 1.0, "possible": 0.5, "unlikely": 0.1}
 MAX_FACTS_PER_PART = 40
 BATCH = 25
 
@@ -54,60 +53,6 @@ GUARD = ("The clinical text and the lists taken from it sit inside tags whose na
 
 
 # ----------------------------------------------------------------------------------------- empty replies
-
-# fragments of our own prompts that a weak model copies back instead of answering
-ECHOED_INSTRUCTIONS = ("at most 10 conditions", "most likely first", "probable possible or unlikely",
-                       "one sentence reason", "exact words from the note", "short exact quote",
-                       "list the atomic facts", "atomic facts of this note", "give the differential diagnosis",
-                       "with a short explanation", "reply with json only")
-PLACEHOLDERS = {"", "n a", "na", "none", "null", "condition", "conditions", "diagnosis", "diagnoses", "fact", "facts",
-                "string", "name", "quote", "reason", "text", "likelihood", "example", "placeholder", "tbd",
-                "unknown", "diagnosis 1", "condition 1", "fact 1", "dx", "ddx"}
-LIKELIHOOD_WORDS = {"probable", "possible", "unlikely", "likely", "most", "first", "or", "and", "likelihood", "less",
-                    "more", "least", "very", "highly"}
-
-
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", (text or "").lower()))
-
-
-def empty_content(text: str, placeholder_check: bool = True) -> str:
-    """Why ``text`` is empty of content ("" when it is not): an echoed instruction, or a placeholder."""
-    w = _words(text)
-    echo = next((e for e in ECHOED_INSTRUCTIONS if e in w), None)
-    if echo:
-        return f"echoed instruction {text.strip()!r}"
-    if placeholder_check and (w in PLACEHOLDERS or (text or "").strip() in {"...", "…"}):
-        return f"placeholder {text.strip()!r}"
-    return ""
-
-
-def check_facts(value: dict) -> None:
-    """The ``check`` of a fact-extraction step: raises ValueError when a fact (or its quote) is an echoed
-    instruction or a placeholder."""
-    for i, f in enumerate(value["facts"]):
-        why = empty_content(f["fact"]) or empty_content(f["quote"], placeholder_check=False)
-        if why:
-            raise ValueError(f"fact {i + 1} is empty of content: {why}")
-
-
-def check_ddx(value: dict) -> None:
-    """The ``check`` of a DDx step: raises ValueError for an empty DDx, an entry that is an echoed instruction, a
-    placeholder or only likelihood words, or a DDx whose entries are mostly the same name."""
-    dx = value["diagnoses"]
-    if not dx:
-        raise ValueError("empty DDx")
-    for i, d in enumerate(dx):
-        why = empty_content(d["name"]) or empty_content(d["reason"], placeholder_check=False)
-        if not why and set(_words(d["name"]).split()) <= LIKELIHOOD_WORDS:
-            why = f"only likelihood words {d['name'].strip()!r}"
-        if why:
-            raise ValueError(f"diagnosis {i + 1} is empty of content: {why}")
-    if len(dx) >= 2:
-        names = [_words(d["name"]) for d in dx]
-        top = max(names.count(n) for n in set(names))
-        if top > len(dx) / 2:
-            raise ValueError(f"{top} of the {len(dx)} diagnoses are the same name")
 
 
 def _fenced(build: Callable[[Fence], str], data: Sequence[Optional[str]]) -> str:
@@ -129,251 +74,10 @@ def _ddx_data(ddx: Sequence["Diagnosis"]) -> list[str]:
 # --------------------------------------------------------------------------------------------- data
 
 
-@dataclass
-class Fact:
-    fact_id: str
-    text: str
-    note_id: Optional[str]
-    start: Optional[int]  # character span in the note (None when unlinked)
-    end: Optional[int]
-    link: str  # "exact" | "fuzzy" | "unlinked"
-    link_score: float = 0.0
-
-
-@dataclass
-class Diagnosis:
-    rank: int
-    name: str
-    likelihood: str
-    reason: str
-
-
-@dataclass
-class Cluster:
-    diagnosis: str
-    polarity: str  # "supporting" | "refuting"
-    mechanism: str
-    fact_ids: list[str]
-
-
-@dataclass
-class FactScore:
-    fact_id: str
-    omitted: bool
-    importance: Optional[str]
-    importance_weight: float
-    uniqueness: list[float]
-    score: float
-    clusters: list[str]  # "supporting Dx / mechanism" labels
-    explanation: str = ""
-
-
-@dataclass
-class StepRecord:
-    step: str
-    ok: bool
-    cached: bool
-    error: str = ""
-    raw: str = ""
-
-
-@dataclass
-class DdxComparison:
-    missing_from_summary: list[str]
-    added_in_summary: list[str]
-    difference: float  # likelihood-weighted share of the source DDx missing from the summary DDx (0..1)
-
-
-@dataclass
-class MedOmitResult:
-    summary_id: str
-    case_id: str
-    status: str  # "complete" | "incomplete"
-    failed_step: str
-    reason: str
-    facts: list[Fact]
-    ddx: list[Diagnosis]
-    clusters: list[Cluster]
-    scores: list[FactScore]  # one per fact (omitted or not)
-    document_weight: Optional[float]
-    omission_count: Optional[int]
-    summary_ddx: list[Diagnosis] = field(default_factory=list)
-    ddx_comparison: Optional[DdxComparison] = None
-    steps: list[StepRecord] = field(default_factory=list)
-    provenance: dict = field(default_factory=dict)
-    created_at: str = ""
-
-    @property
-    def omitted(self) -> list[FactScore]:
-        """The omitted facts that count (linked to the notes), heaviest first."""
-        unlinked = {f.fact_id for f in self.not_found}
-        return sorted((s for s in self.scores if s.omitted and s.fact_id not in unlinked),
-                      key=lambda s: (-s.score, s.fact_id))
-
-    @property
-    def not_found(self) -> list[Fact]:
-        """Facts the model stated that could not be linked to a span of the notes: shown apart, never scored."""
-        return [f for f in self.facts if f.link == "unlinked"]
-
-    @property
-    def smoke_test(self) -> bool:
-        """Computed with the embedded smoke-test model: its figures are not clinically meaningful."""
-        from engine.llm.modelfiles import is_smoke_test_model
-
-        p = self.provenance or {}
-        return is_smoke_test_model(p.get("model"), p.get("model_file"))
-
-    def fact(self, fact_id: str) -> Fact:
-        return next(f for f in self.facts if f.fact_id == fact_id)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "MedOmitResult":
-        res = cls._from_json(text)
-        method = (res.provenance or {}).get("method")
-        if res.status == "complete" and method and method != METHOD_VERSION:
-            res._rescore()  # stored by an older method: apply today's scoring to its step outputs
-        return res
-
-    def _rescore(self) -> None:
-        """Recompute the scores, document weight and omission count from the stored per-fact outputs with the
-        current scoring (facts not found in the notes are not scored)."""
-        old = {s.fact_id: s for s in self.scores}
-        scores, self.document_weight, self.omission_count = score_document(
-            [f.fact_id for f in self.facts if f.fact_id in old], {k: s.omitted for k, s in old.items()},
-            {k: s.importance for k, s in old.items() if s.importance}, self.clusters,
-            {k: s.explanation for k, s in old.items()}, unlinked=[f.fact_id for f in self.not_found])
-        self.scores = scores
-        self.provenance = {**self.provenance, "rescored_from": self.provenance.get("method"),
-                           "method": METHOD_VERSION}
-
-    @classmethod
-    def _from_json(cls, text: str) -> "MedOmitResult":
-        d = json.loads(text)
-        return cls(summary_id=d["summary_id"], case_id=d["case_id"], status=d["status"],
-                   failed_step=d["failed_step"], reason=d["reason"], facts=[Fact(**f) for f in d["facts"]],
-                   ddx=[Diagnosis(**x) for x in d["ddx"]], clusters=[Cluster(**c) for c in d["clusters"]],
-                   scores=[FactScore(**s) for s in d["scores"]], document_weight=d["document_weight"],
-                   omission_count=d["omission_count"], summary_ddx=[Diagnosis(**x) for x in d["summary_ddx"]],
-                   ddx_comparison=DdxComparison(**d["ddx_comparison"]) if d["ddx_comparison"] else None,
-                   steps=[StepRecord(**s) for s in d["steps"]], provenance=d["provenance"],
-                   created_at=d["created_at"])
-
-
 # --------------------------------------------------------------------------------------------- scoring
 
 
-def uniqueness_values(fact_id: str, clusters: Sequence[Cluster]) -> list[float]:
-    """1/|S| for every sub-cluster S that contains the fact (a fact may sit in several)."""
-    return [1.0 / len(set(c.fact_ids)) for c in clusters if fact_id in c.fact_ids]
-
-
-def fact_score(importance: Optional[str], uniqueness: Sequence[float]) -> float:
-    """max(importance weight, uniqueness values); an uncategorised fact counts only through its uniqueness."""
-    return max([IMPORTANCE_WEIGHT.get(importance or "", 0.0), *uniqueness])
-
-
-def score_document(fact_ids: Sequence[str], omitted: dict[str, bool], importance: dict[str, str],
-                   clusters: Sequence[Cluster], explanations: Optional[dict[str, str]] = None,
-                   unlinked: Sequence[str] = ()) -> tuple[list[FactScore], float, int]:
-    """Per-fact scores, the document MED-OMIT weight (Σ scores of omitted facts) and the omission count.
-    ``unlinked`` facts (not found in the notes) are left out: no score, no weight, no count, and they do not
-    dilute the uniqueness of the facts they share a cluster with."""
-    skip = set(unlinked)
-    fact_ids = [f for f in fact_ids if f not in skip]
-    clusters = [Cluster(c.diagnosis, c.polarity, c.mechanism, [f for f in c.fact_ids if f not in skip])
-                for c in clusters] if skip else clusters
-    clusters = [c for c in clusters if c.fact_ids]
-    scores = []
-    for fid in fact_ids:
-        u = uniqueness_values(fid, clusters)
-        labels = [f"{c.polarity} {c.diagnosis} / {c.mechanism}" for c in clusters if fid in c.fact_ids]
-        imp = importance.get(fid)
-        scores.append(FactScore(fid, bool(omitted.get(fid)), imp, IMPORTANCE_WEIGHT.get(imp or "", 0.0), u,
-                                fact_score(imp, u), labels, (explanations or {}).get(fid, "")))
-    omitted_scores = [s.score for s in scores if s.omitted]
-    return scores, round(sum(omitted_scores), 6), len(omitted_scores)
-
-
-def _norm_name(name: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in {"of", "the", "and", "with", "due", "to"}}
-
-
-def _same_dx(a: str, b: str) -> bool:
-    x, y = _norm_name(a), _norm_name(b)
-    return bool(x and y) and len(x & y) / len(x | y) >= 0.5
-
-
-def compare_ddx(source: Sequence[Diagnosis], summary: Sequence[Diagnosis]) -> DdxComparison:
-    """Diagnoses of the source DDx that the summary's DDx lacks (and vice versa); difference = Σ likelihood weight
-    of the missing ones / Σ likelihood weight of the source DDx (0 = same DDx, 1 = nothing in common)."""
-    missing = [d for d in source if not any(_same_dx(d.name, s.name) for s in summary)]
-    added = [s.name for s in summary if not any(_same_dx(s.name, d.name) for d in source)]
-    total = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in source)
-    diff = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in missing) / total if total else 0.0
-    return DdxComparison([d.name for d in missing], added, round(diff, 4))
-
-
 # --------------------------------------------------------------------------------------------- linking
-
-
-def _sentences_with_spans(text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for m in re.finditer(r"[.!?](?=\s)|\n", text):
-        end = m.end()
-        if text[start:end].strip():
-            spans.append((start, end))
-        start = end
-    if text[start:].strip():
-        spans.append((start, len(text)))
-    return spans
-
-
-def link_fact(text: str, quote: str, notes: dict[str, str], prefer: Optional[str]) -> tuple[
-        Optional[str], Optional[int], Optional[int], str, float]:
-    """Find where a fact came from: the exact quote (case-insensitive), else the most similar sentence
-    (difflib ratio ≥ 0.55, on quote and fact text). Returns note id, start, end, link kind, score."""
-    order = ([prefer] if prefer in notes else []) + [n for n in notes if n != prefer]
-    q = quote.strip().strip('"').strip()
-    if len(q) >= 8:
-        for nid in order:
-            i = notes[nid].lower().find(q.lower())
-            if i >= 0:
-                return nid, i, i + len(q), "exact", 1.0
-    best = (None, None, None, 0.0)
-    for nid in order:
-        t = notes[nid]
-        for s, e in _sentences_with_spans(t):
-            sent = t[s:e].strip().lower()
-            for probe in (q.lower(), text.lower()):
-                if not probe:
-                    continue
-                r = difflib.SequenceMatcher(None, probe, sent, autojunk=False).ratio()
-                if r > best[3]:
-                    lead = len(t[s:e]) - len(t[s:e].lstrip())
-                    best = (nid, s + lead, s + lead + len(t[s:e].strip()), r)
-    if best[0] is not None and best[3] >= 0.55:
-        return best[0], best[1], best[2], "fuzzy", round(best[3], 3)
-    return None, None, None, "unlinked", round(best[3], 3)
-
-
-def _norm_fact(t: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9%.]+", t.lower()))
-
-
-def merge_facts(raw: Sequence[tuple[str, str, Optional[str]]]) -> list[tuple[str, str, Optional[str]]]:
-    """Drop duplicates (same normalised text, or difflib ratio ≥ 0.9), keeping the first occurrence."""
-    kept: list[tuple[str, str, Optional[str]]] = []
-    norms: list[str] = []
-    for text, quote, nid in raw:
-        n = _norm_fact(text)
-        if not n or any(n == k or difflib.SequenceMatcher(None, n, k).ratio() >= 0.9 for k in norms):
-            continue
-        kept.append((text, quote, nid))
-        norms.append(n)
-    return kept
 
 
 # --------------------------------------------------------------------------------------------- LLM steps

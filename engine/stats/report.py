@@ -90,7 +90,7 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     from engine.evidence.alignment import result_from_dict as alignment_from
     from engine.evidence.coverage import DEFAULT_METHOD
     from engine.evidence.coverage import result_from_dict as coverage_from
-    from engine.evidence.medomit import MedOmitResult
+    from engine.evidence.medomit_result import MedOmitResult
 
     covs = {k: coverage_from(json.loads(v))
             for k, v in store.evidence_results(name, f"coverage:{DEFAULT_METHOD}").items()}

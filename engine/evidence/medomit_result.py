@@ -1,0 +1,255 @@
+"""MED-OMIT's result and its arithmetic: facts linked to the notes, the differential, clusters, per-fact scores
+(importance and uniqueness), the document weight, and the differential of the notes against the summary's.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+METHOD_VERSION = "medomit-v3"  # v3: unlinked facts are never scored; empty replies fail
+IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
+LIKELIHOOD_WEIGHT = {"probable": 1.0, "possible": 0.5, "unlikely": 0.1}
+
+
+@dataclass
+class Fact:
+    fact_id: str
+    text: str
+    note_id: Optional[str]
+    start: Optional[int]  # character span in the note (None when unlinked)
+    end: Optional[int]
+    link: str  # "exact" | "fuzzy" | "unlinked"
+    link_score: float = 0.0
+
+
+@dataclass
+class Diagnosis:
+    rank: int
+    name: str
+    likelihood: str
+    reason: str
+
+
+@dataclass
+class Cluster:
+    diagnosis: str
+    polarity: str  # "supporting" | "refuting"
+    mechanism: str
+    fact_ids: list[str]
+
+
+@dataclass
+class FactScore:
+    fact_id: str
+    omitted: bool
+    importance: Optional[str]
+    importance_weight: float
+    uniqueness: list[float]
+    score: float
+    clusters: list[str]  # "supporting Dx / mechanism" labels
+    explanation: str = ""
+
+
+@dataclass
+class StepRecord:
+    step: str
+    ok: bool
+    cached: bool
+    error: str = ""
+    raw: str = ""
+
+
+@dataclass
+class DdxComparison:
+    missing_from_summary: list[str]
+    added_in_summary: list[str]
+    difference: float  # likelihood-weighted share of the source DDx missing from the summary DDx (0..1)
+
+
+@dataclass
+class MedOmitResult:
+    summary_id: str
+    case_id: str
+    status: str  # "complete" | "incomplete"
+    failed_step: str
+    reason: str
+    facts: list[Fact]
+    ddx: list[Diagnosis]
+    clusters: list[Cluster]
+    scores: list[FactScore]  # one per fact (omitted or not)
+    document_weight: Optional[float]
+    omission_count: Optional[int]
+    summary_ddx: list[Diagnosis] = field(default_factory=list)
+    ddx_comparison: Optional[DdxComparison] = None
+    steps: list[StepRecord] = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+    created_at: str = ""
+
+    @property
+    def omitted(self) -> list[FactScore]:
+        """The omitted facts that count (linked to the notes), heaviest first."""
+        unlinked = {f.fact_id for f in self.not_found}
+        return sorted((s for s in self.scores if s.omitted and s.fact_id not in unlinked),
+                      key=lambda s: (-s.score, s.fact_id))
+
+    @property
+    def not_found(self) -> list[Fact]:
+        """Facts the model stated that could not be linked to a span of the notes: shown apart, never scored."""
+        return [f for f in self.facts if f.link == "unlinked"]
+
+    @property
+    def smoke_test(self) -> bool:
+        """Computed with the embedded smoke-test model: its figures are not clinically meaningful."""
+        from engine.llm.modelfiles import is_smoke_test_model
+
+        p = self.provenance or {}
+        return is_smoke_test_model(p.get("model"), p.get("model_file"))
+
+    def fact(self, fact_id: str) -> Fact:
+        return next(f for f in self.facts if f.fact_id == fact_id)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "MedOmitResult":
+        res = cls._from_json(text)
+        method = (res.provenance or {}).get("method")
+        if res.status == "complete" and method and method != METHOD_VERSION:
+            res._rescore()  # stored by an older method: apply today's scoring to its step outputs
+        return res
+
+    def _rescore(self) -> None:
+        """Recompute the scores, document weight and omission count from the stored per-fact outputs with the
+        current scoring (facts not found in the notes are not scored)."""
+        old = {s.fact_id: s for s in self.scores}
+        scores, self.document_weight, self.omission_count = score_document(
+            [f.fact_id for f in self.facts if f.fact_id in old], {k: s.omitted for k, s in old.items()},
+            {k: s.importance for k, s in old.items() if s.importance}, self.clusters,
+            {k: s.explanation for k, s in old.items()}, unlinked=[f.fact_id for f in self.not_found])
+        self.scores = scores
+        self.provenance = {**self.provenance, "rescored_from": self.provenance.get("method"),
+                           "method": METHOD_VERSION}
+
+    @classmethod
+    def _from_json(cls, text: str) -> "MedOmitResult":
+        d = json.loads(text)
+        return cls(summary_id=d["summary_id"], case_id=d["case_id"], status=d["status"],
+                   failed_step=d["failed_step"], reason=d["reason"], facts=[Fact(**f) for f in d["facts"]],
+                   ddx=[Diagnosis(**x) for x in d["ddx"]], clusters=[Cluster(**c) for c in d["clusters"]],
+                   scores=[FactScore(**s) for s in d["scores"]], document_weight=d["document_weight"],
+                   omission_count=d["omission_count"], summary_ddx=[Diagnosis(**x) for x in d["summary_ddx"]],
+                   ddx_comparison=DdxComparison(**d["ddx_comparison"]) if d["ddx_comparison"] else None,
+                   steps=[StepRecord(**s) for s in d["steps"]], provenance=d["provenance"],
+                   created_at=d["created_at"])
+
+
+def uniqueness_values(fact_id: str, clusters: Sequence[Cluster]) -> list[float]:
+    """1/|S| for every sub-cluster S that contains the fact (a fact may sit in several)."""
+    return [1.0 / len(set(c.fact_ids)) for c in clusters if fact_id in c.fact_ids]
+
+
+def fact_score(importance: Optional[str], uniqueness: Sequence[float]) -> float:
+    """max(importance weight, uniqueness values); an uncategorised fact counts only through its uniqueness."""
+    return max([IMPORTANCE_WEIGHT.get(importance or "", 0.0), *uniqueness])
+
+
+def score_document(fact_ids: Sequence[str], omitted: dict[str, bool], importance: dict[str, str],
+                   clusters: Sequence[Cluster], explanations: Optional[dict[str, str]] = None,
+                   unlinked: Sequence[str] = ()) -> tuple[list[FactScore], float, int]:
+    """Per-fact scores, the document MED-OMIT weight (Σ scores of omitted facts) and the omission count.
+    ``unlinked`` facts (not found in the notes) are left out: no score, no weight, no count, and they do not
+    dilute the uniqueness of the facts they share a cluster with."""
+    skip = set(unlinked)
+    fact_ids = [f for f in fact_ids if f not in skip]
+    clusters = [Cluster(c.diagnosis, c.polarity, c.mechanism, [f for f in c.fact_ids if f not in skip])
+                for c in clusters] if skip else clusters
+    clusters = [c for c in clusters if c.fact_ids]
+    scores = []
+    for fid in fact_ids:
+        u = uniqueness_values(fid, clusters)
+        labels = [f"{c.polarity} {c.diagnosis} / {c.mechanism}" for c in clusters if fid in c.fact_ids]
+        imp = importance.get(fid)
+        scores.append(FactScore(fid, bool(omitted.get(fid)), imp, IMPORTANCE_WEIGHT.get(imp or "", 0.0), u,
+                                fact_score(imp, u), labels, (explanations or {}).get(fid, "")))
+    omitted_scores = [s.score for s in scores if s.omitted]
+    return scores, round(sum(omitted_scores), 6), len(omitted_scores)
+
+
+def _norm_name(name: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in {"of", "the", "and", "with", "due", "to"}}
+
+
+def _same_dx(a: str, b: str) -> bool:
+    x, y = _norm_name(a), _norm_name(b)
+    return bool(x and y) and len(x & y) / len(x | y) >= 0.5
+
+
+def compare_ddx(source: Sequence[Diagnosis], summary: Sequence[Diagnosis]) -> DdxComparison:
+    """Diagnoses of the source DDx that the summary's DDx lacks (and vice versa); difference = Σ likelihood weight
+    of the missing ones / Σ likelihood weight of the source DDx (0 = same DDx, 1 = nothing in common)."""
+    missing = [d for d in source if not any(_same_dx(d.name, s.name) for s in summary)]
+    added = [s.name for s in summary if not any(_same_dx(s.name, d.name) for d in source)]
+    total = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in source)
+    diff = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in missing) / total if total else 0.0
+    return DdxComparison([d.name for d in missing], added, round(diff, 4))
+
+
+def _sentences_with_spans(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in re.finditer(r"[.!?](?=\s)|\n", text):
+        end = m.end()
+        if text[start:end].strip():
+            spans.append((start, end))
+        start = end
+    if text[start:].strip():
+        spans.append((start, len(text)))
+    return spans
+
+
+def link_fact(text: str, quote: str, notes: dict[str, str], prefer: Optional[str]) -> tuple[
+        Optional[str], Optional[int], Optional[int], str, float]:
+    """Find where a fact came from: the exact quote (case-insensitive), else the most similar sentence
+    (difflib ratio ≥ 0.55, on quote and fact text). Returns note id, start, end, link kind, score."""
+    order = ([prefer] if prefer in notes else []) + [n for n in notes if n != prefer]
+    q = quote.strip().strip('"').strip()
+    if len(q) >= 8:
+        for nid in order:
+            i = notes[nid].lower().find(q.lower())
+            if i >= 0:
+                return nid, i, i + len(q), "exact", 1.0
+    best = (None, None, None, 0.0)
+    for nid in order:
+        t = notes[nid]
+        for s, e in _sentences_with_spans(t):
+            sent = t[s:e].strip().lower()
+            for probe in (q.lower(), text.lower()):
+                if not probe:
+                    continue
+                r = difflib.SequenceMatcher(None, probe, sent, autojunk=False).ratio()
+                if r > best[3]:
+                    lead = len(t[s:e]) - len(t[s:e].lstrip())
+                    best = (nid, s + lead, s + lead + len(t[s:e].strip()), r)
+    if best[0] is not None and best[3] >= 0.55:
+        return best[0], best[1], best[2], "fuzzy", round(best[3], 3)
+    return None, None, None, "unlinked", round(best[3], 3)
+
+
+def _norm_fact(t: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9%.]+", t.lower()))
+
+
+def merge_facts(raw: Sequence[tuple[str, str, Optional[str]]]) -> list[tuple[str, str, Optional[str]]]:
+    """Drop duplicates (same normalised text, or difflib ratio ≥ 0.9), keeping the first occurrence."""
+    kept: list[tuple[str, str, Optional[str]]] = []
+    norms: list[str] = []
+    for text, quote, nid in raw:
+        n = _norm_fact(text)
+        if not n or any(n == k or difflib.SequenceMatcher(None, n, k).ratio() >= 0.9 for k in norms):
+            continue
+        kept.append((text, quote, nid))
+        norms.append(n)
+    return kept
