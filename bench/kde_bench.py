@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from engine.evidence import coverage
-from engine.evidence.coverage import CoverageParams, score_coverage  # noqa: E402
+from engine.evidence.coverage_types import CoverageParams
+from engine.evidence.coverage import score_coverage  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note  # noqa: E402

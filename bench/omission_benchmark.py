@@ -55,7 +55,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from engine.evidence.coverage import METHODS, CoverageParams, calibrate, score_coverage, select_regions  # noqa: E402
+from engine.evidence.coverage import METHODS, calibrate, score_coverage, select_regions
+from engine.evidence.coverage_types import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
@@ -268,7 +269,7 @@ def fit_calibration(results_dev: dict) -> None:
     the same for both)."""
     from scipy.optimize import curve_fit
 
-    from engine.evidence.coverage import calibrated
+    from engine.evidence.unitcov import calibrated
 
     print("\n--fit (development split only)")
     coefs, comp, half = {}, [], []

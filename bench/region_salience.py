@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.evidence.coverage import CoverageParams, Region, merge_regions, score_coverage, select_regions  # noqa: E402
+from engine.evidence.coverage_types import CoverageParams, Region
+from engine.evidence.coverage import merge_regions, score_coverage, select_regions  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.evidence.salience import LOW_SALIENCE, unit_salience  # noqa: E402

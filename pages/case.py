@@ -9,8 +9,8 @@ from engine.evidence import stigma
 from engine.evidence.stigma_entries import workspace_entries
 from engine.core import untrusted
 from engine.evidence.alignment import alignment_cached
-from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, CoverageError, CoverageParams,
-                                      coverage_cached, merge_regions)
+from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, coverage_cached, merge_regions
+from engine.evidence.coverage_types import CoverageError, CoverageParams
 from engine.evidence.medomit import MedOmit, medomit_job, not_found_rows, omitted_fact_rows
 from engine.evidence.medomit_result import MedOmitResult
 from engine.judge.stored import latest_result

@@ -126,8 +126,8 @@ def test_case_page_focuses_the_picked_region_and_sentence():
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     from engine.evidence.alignment import alignment_cached
-    from engine.evidence.coverage import (DEFAULT_METHOD, DEFAULT_THRESHOLDS, CoverageParams, coverage_cached,
-                                          merge_regions)
+    from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+    from engine.evidence.coverage_types import CoverageParams
     from engine.data.settings import workspace_path
     from engine.data.store import Store
 

@@ -4,7 +4,8 @@ import pytest
 from conftest import BUNDLE
 from engine.evidence.alignment import align_summary, combined_scores, coverage_density, extractive_fragments
 from engine.evidence.lexical import Rouge
-from engine.evidence.coverage import CoverageError, CoverageParams, calibrate, score_coverage
+from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.coverage import calibrate, score_coverage
 from engine.evidence.embeddings import WINDOW, Embedder
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import BUNDLE
 from engine.cli import main
-from engine.evidence.coverage import (DEFAULT_METHOD, METHODS, UNITCOV_CALIBRATION, CoverageError, CoverageParams,
-                                      lexical_set, score_coverage, source_kind, source_units)
+from engine.evidence.coverage import DEFAULT_METHOD, METHODS, score_coverage
+from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.unitcov import UNITCOV_CALIBRATION, lexical_set, source_kind, source_units
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 from engine.evidence.salience import line_salience

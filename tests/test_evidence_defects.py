@@ -7,7 +7,9 @@ import pytest
 
 from conftest import SAMPLE
 from engine.evidence import specifics
-from engine.evidence.coverage import Region, Unit, merge_regions, region_rank_key, source_units
+from engine.evidence.coverage_types import Region, Unit
+from engine.evidence.coverage import merge_regions, region_rank_key
+from engine.evidence.unitcov import source_units
 from engine.evidence.defect_check import check_manifest, summary_rows
 from engine.core.models import Case, Note
 

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from engine.evidence.coverage import (COVERAGE_VERSION, CoverageResult, Region, Unit, merge_regions,
-                                      result_from_dict, select_regions)
+from engine.evidence.coverage import COVERAGE_VERSION, merge_regions, result_from_dict, select_regions
+from engine.evidence.coverage_types import CoverageResult, Region, Unit
 from engine.core.models import Case, Note
 from engine.evidence.salience import classify, line_salience, segment_weights, unit_salience
 from engine.evidence.sentences import split_sentences

@@ -65,7 +65,8 @@ def cmd_omissions(args) -> int:
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
-    from engine.evidence.coverage import CoverageError, CoverageParams, score_coverage
+    from engine.evidence.coverage_types import CoverageError, CoverageParams
+    from engine.evidence.coverage import score_coverage
     from engine.evidence.embeddings import Embedder
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
@@ -89,7 +90,7 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 
 def cmd_align(args) -> int:
     from engine.evidence.alignment import align_summary, combined_scores
-    from engine.evidence.coverage import CoverageError
+    from engine.evidence.coverage_types import CoverageError
     from engine.evidence.embeddings import Embedder
 
     try:

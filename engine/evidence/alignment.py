@@ -309,7 +309,7 @@ def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]
 
 
 def _content_mask(text: str, spans) -> np.ndarray:
-    from engine.evidence.coverage import stopword_set
+    from engine.evidence.coverage_embedding import stopword_set
 
     keep = np.zeros(len(spans), bool)
     for i, (s, e) in enumerate(spans):
@@ -324,7 +324,7 @@ def _content_mask(text: str, spans) -> np.ndarray:
 
 
 def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
-    from engine.evidence.coverage import checked_summary_text
+    from engine.evidence.coverage_types import checked_summary_text
 
     blanked = checked_summary_text(summary.text)
     ssents = split_sentences(summary.text)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.evidence.alignment import alignment_cached, alignment_key
-from engine.evidence.coverage import CoverageError, CoverageParams, coverage_cached, coverage_key
+from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.coverage import coverage_cached, coverage_key
 from engine.evidence.embeddings import EMBEDDING_NAME
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled
 from engine.core.models import Dataset

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from engine.evidence.alignment import AlignmentResult
-from engine.evidence.coverage import CoverageResult
+from engine.evidence.coverage_types import CoverageResult
 from engine.core.models import Dataset
 
 TOP_REGIONS = 5
