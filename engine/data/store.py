@@ -22,12 +22,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 from engine.core.models import Case, Dataset, Note, Rating, Summary
+from engine.core.stamps import now_iso
 from engine.data.schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,
                                 busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)
-from engine.core.stamps import now_iso
+from engine.data.store_lexicon import LexiconStore
+from engine.data.store_results import ResultStore
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class ImportResult:
     backup: Optional[str] = None  # replace: the automatic backup written first
 
 
-class Store:
+class Store(ResultStore, LexiconStore):
     """A workspace file. Safe to share between threads (each operation uses its own connection)."""
 
     def __init__(self, path: str | Path, migrate_to: Optional[int] = None, busy_timeout: Optional[float] = None):
@@ -382,273 +384,6 @@ class Store:
                 "SELECT summary_id, rater_id, item, value, rater_group FROM ratings WHERE dataset_id=? "
                 "ORDER BY summary_id, rater_id, item", (did,))]
         return Dataset(name=name, cases=cases, summaries=summaries, ratings=ratings, source=src)
-
-
-    # -- judge results -----------------------------------------------------------------------------
-    def get_judge_result(self, dataset: str, cache_key: str, summary_id: Optional[str] = None,
-                         case_id: Optional[str] = None) -> Optional[str]:
-        """The stored result with this cache key. With ``summary_id``: that summary's own row, else the row of a
-        summary with identical content, relabelled with ``summary_id`` (and ``case_id``) and stored under it, so every
-        summary keeps its own result (computed once)."""
-        with self.connect() as con:
-            did = self._dataset_id(con, dataset)
-            row = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? AND cache_key=? "
-                              "ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
-                              (did, cache_key, summary_id)).fetchone()
-        if row is None:
-            return None
-        if summary_id is None or row[0] == summary_id:
-            return row[1]
-        d = json.loads(row[1])
-        d["summary_id"] = summary_id
-        if case_id is not None:
-            d["case_id"] = case_id
-        text = json.dumps(d)
-        with self.transaction() as con:
-            con.execute("INSERT OR IGNORE INTO judge_results SELECT dataset_id, cache_key, ?, status, prompt_version, "
-                        "model_file, created_at, ? FROM judge_results WHERE dataset_id=? AND cache_key=? AND "
-                        "summary_id=?", (summary_id, text, did, cache_key, row[0]))
-        return text
-
-    def put_judge_result(self, dataset: str, result) -> None:
-        """Store a :class:`engine.judge.runner.JudgeResult` (replacing one with the same cache key and summary id: summaries
-        with identical content keep a row each)."""
-        self.put_judge_results(dataset, [result])
-
-    def put_judge_results(self, dataset: str, results) -> int:
-        """Store several judge results in one transaction (all or nothing); returns how many."""
-        rows = [(r.cache_key, r.summary_id, r.status, r.provenance.prompt_version, r.provenance.model_file,
-                 r.created_at, r.to_json()) for r in results]
-        with self.transaction() as con:
-            did = self._dataset_id(con, dataset)
-            con.executemany("INSERT OR REPLACE INTO judge_results VALUES (?,?,?,?,?,?,?,?)",
-                            [(did, *row) for row in rows])
-        return len(rows)
-
-    def judge_results(self, dataset: str, latest_only: bool = True) -> list[str]:
-        """Stored results (JSON), newest first; with ``latest_only`` one per summary."""
-        with self.connect() as con:
-            did = self._dataset_id(con, dataset)
-            rows = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? "
-                               "ORDER BY created_at DESC, rowid DESC", (did,)).fetchall()
-        out, seen = [], set()
-        for sid, res in rows:
-            if latest_only and sid in seen:
-                continue
-            seen.add(sid)
-            out.append(res)
-        return out
-
-    # -- calibrations ---------------------------------------------------------------------------------
-    def put_calibration(self, cal) -> int:
-        """Store an :class:`engine.judge.calibration.Calibration` as the next version for its dataset and judge
-        configuration; returns that version (1, 2, …)."""
-        with self.transaction() as con:
-            did = self._dataset_id(con, cal.dataset)
-            row = con.execute("SELECT COALESCE(MAX(version), 0) FROM calibrations WHERE dataset_id=? AND "
-                              "config_key=?", (did, cal.config_key)).fetchone()
-            cal.version = int(row[0]) + 1
-            con.execute("INSERT INTO calibrations VALUES (?,?,?,?,?,?)",
-                        (did, cal.config_key, cal.version, cal.kind, cal.created_at, cal.to_json()))
-        return cal.version
-
-    def calibrations(self, dataset: str, config_key: Optional[str] = None) -> list[str]:
-        """Stored calibrations (JSON) of a dataset, newest version first; only ``config_key``'s when given."""
-        with self.connect() as con:
-            did = self._dataset_id(con, dataset)
-            sql = "SELECT payload FROM calibrations WHERE dataset_id=?"
-            args: tuple = (did,)
-            if config_key is not None:
-                sql, args = sql + " AND config_key=?", (did, config_key)
-            return [r[0] for r in con.execute(sql + " ORDER BY config_key, version DESC", args).fetchall()]
-
-    def cached_model_hash(self, path: Path, compute) -> str:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime)
-        with self.connect() as con:
-            row = con.execute("SELECT sha256 FROM model_hashes WHERE path=? AND size=? AND mtime=?", key).fetchone()
-        if row:
-            return row[0]
-        digest = compute(path)
-        with self.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", (*key, digest))
-        return digest
-
-
-    # -- LLM step cache and evidence results -------------------------------------------------------
-    def get_llm_step(self, key: str) -> Optional[str]:
-        with self.connect() as con:
-            row = con.execute("SELECT value FROM llm_steps WHERE key=?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def put_llm_step(self, key: str, step: str, model_id: str, value: str) -> None:
-        with self.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO llm_steps VALUES (?,?,?,?,?)", (key, step, model_id, now_iso(), value))
-
-    def put_evidence(self, dataset: str, method: str, cache_key: str, summary_id: str, status: str,
-                     result_json: str) -> None:
-        with self.transaction() as con:
-            did = self._dataset_id(con, dataset)
-            con.execute("INSERT OR REPLACE INTO evidence_results VALUES (?,?,?,?,?,?,?)",
-                        (did, method, cache_key, summary_id, status, now_iso(), result_json))
-
-    def get_evidence(self, dataset: str, method: str, cache_key: str, summary_id: Optional[str] = None
-                     ) -> Optional[str]:
-        """The stored evidence with this cache key. With ``summary_id``: that summary's own row, else the row of a
-        summary with identical content, relabelled and stored under ``summary_id`` (computed once, kept for each)."""
-        with self.connect() as con:
-            did = self._dataset_id(con, dataset)
-            row = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? AND "
-                              "cache_key=? ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
-                              (did, method, cache_key, summary_id)).fetchone()
-        if row is None:
-            return None
-        if summary_id is None or row[0] == summary_id:
-            return row[1]
-        try:
-            d = json.loads(row[1])
-        except ValueError:
-            return row[1]
-        if isinstance(d, dict) and "summary_id" in d:
-            d["summary_id"] = summary_id
-        text = json.dumps(d)
-        with self.transaction() as con:
-            con.execute("INSERT OR IGNORE INTO evidence_results SELECT dataset_id, method, cache_key, ?, status, "
-                        "created_at, ? FROM evidence_results WHERE dataset_id=? AND method=? AND cache_key=? AND "
-                        "summary_id=?", (summary_id, text, did, method, cache_key, row[0]))
-        return text
-
-    def evidence_results(self, dataset: str, method: str) -> dict[str, str]:
-        """Latest stored result per summary for a method: summary id -> JSON."""
-        with self.connect() as con:
-            did = self._dataset_id(con, dataset)
-            rows = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? "
-                               "ORDER BY created_at, rowid", (did, method)).fetchall()
-        return {sid: res for sid, res in rows}
-
-    # -- embedding cache -------------------------------------------------------------------------------
-    # Vectors are little-endian float32 bytes (``dim`` per row; a token entry holds n x dim); ``meta`` is JSON
-    # (token entries: spans, tokens, n_windows). ``model`` names the embedding model (and its cache format),
-    # so another model never reads these vectors.
-    def get_embeddings(self, model: str, kind: str, sha256s) -> dict[str, tuple[int, bytes, Optional[str]]]:
-        """Stored entries among ``sha256s``: sha256 -> (dim, data, meta). Absent hashes are left out."""
-        keys = list(dict.fromkeys(sha256s))
-        out: dict[str, tuple[int, bytes, Optional[str]]] = {}
-        if not keys:
-            return out
-        with self.connect() as con:
-            for i in range(0, len(keys), 500):
-                chunk = keys[i:i + 500]
-                rows = con.execute(f"SELECT sha256, dim, data, meta FROM embedding_cache WHERE model=? AND kind=? "
-                                   f"AND sha256 IN ({','.join('?' * len(chunk))})", (model, kind, *chunk))
-                for sha, dim, data, meta in rows:
-                    out[sha] = (int(dim), bytes(data), meta)
-        return out
-
-    def get_embedding(self, model: str, kind: str, sha256: str) -> Optional[tuple[int, bytes, Optional[str]]]:
-        return self.get_embeddings(model, kind, [sha256]).get(sha256)
-
-    def put_embeddings(self, model: str, kind: str, rows) -> int:
-        """Store (sha256, dim, data, meta) rows in one transaction (replacing equal keys); returns how many."""
-        now = now_iso()
-        rows = [(model, kind, sha, int(dim), data, meta, now) for sha, dim, data, meta in rows]
-        if rows:
-            with self.transaction() as con:
-                con.executemany("INSERT OR REPLACE INTO embedding_cache VALUES (?,?,?,?,?,?,?)", rows)
-        return len(rows)
-
-    def put_embedding(self, model: str, kind: str, sha256: str, dim: int, data: bytes,
-                      meta: Optional[str] = None) -> None:
-        self.put_embeddings(model, kind, [(sha256, dim, data, meta)])
-
-    def delete_embeddings(self, model: Optional[str] = None) -> int:
-        """Drop cached embeddings (of one model, or all); returns how many entries."""
-        with self.transaction() as con:
-            cur = con.execute("DELETE FROM embedding_cache" + (" WHERE model=?" if model is not None else ""),
-                              () if model is None else (model,))
-        return cur.rowcount
-
-    # -- clinician stigmatizing-language lexicon entries -----------------------------------------------
-    # Entries a clinician adds in Settings, on top of engine/resources/stigma_lexicon.json. ``stigma_entries()`` gives
-    # them in the dict shape engine.evidence.stigma.load_lexicon(extra_entries) accepts; every change changes the lexicon
-    # version that stigma results carry. Deactivated entries are kept (with when) and no longer used.
-    _STIGMA_COLS = "entry_id, term, category, source, suggest, noun_only, patient_only, added_by, created_at, " \
-                   "active, deactivated_at"
-
-    @staticmethod
-    def _stigma_dict(row: sqlite3.Row, with_meta: bool) -> dict:
-        d: dict = {"term": row["term"], "category": row["category"]}
-        if row["source"]:
-            d["source"] = row["source"]
-        if row["suggest"]:
-            d["suggest"] = row["suggest"]
-        if row["noun_only"]:
-            d["noun_only"] = True
-        if row["patient_only"]:
-            d["patient_only"] = True
-        if with_meta:
-            d.update(entry_id=row["entry_id"], added_by=row["added_by"], created_at=row["created_at"],
-                     active=bool(row["active"]), deactivated_at=row["deactivated_at"])
-        return d
-
-    @staticmethod
-    def _stigma_rows(con: sqlite3.Connection, active_only: bool) -> list[sqlite3.Row]:
-        return con.execute(f"SELECT {Store._STIGMA_COLS} FROM stigma_entries"
-                           + (" WHERE active = 1" if active_only else "") + " ORDER BY entry_id").fetchall()
-
-    def stigma_entries(self, active_only: bool = True, with_meta: bool = False) -> list[dict]:
-        """The clinician lexicon entries, oldest first, as dicts ``engine.evidence.stigma.load_lexicon`` accepts (term,
-        category, and source / suggest / noun_only / patient_only where set). ``with_meta`` adds entry_id,
-        added_by, created_at, active and deactivated_at (for showing them; not for load_lexicon)."""
-        with self.connect() as con:
-            return [self._stigma_dict(r, with_meta) for r in self._stigma_rows(con, active_only)]
-
-    def add_stigma_entry(self, term: str, category: str, *, check: Callable[[list[dict], dict], Any],
-                         suggest: Optional[str] = None, source: str = "", noun_only: bool = False,
-                         patient_only: bool = False, added_by: str = "") -> dict:
-        """Add an active clinician entry and return it (``with_meta`` shape). ``check(current, raw)`` is the
-        lexicon owner's validation (:func:`engine.evidence.stigma.check_clinician_entry`): it gets the active entries and
-        the new one (whitespace normalised; ``added_by`` included) inside the write transaction and returns the
-        entry to store, or raises saying why it cannot be used. A term that became an active entry meanwhile is
-        refused with :class:`StoreError`."""
-        norm = lambda v: " ".join(str(v or "").split())  # noqa: E731
-        raw = {"term": norm(term), "category": str(category or "").strip(), "source": norm(source),
-               "suggest": norm(suggest) or None, "noun_only": bool(noun_only), "patient_only": bool(patient_only),
-               "added_by": norm(added_by)}
-        raw = {k: v for k, v in raw.items() if v not in (None, "", False) or k in ("term", "category")}
-        with self.transaction() as con:
-            current = [self._stigma_dict(r, False) for r in self._stigma_rows(con, True)]
-            new = check(current, raw)
-            try:
-                cur = con.execute("INSERT INTO stigma_entries (term, category, source, suggest, noun_only, "
-                                  "patient_only, added_by, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                                  (new.term, raw["category"], raw.get("source", ""), raw.get("suggest"),
-                                   int(bool(noun_only)), int(bool(patient_only)), raw.get("added_by", ""),
-                                   now_iso()))
-            except sqlite3.IntegrityError as exc:
-                raise StoreError(f"{raw['term']!r} is already an active clinician entry; it is not added twice") \
-                    from exc
-            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
-                              (cur.lastrowid,)).fetchone()
-        return self._stigma_dict(row, True)
-
-    def deactivate_stigma_entry(self, entry_id: int) -> dict:
-        """Stop using a clinician entry (kept, marked inactive); returns it. StoreError when there is no active
-        entry with that id."""
-        with self.transaction() as con:
-            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
-                              (entry_id,)).fetchone()
-            if row is None or not row["active"]:
-                active = [str(r[0]) for r in con.execute("SELECT entry_id FROM stigma_entries WHERE active=1 "
-                                                         "ORDER BY entry_id")]
-                raise StoreError(f"no active clinician lexicon entry #{entry_id}"
-                                 + (" (it was already deactivated)" if row is not None else "")
-                                 + (f"; active entries: {', '.join(active)}" if active else
-                                    "; there are no active clinician entries"))
-            con.execute("UPDATE stigma_entries SET active=0, deactivated_at=? WHERE entry_id=?", (now_iso(), entry_id))
-            row = con.execute(f"SELECT {self._STIGMA_COLS} FROM stigma_entries WHERE entry_id=?",
-                              (entry_id,)).fetchone()
-        return self._stigma_dict(row, True)
 
 
 def _statements(sql: str) -> list[str]:
