@@ -88,6 +88,15 @@ def test_no_import_cycle_between_engine_modules():
     assert cycles == []
 
 
+MAX_MODULE_LINES = 500
+
+
+def test_no_engine_module_is_over_500_lines():
+    long = {_rel(p): n for p in (ROOT / "engine").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
 def test_every_engine_package_says_what_it_owns_and_may_import():
     for pkg in LAYERS[:-1]:
         doc = ast.get_docstring(ast.parse((ROOT / "engine" / pkg / "__init__.py").read_text(encoding="utf-8")))
