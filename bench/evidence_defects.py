@@ -30,8 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.evidence.alignment import WEAK_SUPPORT, align_summary, result_from_dict as alignment_from  # noqa: E402
-from engine.evidence.coverage import DEFAULT_METHOD, result_from_dict as coverage_from  # noqa: E402
+from engine.evidence.alignment import WEAK_SUPPORT, align_summary  # noqa: E402
+from engine.evidence.coverage import DEFAULT_METHOD  # noqa: E402
+from engine.evidence.kinds import kind  # noqa: E402
 from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
@@ -44,11 +45,13 @@ def shipped_evidence():
         if not line.strip():
             continue
         row = json.loads(line)
-        res = json.loads(row["result"]) if isinstance(row["result"], str) else row["result"]
+        text = row["result"] if isinstance(row["result"], str) else json.dumps(row["result"])
         if row["method"] == "alignment":
-            al[res["summary_id"]] = alignment_from(res)
+            res = kind("alignment").load(text)
+            al[res.summary_id] = res
         elif row["method"] == f"coverage:{DEFAULT_METHOD}":
-            cov[res["summary_id"]] = coverage_from(res)
+            res = kind(row["method"]).load(text)
+            cov[res.summary_id] = res
     return al, cov
 
 

@@ -1,17 +1,14 @@
 """Evidence page: omission evidence for every summary of a dataset, sortable, by generator and quality group."""
-import json
 
 import streamlit as st
 
 from components import evidence_view, jobs_view, state
 from engine.core import untrusted
 from engine.evidence.alignment import combined_scores
-from engine.evidence.alignment import result_from_dict as alignment_from
 from engine.evidence.batch import evidence_job
 from engine.evidence.coverage import DEFAULT_METHOD
-from engine.evidence.coverage import result_from_dict as coverage_from
+from engine.evidence.kinds import stored_results
 from engine.evidence.medomit import MedOmit, dataset_rows, group_means, medomit_job
-from engine.evidence.medomit_result import MedOmitResult
 
 st.title("Evidence")
 name, ds = state.require_dataset()
@@ -31,8 +28,7 @@ if st.button("Run MED-OMIT on every summary", help="Resumable: finished summarie
                                                    [s.summary_id for s in ds.summaries], store=store,
                                                    dataset_name=name))
 jobs_view.panel("medomit_all", on_finish=lambda job: state.bump_data_version())
-results = {sid: MedOmitResult.from_json(x)
-           for sid, x in state.guarded(store.evidence_results, name, "medomit", default={}).items()}
+results = state.guarded(stored_results, store, name, "medomit", default={})
 rows = dataset_rows(ds, results)
 for r in rows:
     r["smoke-test model"] = "yes" if r["smoke-test model"] else ""
@@ -68,10 +64,8 @@ if st.button("Compute for every summary", disabled=jobs_view.running("evidence_a
                                                  state.embedder()))  # loaded here, in the page's thread
 jobs_view.panel("evidence_all", on_finish=lambda job: state.bump_data_version())
 
-covs = {k: coverage_from(json.loads(v))
-        for k, v in state.guarded(store.evidence_results, name, f"coverage:{DEFAULT_METHOD}", default={}).items()}
-als = {k: alignment_from(json.loads(v))
-       for k, v in state.guarded(store.evidence_results, name, "alignment", default={}).items()}
+covs = state.guarded(stored_results, store, name, f"coverage:{DEFAULT_METHOD}", default={})
+als = state.guarded(stored_results, store, name, "alignment", default={})
 combined_scores(list(als.values()))
 emb_rows = [
     {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",

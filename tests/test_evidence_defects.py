@@ -90,17 +90,18 @@ def test_rank_tiers():
 # ------------------------------------------------------------------------- the sample manifest, as shipped
 
 def _shipped():
-    from engine.evidence.alignment import result_from_dict as al
-    from engine.evidence.coverage import DEFAULT_METHOD, result_from_dict as cov
+    from engine.evidence.coverage import DEFAULT_METHOD
+    from engine.evidence.kinds import kind
 
     a, c = {}, {}
     for line in (SAMPLE / "evidence_results.jsonl").read_text().splitlines():
         row = json.loads(line)
-        res = json.loads(row["result"])
         if row["method"] == "alignment":
-            a[res["summary_id"]] = al(res)
+            res = kind("alignment").load(row["result"])
+            a[res.summary_id] = res
         elif row["method"] == f"coverage:{DEFAULT_METHOD}":
-            c[res["summary_id"]] = cov(res)
+            res = kind(row["method"]).load(row["result"])
+            c[res.summary_id] = res
     return a, c
 
 

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 from engine.cli.common import concurrency_arg, say
 from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
                                       cmd_sample, cmd_status, cmd_validate)
-from engine.cli.evidence_commands import cmd_align, cmd_omissions, cmd_stigma
+from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
 from engine.cli.stats_commands import cmd_report, cmd_stats
@@ -175,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--extra-lexicon", help="JSON list of extra lexicon entries (term, category, source, suggest)")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_stigma)
+
+    sp = sub.add_parser("evidence", help="the registered evidence kinds and what the dataset has stored of each; with "
+                                         "--kind, that kind's stored results as JSON lines")
+    sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--kind", help="an evidence kind's key (e.g. alignment, coverage:unitcov, medomit)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.set_defaults(func=cmd_evidence)
 
     sp = sub.add_parser("stats", help="every agreement statistic (humans and LLM judge), per item and overall")
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")

@@ -1,4 +1,5 @@
-"""Commands of the evidence: omissions (MED-OMIT or a coverage method), align, stigma.
+"""Commands of the evidence: omissions (MED-OMIT or a coverage method), align, stigma, and the stored evidence
+of every registered kind (evidence).
 """
 from __future__ import annotations
 
@@ -152,4 +153,33 @@ def cmd_stigma(args) -> int:
         return {**r.to_json(), "dataset": name, "human_median": {k: human.get(k) for k in (NOTES_ITEM, SUMMARY_ITEM)}}
 
     print_jsonl(map(row, results), args.out)
+    return 0
+
+
+def cmd_evidence(args) -> int:
+    """The registered evidence kinds with how many summaries of the dataset have each stored; with ``--kind``,
+    that kind's stored results as JSON lines."""
+    from dataclasses import asdict, is_dataclass
+
+    from engine.evidence.kinds import KINDS, kind, stored_results
+
+    store = open_store(args)
+    if args.target not in store.dataset_names():
+        say(f"error: no dataset {args.target!r} in the workspace; present: "
+            + (", ".join(store.dataset_names()) or "none"), file=sys.stderr)
+        return 1
+    if args.kind is None:
+        n = len(store.load_dataset(args.target).summaries)
+        for key, k in KINDS.items():
+            have = len(store.evidence_results(args.target, key))
+            print(f"{key:22s} {have:4d} of {n} summaries  {k.label} ({k.computed_with}, {k.version})")
+        return 0
+    try:
+        kind(args.kind)
+    except ValueError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 1
+    rows = ({"summary_id": sid, "kind": args.kind, "result": asdict(res) if is_dataclass(res) else res}
+            for sid, res in sorted(stored_results(store, args.target, args.kind).items()))
+    print_jsonl(rows, args.out)
     return 0

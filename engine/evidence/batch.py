@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from engine.evidence.alignment import alignment_cached, alignment_key
-from engine.evidence.coverage_types import CoverageError, CoverageParams
-from engine.evidence.coverage import coverage_cached, coverage_key
-from engine.evidence.embeddings import EMBEDDING_NAME
-from engine.core.jobs import CACHED_COUNT, Job, check_cancelled
+from engine.core.batch import run_cached
+from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Dataset
+from engine.evidence.alignment import alignment_cached, alignment_key
+from engine.evidence.coverage import coverage_cached, coverage_key
+from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.embeddings import EMBEDDING_NAME
 
 EVIDENCE_STEPS = ("coverage", "sentence support")
 
@@ -47,25 +48,32 @@ def compute_evidence(store, name: str, ds: Dataset, summary_ids: Sequence[str], 
     ``emb`` is an Embedder or a function returning one (called only when something must be computed). ``report``
     gets keyword arguments ``done, item, step, step_index, cached`` (the shape of :meth:`Job.report`). Between
     summaries and steps a cancelled job stops (:func:`check_cancelled`); what was stored is kept."""
-    batch = EvidenceBatch()
-    for done, sid in enumerate(summary_ids):
-        check_cancelled()
+    def stored(sid: str) -> Optional[EvidenceOutcome]:
         s = ds.summary(sid)
         case = ds.case(s.case_id)
         have = (_stored(store, name, f"coverage:{params.method}", coverage_key(case, s, params, EMBEDDING_NAME), sid)
                 and _stored(store, name, "alignment", alignment_key(case, s), sid))
+        return EvidenceOutcome(sid, False) if have else None
+
+    def compute(done: int, sid: str) -> EvidenceOutcome:
+        s = ds.summary(sid)
+        case = ds.case(s.case_id)
         refused = ""
-        if not have:
-            report(done=done, item=sid, step=EVIDENCE_STEPS[0], step_index=0)
-            try:
-                coverage_cached(store, name, case, s, emb, params)
-            except CoverageError as exc:
-                refused = str(exc)
-            check_cancelled()
-            report(done=done, item=sid, step=EVIDENCE_STEPS[1], step_index=1)
-            alignment_cached(store, name, case, s, emb)
-        batch.outcomes.append(EvidenceOutcome(sid, not have, refused))
-        report(done=done + 1, item=sid, step=CACHED_COUNT if have else "computed", cached=have)
+        report(done=done, item=sid, step=EVIDENCE_STEPS[0], step_index=0)
+        try:
+            coverage_cached(store, name, case, s, emb, params)
+        except CoverageError as exc:
+            refused = str(exc)
+        check_cancelled()
+        report(done=done, item=sid, step=EVIDENCE_STEPS[1], step_index=1)
+        alignment_cached(store, name, case, s, emb)
+        return EvidenceOutcome(sid, True, refused)
+
+    batch = EvidenceBatch()
+    for item in run_cached(summary_ids, lookup=stored, compute=compute, should_stop=is_cancelled,
+                           on_done=lambda done, sid, out, cached: report(
+                               done=done, item=sid, step=CACHED_COUNT if cached else "computed", cached=cached)):
+        batch.outcomes.append(item.result)
     return batch
 
 

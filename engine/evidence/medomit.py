@@ -27,6 +27,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
+from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
 from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
@@ -340,24 +341,38 @@ class MedOmit:
 def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
                 progress: Callable[[int, int, str, str], None] = lambda done, total, sid, msg: None,
                 should_stop: Callable[[], bool] = lambda: False):
-    """MED-OMIT over several summaries; results are stored per (model, content) and reused (resume)."""
+    """MED-OMIT over several summaries through the one cached batch loop (:func:`engine.core.batch.run_cached`):
+    results are stored per (model, content) and reused (resume); an incomplete result is run again, its
+    successful steps coming from the step cache."""
     name = dataset_name or ds.name
-    for done, sid in enumerate(summary_ids):
-        if should_stop():
-            return
+    total = len(summary_ids)
+
+    def place(sid: str):
         summary = ds.summary(sid)
-        case = ds.case(summary.case_id)
-        key = result_key(medomit.model_id, case, summary)
-        cached = store.get_evidence(name, "medomit", key, sid) if store is not None else None
-        if cached is not None and MedOmitResult.from_json(cached).status == "complete":
-            progress(done + 1, len(summary_ids), sid, "cached")
-            yield MedOmitResult.from_json(cached)
-            continue  # an incomplete result is run again (its successful steps come from the step cache)
-        res = medomit.run(case, summary, progress=lambda m: progress(done, len(summary_ids), sid, m))
+        return ds.case(summary.case_id), summary
+
+    def lookup(sid: str) -> Optional[MedOmitResult]:
+        if store is None:
+            return None
+        case, summary = place(sid)
+        cached = store.get_evidence(name, "medomit", result_key(medomit.model_id, case, summary), sid)
+        res = MedOmitResult.from_json(cached) if cached is not None else None
+        return res if res is not None and res.status == "complete" else None
+
+    def compute(done: int, sid: str) -> MedOmitResult:
+        case, summary = place(sid)
+        return medomit.run(case, summary, progress=lambda m: progress(done, total, sid, m))
+
+    def keep(sid: str, res: MedOmitResult) -> None:
         if store is not None:
-            store.put_evidence(name, "medomit", key, sid, res.status, res.to_json())
-        progress(done + 1, len(summary_ids), sid, res.status)
-        yield res
+            case, summary = place(sid)
+            store.put_evidence(name, "medomit", result_key(medomit.model_id, case, summary), sid, res.status,
+                               res.to_json())
+
+    for item in run_cached(summary_ids, lookup=lookup, compute=compute, keep=keep, should_stop=should_stop,
+                           on_done=lambda done, sid, res, cached: progress(done, total, sid,
+                                                                           "cached" if cached else res.status)):
+        yield item.result
 
 
 MEDOMIT_STEPS = ("extracting facts", "differential diagnosis", "importance", "clusters", "omissions",

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
+from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
 from engine.core.models import Case, Dataset, Note, Summary
 from engine.core.rubric import ITEMS, get_item
@@ -237,29 +238,33 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
                                    should_stop, on_partial, n)
         return
     total = len(summary_ids)
-    for done, sid in enumerate(summary_ids):
-        if should_stop():
-            return
-        prepared = judge.prepare(ds, sid)
-        key = prepared[3]
+    name = dataset_name or ds.name
+    prepared: dict[str, tuple] = {}
+
+    def lookup(sid: str) -> Optional[JudgeResult]:
+        prepared[sid] = judge.prepare(ds, sid)
+        if store is None:
+            return None
+        case, _, _, key = prepared[sid]
+        cached = store.get_judge_result(name, key, sid, case.case_id)
+        return JudgeResult.from_json(cached, from_cache=True) if cached is not None else None
+
+    def compute(done: int, sid: str) -> JudgeResult:
+        return judge.judge(ds, sid, should_stop, prepared=prepared.pop(sid), on_partial=on_partial,
+                           on_sample=lambda i: progress(JudgeProgress(done, total, sid, i, judge.params.n_samples,
+                                                                      "judging")))
+
+    def keep(sid: str, res: JudgeResult) -> None:
         if store is not None:
-            cached = store.get_judge_result(dataset_name or ds.name, key, sid, prepared[0].case_id)
-            if cached is not None:
-                res = JudgeResult.from_json(cached, from_cache=True)
-                progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, "cached"))
-                yield res
-                continue
-        progress(JudgeProgress(done, total, sid, 0, judge.params.n_samples, "judging"))
-        try:
-            res = judge.judge(ds, sid, should_stop, prepared=prepared, on_partial=on_partial,
-                              on_sample=lambda i: progress(JudgeProgress(done, total, sid, i,
-                                                                         judge.params.n_samples, "judging")))
-        except Cancelled:
-            return
-        if store is not None:
-            store.put_judge_result(dataset_name or ds.name, res)
-        progress(JudgeProgress(done + 1, total, sid, len(res.samples), judge.params.n_samples, res.status))
-        yield res
+            store.put_judge_result(name, res)
+
+    for item in run_cached(summary_ids, lookup=lookup, compute=compute, keep=keep, should_stop=should_stop,
+                           on_start=lambda done, sid: progress(JudgeProgress(done, total, sid, 0,
+                                                                             judge.params.n_samples, "judging")),
+                           on_done=lambda done, sid, res, cached: progress(JudgeProgress(
+                               done, total, sid, len(res.samples), judge.params.n_samples,
+                               "cached" if cached else res.status))):
+        yield item.result
 
 
 def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,

@@ -87,15 +87,12 @@ def _counts(values) -> list[tuple[str, int]]:
 def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     """Mean omission score, MED-OMIT weight and sentence support per generator and per quality group, from the
     evidence stored in the workspace (summaries without stored evidence are left out and counted)."""
-    from engine.evidence.alignment import result_from_dict as alignment_from
     from engine.evidence.coverage import DEFAULT_METHOD
-    from engine.evidence.coverage import result_from_dict as coverage_from
-    from engine.evidence.medomit_result import MedOmitResult
+    from engine.evidence.kinds import stored_results
 
-    covs = {k: coverage_from(json.loads(v))
-            for k, v in store.evidence_results(name, f"coverage:{DEFAULT_METHOD}").items()}
-    als = {k: alignment_from(json.loads(v)) for k, v in store.evidence_results(name, "alignment").items()}
-    meds = {k: MedOmitResult.from_json(v) for k, v in store.evidence_results(name, "medomit").items()}
+    covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")
+    als = stored_results(store, name, "alignment")
+    meds = stored_results(store, name, "medomit")
 
     def groups(attr: str) -> list[dict]:
         by: dict[str, list] = {}
