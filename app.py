@@ -30,7 +30,9 @@ pages = {
                st.Page("pages/agreement.py", title="Agreement", icon=":material/query_stats:"),
                st.Page("pages/review.py", title="Spot-check", icon=":material/rate_review:")],
     "Setup": [st.Page("pages/data.py", title="Data", icon=":material/database:"),
-              st.Page("pages/settings.py", title="Settings", icon=":material/settings:")],
+              st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+              st.Page("pages/models.py", title="Get a model", icon=":material/download:"),
+              st.Page("pages/lexicon.py", title="Lexicon", icon=":material/spellcheck:")],
 }
 nav = st.navigation(pages)
 asked = st.query_params.get(state.PAGE_PARAM)

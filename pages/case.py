@@ -290,7 +290,7 @@ with tab_stigma:
     else:
         st.caption(f"Detector: a curated lexicon with context rules (negation, the patient's own words, clinical "
                    f"uses), no LLM · lexicon version {untrusted.md_inline(sstig.lexicon_version)} · clinicians add "
-                   "entries on the Settings page · sources in the README.")
+                   "entries on the Lexicon page · sources in the README.")
         evidence_view.render_table(
             [{"where": "summary", "text": h.hit.text, "category": h.hit.category,
               "carried / introduced": (f"carried forward from note {h.source.note_id}" if h.source is not None

@@ -1,8 +1,7 @@
 """Settings page: the judge model source (embedded, a GGUF file, a model Ollama or LM Studio keeps on this machine, or an
-OpenAI-compatible server), llama.cpp parameters, the workspace path, and "Get a judge model" (the one explicit
-download)."""
+OpenAI-compatible server), llama.cpp parameters and the workspace path. Downloading a model is on the "Get a model"
+page (pages/models.py), the clinician lexicon entries on the "Lexicon" page (pages/lexicon.py)."""
 import os
-import time
 from dataclasses import replace
 
 import streamlit as st
@@ -13,11 +12,9 @@ from engine.llm.backends import BackendError
 from engine.llm.llama import gpu_offload_supported
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm.local_models import lmstudio_dirs, ollama_dirs
-from engine.llm.model_download import CATALOG, DownloadError, default_models_dir, download
 from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
-from engine.data.settings import (ENV_HUB_ENDPOINT, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF,
-                                  SOURCE_LOCAL, SOURCE_SERVER, SettingsError, default_workspace_path, hub_endpoint,
-                                  save_settings, workspace_path)
+from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
+                                  SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
 
 md = untrusted.md
 ss = st.session_state
@@ -65,20 +62,6 @@ def _list_models() -> None:
 def _pick_model() -> None:
     if ss.get("set_server_pick"):
         ss["set_server_model"] = ss["set_server_pick"]
-
-
-def _use_model(path: str) -> None:
-    """'Use this model' after a download: the GGUF file becomes the judge model, saved at once."""
-    try:
-        saved = save_settings(replace(state.settings(), judge_source=SOURCE_GGUF, model_path=path,
-                                      local_model_name=""))
-    except SettingsError as exc:
-        ss["settings_flash"] = ("error", f"Not saved: {md(exc)}")
-        return
-    ss["set_source"] = SOURCE_LABELS[SOURCE_GGUF]
-    ss["set_gguf_path"] = path
-    ss["settings_flash"] = ("success", f"The judge model is now {md(path)} (saved to {md(saved)}).")
-    state.bump_data_version()
 
 
 # ---------------------------------------------------------------------------------------------------- judge model
@@ -224,183 +207,3 @@ if source != SOURCE_SERVER:
                 st.error(md(exc))
             else:
                 st.success(f"Model file: {md(p)} ({p.stat().st_size / 1e6:.0f} MB)")
-
-# ---------------------------------------------------------------------------------------------- get a judge model
-st.markdown("#### Get a judge model")
-dest = default_models_dir()
-endpoint = hub_endpoint()
-st.caption("Downloading is the only network action in SumCheck: it happens only when you press **Download**, "
-           "fetches one model file from " + (f"the mirror {md(endpoint)} (set by `{ENV_HUB_ENDPOINT}`)" if endpoint
-                                              else "the Hugging Face hub")
-           + f", and sends no data. Files go to {md(dest)} (`SUMCHECK_MODELS_DIR` changes the folder); an "
-           "interrupted download resumes, and every file is checked against the hub's sha256.")
-downloaded = ss.setdefault("downloaded", {})
-for entry in CATALOG:
-    with st.container(border=True):
-        c1, c2 = st.columns([4, 1])
-        c1.markdown(f"**{md(entry.label)}**")
-        c1.caption(f"≈ {entry.approx_gb:g} GB download · needs ≈ {entry.ram_gb:g} GB RAM · licence: "
-                   f"{md(entry.licence)}" + (f" · {md(entry.note)}" if entry.note else ""))
-        if c2.button("Download", key=f"dl_{entry.key}"):
-            bar = c1.progress(0.0, text="Contacting the hub…")
-            last = [0.0]
-
-            def progress(done: int, total: int, bar=bar, last=last) -> None:
-                now = time.monotonic()
-                if total and (now - last[0] >= 0.25 or done >= total):
-                    last[0] = now
-                    bar.progress(min(done / total, 1.0), text=f"{done / 1e6:,.0f} of {total / 1e6:,.0f} MB")
-
-            try:
-                got = download(entry, dest, endpoint=endpoint, progress=progress)
-            except DownloadError as exc:
-                c1.error(md(exc))
-            except OSError as exc:
-                c1.error(f"Could not write to {md(dest)}: {md(exc)}")
-            else:
-                bar.progress(1.0, text=f"Done: {got.size_bytes / 1e6:,.0f} MB, sha256 verified")
-                downloaded[entry.key] = {"path": got.path, "sha256": got.sha256}
-        target = downloaded.get(entry.key) or ({"path": str(dest / entry.filename), "sha256": ""}
-                                               if (dest / entry.filename).is_file() else None)
-        if target:
-            c1.success(f"Downloaded: {md(target['path'])}"
-                       + (f" · sha256 {md(target['sha256'])}" if target["sha256"] else ""))
-            in_use = cur.source == SOURCE_GGUF and cur.model_path == target["path"]
-            c2.button("In use" if in_use else "Use this model", key=f"use_{entry.key}", disabled=in_use,
-                      on_click=_use_model, args=(target["path"],))
-
-# ------------------------------------------------------------------------------------ stigmatizing-language lexicon
-from engine.evidence.stigma import LexiconError, load_lexicon
-from engine.evidence.stigma_entries import add_clinician_entry, workspace_entries  # noqa: E402
-from engine.data.store import StoreBusy, StoreError  # noqa: E402
-
-STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added_by": "", "stig_noun_only": False,
-               "stig_patient_only": False}
-
-
-def _stigma_store():
-    try:
-        return state.store()
-    except StoreError as exc:
-        ss["stig_flash"] = ("error", f"The workspace is busy or unavailable, retry in a moment: {md(exc)}")
-        return None
-
-
-def _stigma_failed(action: str, exc: Exception) -> None:
-    if isinstance(exc, StoreBusy):
-        ss["stig_flash"] = ("error", f"The workspace is busy or unavailable, retry in a moment: {md(exc)}")
-    else:
-        ss["stig_flash"] = ("error", f"{action}: {md(exc)}")
-
-
-def _add_stigma_entry() -> None:
-    """'Add entry' (a form callback: it runs before the page, so the table below already shows the new entry)."""
-    s = _stigma_store()
-    if s is None:
-        return
-    try:
-        added = add_clinician_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
-                                    suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
-                                    noun_only=bool(ss.get("stig_noun_only")),
-                                    patient_only=bool(ss.get("stig_patient_only")),
-                                    added_by=ss.get("stig_added_by", ""))
-        version = load_lexicon(workspace_entries(s)).version
-    except (LexiconError, StoreError) as exc:
-        _stigma_failed("Not added", exc)
-        return
-    for key, empty in STIG_FIELDS.items():
-        ss[key] = empty
-    state.bump_data_version()
-    ss["stig_flash"] = ("success", f"Added {md(added['term'])} ({md(added['category'])}). The lexicon version is "
-                                   f"now {md(version)}.")
-
-
-def _deactivate_stigma_entry() -> None:
-    s = _stigma_store()
-    entry_id = ss.get("stig_deactivate")
-    if s is None or entry_id is None:
-        return
-    try:
-        gone = s.deactivate_stigma_entry(int(entry_id))
-        version = load_lexicon(workspace_entries(s)).version
-    except (LexiconError, StoreError) as exc:
-        _stigma_failed("Not deactivated", exc)
-        return
-    state.bump_data_version()
-    ss["stig_flash"] = ("success", f"Deactivated {md(gone['term'])}; it no longer counts. The lexicon version is "
-                                   f"now {md(version)}.")
-
-
-st.markdown("#### Stigmatizing-language lexicon")
-base_lex = load_lexicon()
-per_cat = {c: sum(e.category == c for e in base_lex.entries) for c in base_lex.categories}
-st.caption(f"Built in: {len(base_lex.entries)} entries, version {md(base_lex.version)}. The terms, the context rules "
-           "and the studies they come from are documented in the README, section \"Stigmatizing language\", and in "
-           f"{md('engine/resources/stigma_lexicon.json')}.")
-st.markdown("\n".join(f"- **{md(c)}** ({per_cat[c]}): {md(desc)}" for c, desc in base_lex.categories.items()))
-if base_lex.references:
-    with st.expander("Sources of the built-in lexicon"):
-        st.markdown("\n".join(f"- **{md(k)}**: {md(v)}" for k, v in base_lex.references.items()))
-
-stig_flash = ss.pop("stig_flash", None)
-if stig_flash:
-    getattr(st, stig_flash[0])(stig_flash[1])
-
-stig_store = state.guarded(state.store)
-if stig_store is not None:
-    rows = state.guarded(stig_store.stigma_entries, active_only=False, with_meta=True, default=[])
-    try:
-        current_version = load_lexicon(workspace_entries(stig_store)).version
-    except LexiconError as exc:
-        current_version = None
-        st.error(f"A clinician entry cannot be used: {md(exc)}. Deactivate it below.")
-    except StoreError as exc:
-        current_version = None
-        state.show_store_error(exc)
-    active = [r for r in rows if r["active"]]
-    if current_version:
-        st.markdown(f"**Lexicon version in use:** {md(current_version)} (built in + {len(active)} clinician "
-                    f"{'entry' if len(active) == 1 else 'entries'})")
-    st.caption("Every stigmatizing-language result keeps the lexicon version it was computed with. Adding or "
-               "deactivating an entry changes the version, and results computed with an older version are recomputed "
-               "with the current lexicon; the command line (`python -m engine stigma`) uses the same entries.")
-    if rows:
-        import pandas as pd
-
-        st.dataframe(pd.DataFrame([{
-            "#": r["entry_id"], "term": r["term"], "category": r["category"], "suggest": r.get("suggest", ""),
-            "source / note": r.get("source", ""),
-            "only as a noun for a person": bool(r.get("noun_only")),
-            "only when the patient does it": bool(r.get("patient_only")),
-            "added by": r["added_by"], "added": r["created_at"],
-            "status": "active" if r["active"] else f"deactivated {r['deactivated_at'] or ''}".strip()}
-            for r in rows]), hide_index=True, width="stretch")
-    else:
-        st.info("No clinician entries yet: the built-in lexicon is used as it is.")
-
-    with st.form("stig_add_form"):
-        st.markdown("**Add an entry**")
-        for key, empty in STIG_FIELDS.items():
-            ss.setdefault(key, empty)
-        st.text_input("Term (a word or phrase; matched without regard to case)", key="stig_term",
-                      placeholder="e.g. entitled",
-                      help="Plain words, or the lexicon's term syntax: (a|b|) alternatives, '-' for an optional "
-                           "hyphen, a lone '*' for up to three words.")
-        st.selectbox("Category", list(base_lex.categories), key="stig_category",
-                     format_func=lambda c: f"{c}: {base_lex.categories[c]}")
-        c1, c2 = st.columns(2)
-        c1.text_input("Neutral wording to suggest (optional)", key="stig_suggest")
-        c2.text_input("Source or note (optional)", key="stig_note", placeholder="e.g. unit guidance 2025")
-        st.text_input("Added by (optional)", key="stig_added_by")
-        st.checkbox("Only as a noun for a person (\"diabetics\", not \"diabetic foot exam\")", key="stig_noun_only")
-        st.checkbox("Only when the patient does it (not an insurer, a pharmacy or the family)",
-                    key="stig_patient_only")
-        st.form_submit_button("Add entry", on_click=_add_stigma_entry)
-
-    if active:
-        by_id = {r["entry_id"]: r for r in active}
-        d1, d2 = st.columns([4, 1], vertical_alignment="bottom")
-        d1.selectbox("Deactivate a clinician entry", list(by_id), key="stig_deactivate",
-                     format_func=lambda i: f"#{i} {by_id[i]['term']} ({by_id[i]['category']})" if i in by_id
-                     else str(i))
-        d2.button("Deactivate", on_click=_deactivate_stigma_entry)

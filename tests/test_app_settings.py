@@ -48,6 +48,13 @@ def _settings_page() -> AppTest:
     return at
 
 
+def _models_page() -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / "models.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def _ok(at: AppTest) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -132,8 +139,14 @@ def test_each_source_renders():
     assert {"Server address", "API key (optional)", "Model name"} <= labels
     assert {"List models", "Check server", "Save settings"} <= {b.label for b in at.button}
     assert any(n.label == "Requests in flight" and n.value == 4 for n in at.number_input)
-    # every source shows the catalogue with its explicit download
-    assert sum(b.label == "Download" for b in at.button) >= 4
+
+
+def test_get_a_model_page_lists_the_catalogue_with_its_explicit_download():
+    at = _models_page()
+    from engine.llm.model_download import CATALOG
+
+    assert at.title[0].value == "Get a judge model"
+    assert sum(b.label == "Download" for b in at.button) == len(CATALOG) >= 4
     assert any("only network action" in c.value for c in at.caption)
 
 
@@ -257,7 +270,7 @@ def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypa
     srv, state = hub()
     monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
     try:
-        at = _settings_page()
+        at = _models_page()
         captions = " ".join(c.value for c in at.caption)
         assert untrusted.md(str(tmp_path / "models")) in captions and "only network action" in captions
         assert not any(b.label == "Use this model" for b in at.button)
@@ -273,8 +286,9 @@ def test_download_section_fetches_verifies_and_uses_the_model(tmp_path, monkeypa
     assert any("The judge model is now" in s.value for s in at.success)
     cfg = load_settings()
     assert cfg.source == SOURCE_GGUF and cfg.model_path == str(target)
-    assert at.radio[0].value == "GGUF file" and at.text_input(key="set_gguf_path").value == str(target)
     assert at.button(key=f"use_{CATALOG[0].key}").disabled  # in use
+    settings = _settings_page()  # the Settings page shows the new judge model
+    assert settings.radio[0].value == "GGUF file" and settings.text_input(key="set_gguf_path").value == str(target)
 
 
 def test_download_failure_is_shown_and_nothing_is_kept(tmp_path, monkeypatch):
@@ -284,7 +298,7 @@ def test_download_failure_is_shown_and_nothing_is_kept(tmp_path, monkeypatch):
     srv, _ = hub(sha="0" * 64)
     monkeypatch.setenv("SUMCHECK_HUB_ENDPOINT", f"http://127.0.0.1:{srv.server_port}")
     try:
-        at = _settings_page()
+        at = _models_page()
         at.button(key=f"dl_{CATALOG[1].key}").click().run()
         _ok(at)
     finally:

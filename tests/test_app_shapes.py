@@ -13,7 +13,7 @@ from engine.sample import ensure_sample
 from engine.data.store import Store
 
 PAGES = ["pages/case.py", "pages/judge.py", "pages/evidence.py", "pages/agreement.py", "pages/review.py",
-         "pages/data.py", "pages/settings.py"]
+         "pages/data.py", "pages/settings.py", "pages/models.py", "pages/lexicon.py"]
 YES_NO = ("abstraction", "stigmatizing_notes", "stigmatizing_summary")
 
 

@@ -75,7 +75,8 @@ def test_deep_link_as_first_request_uses_the_app_navigation(server):
 PAGES = [("", "SumCheck", "Next"), ("case", "Case", "Rater scores"), ("judge", "Judge", "All judged summaries"),
          ("evidence", "Evidence", "Embedding evidence per summary"), ("agreement", "Agreement", None),
          ("review", "Spot-check & adjudicate", "Export"), ("data", "Data", "Datasets in the workspace"),
-         ("settings", "Settings", "Save settings")]
+         ("settings", "Settings", "Save settings"), ("models", "Get a judge model", "Download"),
+         ("lexicon", "Stigmatizing-language lexicon", "Add entry")]
 
 
 def _open_all(page) -> None:

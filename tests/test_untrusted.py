@@ -28,7 +28,7 @@ from payload import BAD_TAG, MARKDOWN, markdown_problems, markdown_sinks
 
 TIMEOUT = 120
 PAGES = ["pages/case.py", "pages/judge.py", "pages/evidence.py", "pages/agreement.py", "pages/review.py",
-         "pages/data.py", "pages/settings.py"]
+         "pages/data.py", "pages/settings.py", "pages/models.py", "pages/lexicon.py"]
 
 
 def plain(rendered_html: str) -> str:

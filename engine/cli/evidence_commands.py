@@ -135,7 +135,7 @@ def cmd_stigma(args) -> int:
     except DatasetInvalid as exc:
         print(exc.report.format_text())
         return 1
-    extra = workspace_entries(store)  # the clinician entries added in Settings (active ones)
+    extra = workspace_entries(store)  # the clinician entries added on the Lexicon page (active ones)
     if args.extra_lexicon:
         more = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
         if not isinstance(more, list):

@@ -1,6 +1,6 @@
 """“Get a judge model”: a short curated list of instruction-tuned GGUF judges, downloaded on explicit request.
 
-This is the only network action in the product. It runs only when the user presses the button in Settings (or
+This is the only network action in the product. It runs only when the user presses the button on the Get a model page (or
 runs ``python -m engine get-model KEY``), sends no data (a plain file download from the Hugging Face hub, or from
 the ``endpoint`` given, e.g. a hospital mirror), and:
 
