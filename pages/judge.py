@@ -7,7 +7,8 @@ from components import jobs_view, judge_view, state
 from engine.judge import calibration
 from engine.core import untrusted
 from engine.llm.backends import BackendError
-from engine.judge.results import JudgeParams, JudgeResult, primary_score
+from engine.judge.results import JudgeParams, primary_score
+from engine.judge.stored import stored_judge_results
 from engine.judge.runner import Judge, judge_job
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.source import describe_source
@@ -118,8 +119,7 @@ if done is not None and done.finished and done.state != "failed":
                    "samples).")
 
 # ---- the selected summary's latest result
-stored = {r.summary_id: r for r in (JudgeResult.from_json(x)
-                                    for x in state.guarded(store.judge_results, name, default=[]))}
+stored = {r.summary_id: r for r in state.guarded(stored_judge_results, store, name, latest_only=True, default=[])}
 st.markdown(f"#### {untrusted.md_inline(sid)}")
 res = stored.get(sid)
 if res is None:

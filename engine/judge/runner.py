@@ -35,6 +35,7 @@ from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VE
 from engine.judge.results import (ContextTooLong, ItemScore, JudgeParams, JudgeResult, PartialResult, Provenance,
                                   SampleReply, STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Timing, aggregate,
                                   expected_scores, parse_reply)
+from engine.judge.stored import stored_judge_results
 from engine.llm.backends import Backend, BackendError
 
 
@@ -316,7 +317,7 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
             prompts.append(None)  # refused at once: no work
             continue
         prompts.append(judge.backend.tokenize(plan.prompt))
-    stored = [JudgeResult.from_json(x) for x in store.judge_results(name, latest_only=False)] if store else []
+    stored = stored_judge_results(store, name) if store else []
     speeds = measured_speeds(stored, judge.model_sha256)
     job.plan(work_tokens(prompts, judge.params.n_samples, speeds, caps.reuse_batch),
              speeds.prompt_tps if speeds else None, speeds.decode_weight if speeds else 5.0)
