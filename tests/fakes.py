@@ -103,7 +103,7 @@ class ScriptedBackend:
     n_ctx = 100_000
 
     def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x"):
-        self.fail_step, self.calls, self.schemas = fail_step, [], []
+        self.fail_step, self.calls, self.schemas, self.budgets = fail_step, [], [], []
         self.extra_facts, self.ddx_reply, self.model_file = list(extra_facts), ddx, model_file
 
     def describe(self):
@@ -153,6 +153,7 @@ class ScriptedBackend:
                                           "explanation": "e"} for k in props}
         self.calls.append(step)
         self.schemas.append((step, sorted(props)))
+        self.budgets.append((step, max_tokens))
         text = json.dumps(out)
         if step == self.fail_step:
             text = text[: len(text) // 2]  # a cut-off reply

@@ -235,3 +235,18 @@ def test_result_of_an_older_method_is_rescored_on_load():
     back = MedOmitResult.from_json(json.dumps(d))
     assert back.document_weight == 0.5 and back.omission_count == 1 and [s.fact_id for s in back.omitted] == ["F4"]
     assert back.provenance["rescored_from"] == "medomit-v2"
+
+
+def test_the_clusters_reply_gets_a_budget_that_grows_with_the_facts():
+    """A case with many facts needs a longer clusters reply than one fact list: a reply cut off at the fixed budget
+    left the whole result incomplete (seen with the 1.5B on a 74-fact case)."""
+    from engine.evidence.medomit import MedOmitOptions
+
+    opt = MedOmitOptions()
+    assert opt.cluster_tokens(10) == opt.max_tokens_facts and opt.cluster_tokens(74) == 74 * 40
+    plain = ScriptedBackend()
+    MedOmit(plain, "m").run(CASE, SUMMARY)
+    assert dict(plain.budgets)["clusters"] == opt.max_tokens_facts  # 4 facts: the usual budget
+    wide = ScriptedBackend()
+    r = MedOmit(wide, "m", options=MedOmitOptions(cluster_tokens_per_fact=1000)).run(CASE, SUMMARY)
+    assert r.status == "complete" and dict(wide.budgets)["clusters"] == 1000 * len(r.facts) == 4000

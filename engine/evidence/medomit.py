@@ -137,6 +137,12 @@ def _msgs(system: str, user: str) -> list[dict]:
 class MedOmitOptions:
     max_tokens_facts: int = 1500
     max_tokens_small: int = 700
+    cluster_tokens_per_fact: int = 40  # the clusters reply names every fact at least once, with its mechanism
+
+    def cluster_tokens(self, n_facts: int) -> int:
+        """The clusters step's reply budget: a case with many facts needs more than one fact list's budget (a
+        reply cut off leaves the result incomplete)."""
+        return max(self.max_tokens_facts, self.cluster_tokens_per_fact * n_facts)
 
 
 class MedOmit:
@@ -264,7 +270,7 @@ class MedOmit:
                     "sub-clusters of supporting facts and of refuting facts; each sub-cluster names its mechanism and "
                     'its fact ids, as {"clusters": [{"diagnosis": ..., "polarity": "supporting" or "refuting", '
                     '"mechanism": ..., "facts": ["F1", ...]}]}.', _ddx_data(ddx) + _fact_data(facts))),
-            _cluster_schema(names, ids), self.opt.max_tokens_facts)
+            _cluster_schema(names, ids), self.opt.cluster_tokens(len(facts)))
         records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
         if not r.ok:
             return None
