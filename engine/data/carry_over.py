@@ -16,12 +16,12 @@ Everything here runs inside the store's replace transaction, so a failure leaves
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
 
 from engine.core.models import Dataset
+from engine.core.stamps import json_key
 
 KINDS = ("reviews", "judge results", "evidence results")
 
@@ -29,9 +29,7 @@ KINDS = ("reviews", "judge results", "evidence results")
 def content_key(specialty: str, notes: list[tuple], summary_text: str) -> str:
     """sha256 of what a summary's results depend on: the target specialty, the notes (id, date, type, author,
     text, in order) and the summary text."""
-    payload = json.dumps({"specialty": specialty, "notes": [list(n) for n in notes], "summary": summary_text},
-                         sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return json_key({"specialty": specialty, "notes": [list(n) for n in notes], "summary": summary_text})
 
 
 def dataset_content_keys(ds: Dataset) -> dict[str, str]:

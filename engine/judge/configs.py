@@ -9,11 +9,10 @@ committee report compute for one configuration at a time and name it.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
+from engine.core.stamps import json_key
 from engine.llm.modelfiles import is_smoke_test_model
 
 IGNORED_PARAMS = ("early_stop",)  # cannot change a median
@@ -51,8 +50,7 @@ def config_key_of(result) -> str:
     prov = result.provenance
     model_id = prov.model_sha256 or f"{prov.backend}:{prov.backend_params.get('endpoint', '')}:{prov.model_file}"
     params = {k: v for k, v in sorted(prov.params.items()) if k not in IGNORED_PARAMS}
-    payload = json.dumps({"model": model_id, "prompt": prov.prompt_version, "params": params}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+    return json_key({"model": model_id, "prompt": prov.prompt_version, "params": params})[:12]
 
 
 def is_smoke_test(result) -> bool:

@@ -16,15 +16,15 @@ so every stored result says exactly which prompt produced it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from engine.core.models import Case, Summary
-from engine.llm.prompt_fence import FENCE_LEN, Fence, read_blocks
-from engine.core.rubric import ITEMS, Item, Scale
+from engine.core.rubric import Item, ITEMS, Scale
+from engine.core.stamps import json_key
+from engine.llm.prompt_fence import Fence, FENCE_LEN, read_blocks
 
 PROMPT_FAMILY = "pdsqi9-judge-v3"
 EXPLANATION_MAX_CHARS = 160
@@ -107,10 +107,10 @@ def output_schema(explain: bool) -> dict:
 
 
 def _version() -> str:
-    payload = json.dumps({"family": PROMPT_FAMILY, "system": SYSTEM_TEMPLATE, "user": USER_TEMPLATE,
-                          "rubric": rubric_text(), "instr": [output_instruction(False), output_instruction(True)],
-                          "schema": [output_schema(False), output_schema(True)]}, sort_keys=True)
-    return f"{PROMPT_FAMILY}+{hashlib.sha256(payload.encode()).hexdigest()[:12]}"
+    key = json_key({"family": PROMPT_FAMILY, "system": SYSTEM_TEMPLATE, "user": USER_TEMPLATE,
+                    "rubric": rubric_text(), "instr": [output_instruction(False), output_instruction(True)],
+                    "schema": [output_schema(False), output_schema(True)]})
+    return f"{PROMPT_FAMILY}+{key[:12]}"
 
 
 PROMPT_VERSION = _version()

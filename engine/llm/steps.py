@@ -6,13 +6,13 @@ inventing the missing part.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from engine.llm.backends import Backend, BackendError
 from engine.core.jobs import check_cancelled
+from engine.core.stamps import json_key
+from engine.llm.backends import Backend, BackendError
 
 
 class StepCache(Protocol):
@@ -64,9 +64,8 @@ def validate(value: Any, schema: dict, path: str = "$") -> None:
 
 
 def step_key(model_id: str, step: str, messages: Sequence[dict], schema: dict, max_tokens: int) -> str:
-    payload = json.dumps({"model": model_id, "step": step, "messages": list(messages), "schema": schema,
-                          "max_tokens": max_tokens}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return json_key({"model": model_id, "step": step, "messages": list(messages), "schema": schema,
+                     "max_tokens": max_tokens})
 
 
 def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict], schema: dict, max_tokens: int,
