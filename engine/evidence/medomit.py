@@ -353,27 +353,29 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
     name = dataset_name or ds.name
     total = len(summary_ids)
 
-    def place(sid: str):
-        summary = ds.summary(sid)
-        return ds.case(summary.case_id), summary
+    placed: dict[str, tuple] = {}  # summary id -> (case, summary, result key), worked out once
+
+    def place(sid: str) -> tuple:
+        if sid not in placed:
+            summary = ds.summary(sid)
+            case = ds.case(summary.case_id)
+            placed[sid] = (case, summary, result_key(medomit.model_id, case, summary))
+        return placed[sid]
 
     def lookup(sid: str) -> Optional[MedOmitResult]:
         if store is None:
             return None
-        case, summary = place(sid)
-        cached = store.get_evidence(name, "medomit", result_key(medomit.model_id, case, summary), sid)
+        cached = store.get_evidence(name, "medomit", place(sid)[2], sid)
         res = MedOmitResult.from_json(cached) if cached is not None else None
         return res if res is not None and res.status == "complete" else None
 
     def compute(done: int, sid: str) -> MedOmitResult:
-        case, summary = place(sid)
+        case, summary, _ = place(sid)
         return medomit.run(case, summary, progress=lambda m: progress(done, total, sid, m))
 
     def keep(sid: str, res: MedOmitResult) -> None:
         if store is not None:
-            case, summary = place(sid)
-            store.put_evidence(name, "medomit", result_key(medomit.model_id, case, summary), sid, res.status,
-                               res.to_json())
+            store.put_evidence(name, "medomit", place(sid)[2], sid, res.status, res.to_json())
 
     for item in run_cached(summary_ids, lookup=lookup, compute=compute, keep=keep, should_stop=should_stop,
                            on_done=lambda done, sid, res, cached: progress(done, total, sid,

@@ -26,25 +26,26 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from engine.evidence.lexical import canonical_number, content_stems, idf_weights, rouge_scorer
+
 MIN_CONTENT = 3
 UNITS = frozenset("""% mg mcg ug g kg lb lbs mm cm m ml l dl mmhg mg/dl g/dl g/g mg/g g/l mg/l iu/ml iu/l u/l meq/l
 mmol/l umol/l ng/ml pg/ml ng/dl mcg/dl ml/min copies/ml cells/ul bpm mets gy units unit u mmol year years yr yrs
 month months week weeks wk wks day days d hour hours h hr hrs min minutes sec seconds x""".split())
+UNIT_ALIASES = {"years": "year", "yrs": "year", "yr": "year", "months": "month", "weeks": "week", "wk": "week",
+                "wks": "week", "days": "day", "d": "day", "hours": "hour", "h": "hour", "hr": "hour", "hrs": "hour",
+                "lbs": "lb", "units": "unit", "u": "unit"}
 _VALUE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?(?:\s*-?\s*([a-z%]+(?:/[a-z]+)?))?")
 
 
 def values(text: str) -> frozenset:
     """The values a sentence states, as (number, unit) pairs; the unit is "" unless one of :data:`UNITS` follows
     the number (a range "1.8 to 0.6 g/g" gives both ends the unit)."""
-    from engine.evidence.lexical import canonical_number
-
     out = set()
     for m in _VALUE.finditer(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.lower())):
         unit = m.group(3) or ""
         unit = unit if unit in UNITS else ""
-        unit = {"years": "year", "yrs": "year", "yr": "year", "months": "month", "weeks": "week", "wk": "week",
-                "wks": "week", "days": "day", "d": "day", "hours": "hour", "h": "hour", "hr": "hour", "hrs": "hour",
-                "lbs": "lb", "units": "unit", "u": "unit"}.get(unit, unit)
+        unit = UNIT_ALIASES.get(unit, unit)
         out.add((canonical_number(m.group(1)), unit))
         if m.group(2):
             out.add((canonical_number(m.group(2)), unit))
@@ -87,8 +88,6 @@ class _Profile:
 
 
 def _profile(text: str) -> _Profile:
-    from engine.evidence.lexical import content_stems, idf_weights, rouge_scorer
-
     stems = tuple(content_stems(text))
     w = idf_weights(stems) if stems else np.zeros(0)
     surface = {}
