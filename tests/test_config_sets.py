@@ -23,3 +23,30 @@ def test_rejudging_one_summary_leaves_the_main_configuration_whole(store, monkey
     assert main(["stats", "sample", "--boot", "20", "--words", "--out", str(store.path.parent / "r.json")]) == 0
     err = capsys.readouterr().err
     assert "36 of 36 summaries scored" in err and "1 of 1 summaries scored" in err
+
+
+def test_gpu_offloaded_results_form_their_own_configuration():
+    """Offloading to a GPU changes the expected scores' arithmetic: the same model's GPU results are not pooled with
+    its CPU results, while a CPU build asked for GPU layers (nothing offloaded) keeps the CPU configuration and the
+    CPU key is the one computed before GPU runs were told apart."""
+    from dataclasses import replace
+
+    from engine.core.stamps import json_key
+    from engine.judge.configs import IGNORED_PARAMS, config_key_of, ran_on_gpu
+
+    def with_backend(r, **bp):
+        return replace(r, provenance=replace(r.provenance, backend_params=bp))
+
+    cpu = judge_result("s1", "c1", {}, model="m.gguf")
+    cpu_build = with_backend(judge_result("s2", "c1", {}, model="m.gguf"), gpu_offload=False, n_gpu_layers=-1)
+    gpu = with_backend(judge_result("s3", "c1", {}, model="m.gguf"), gpu_offload=True, n_gpu_layers=-1)
+    no_layers = with_backend(judge_result("s4", "c1", {}, model="m.gguf"), gpu_offload=True, n_gpu_layers=0)
+    assert [ran_on_gpu(r) for r in (cpu, cpu_build, gpu, no_layers)] == [False, False, True, False]
+    prov = cpu.provenance
+    before = json_key({"model": prov.model_sha256, "prompt": prov.prompt_version,
+                       "params": {k: v for k, v in sorted(prov.params.items()) if k not in IGNORED_PARAMS}})[:12]
+    assert config_key_of(cpu) == config_key_of(cpu_build) == config_key_of(no_layers) == before
+    assert config_key_of(gpu) != before
+    configs = configurations([cpu, cpu_build, gpu, no_layers])
+    assert sorted((c.n_results, c.gpu) for c in configs) == [(1, True), (3, False)]
+    assert "GPU" in next(c for c in configs if c.gpu).label

@@ -2,8 +2,10 @@
 
 A *configuration* is what decides a judge's grades: the model (file hash, or backend + endpoint + model name),
 the prompt version, and the judge parameters (samples, temperature, few-shot examples, explanations, seed,
-trimming). Settings that cannot change a median are left out: early stopping (exact by construction), threads,
-GPU layers, context size. :func:`configurations` groups stored results by configuration with their coverage;
+trimming), and whether the model ran offloaded to a GPU: offloading changes the floating-point arithmetic, and
+with it the expected scores (measured on the sample: every median the same, expected scores up to 0.39 apart), so
+GPU and CPU results of one model form two configurations. CPU results keep the key they always had. Settings that
+cannot change a grade are left out: early stopping (exact by construction), threads, context size. :func:`configurations` groups stored results by configuration with their coverage;
 :func:`results_for` returns one configuration's latest result per summary. The Agreement page, ``stats`` and the
 committee report compute for one configuration at a time and name it.
 """
@@ -30,6 +32,7 @@ class JudgeConfig:
     n_scored: int
     smoke_test: bool  # the embedded 270M model: grades not clinically meaningful
     judged_at: str = ""  # the newest result's time (UTC)
+    gpu: bool = False  # computed with layers offloaded to a GPU
 
     @property
     def label(self) -> str:
@@ -39,6 +42,8 @@ class JudgeConfig:
             bits.append(f"{p['shots']}-shot")
         if p.get("explain"):
             bits.append("explained")
+        if self.gpu:
+            bits.append("GPU")
         smoke = " (smoke-test model)" if self.smoke_test else ""
         when = f" · judged {self.judged_at[:16].replace('T', ' ')}" if self.judged_at else ""
         return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
@@ -50,7 +55,19 @@ def config_key_of(result) -> str:
     prov = result.provenance
     model_id = prov.model_sha256 or f"{prov.backend}:{prov.backend_params.get('endpoint', '')}:{prov.model_file}"
     params = {k: v for k, v in sorted(prov.params.items()) if k not in IGNORED_PARAMS}
-    return json_key({"model": model_id, "prompt": prov.prompt_version, "params": params})[:12]
+    material = {"model": model_id, "prompt": prov.prompt_version, "params": params}
+    if ran_on_gpu(result):
+        material["arithmetic"] = "gpu"
+    return json_key(material)[:12]
+
+
+def ran_on_gpu(result) -> bool:
+    """Whether a llama.cpp result was computed with layers offloaded to a GPU (a GPU build and ``n_gpu_layers`` != 0)."""
+    bp = result.provenance.backend_params or {}
+    try:
+        return bool(bp.get("gpu_offload")) and int(bp.get("n_gpu_layers") or 0) != 0
+    except (TypeError, ValueError):
+        return False
 
 
 def is_smoke_test(result) -> bool:
@@ -80,7 +97,7 @@ def configurations(results: Sequence) -> list[JudgeConfig]:
         out.append(JudgeConfig(key, prov.model_file, prov.model_sha256, prov.backend, prov.prompt_version,
                                {k: v for k, v in prov.params.items() if k not in IGNORED_PARAMS}, len(latest),
                                sum(1 for r in latest.values() if r.status == "scored"), is_smoke_test(first),
-                               max(r.created_at for r in rs)))
+                               max(r.created_at for r in rs), ran_on_gpu(first)))
     out.sort(key=lambda c: (-c.n_scored, -c.n_results, c.key))
     return out
 

@@ -78,7 +78,8 @@ class LlamaCppBackend(SavedPrefix):
         except ImportError as exc:  # pragma: no cover - installed by requirements
             raise BackendError("llama-cpp-python is not installed; run 'make install'") from exc
         self._llama_cpp = llama_cpp
-        if not os.environ.get("SUMCHECK_LLAMA_LOG"):  # llama.cpp's load chatter is noise for users
+        verbose = bool(os.environ.get("SUMCHECK_LLAMA_LOG"))
+        if not verbose:  # llama.cpp's load chatter is noise for users
             import logging
 
             llama_cpp.llama_cpp  # noqa: B018 - the logger module is set up on import
@@ -87,7 +88,7 @@ class LlamaCppBackend(SavedPrefix):
         try:
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=int(n_ctx), n_threads=threads,
                                        n_threads_batch=threads, n_gpu_layers=int(n_gpu_layers), seed=seed,
-                                       logits_all=False, verbose=False)
+                                       logits_all=False, verbose=verbose)
         except (ValueError, RuntimeError, OSError) as exc:
             raise BackendError(f"llama.cpp could not load {path.name}: {exc}. The file may be corrupt or of an "
                                "architecture this llama.cpp build does not support.") from exc
