@@ -105,9 +105,12 @@ class ScriptedBackend(FakeBackendBase):
     name = "scripted"
     quantization = None
 
-    def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x"):
+    def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x", facts_cut_words=0, clusters_need=0):
+        """``facts_cut_words``: a fact list of a note part longer than this many words is cut off (the reply
+        budget reached); ``clusters_need``: a clusters reply is cut off under this token budget."""
         self.fail_step, self.calls, self.schemas, self.budgets = fail_step, [], [], []
         self.extra_facts, self.ddx_reply, self.model_file = list(extra_facts), ddx, model_file
+        self.facts_cut_words, self.clusters_need, self.parts = facts_cut_words, clusters_need, []
 
     @staticmethod
     def _from_note(prompt, facts):
@@ -151,6 +154,13 @@ class ScriptedBackend(FakeBackendBase):
         text = json.dumps(out)
         if step == self.fail_step:
             text = text[: len(text) // 2]  # a cut-off reply
+        if step == "facts":
+            m = re.search(r'<(note-\w+) id="[^"]*">\n(.*?)\n</\1>', prompt, re.S)
+            self.parts.append(m.group(2) if m else "")
+            if self.facts_cut_words and len(self.parts[-1].split()) > self.facts_cut_words:
+                return Generation(text[: len(text) // 2], 10, max_tokens, 0.0, 0.0, "length")
+        if step == "clusters" and max_tokens < self.clusters_need:
+            return Generation(text[: len(text) // 2], 10, max_tokens, 0.0, 0.0, "length")
         return Generation(text, 10, 10, 0.0, 0.0, "stop")
 
 

@@ -250,3 +250,33 @@ def test_the_clusters_reply_gets_a_budget_that_grows_with_the_facts():
     wide = ScriptedBackend()
     r = MedOmit(wide, "m", options=MedOmitOptions(cluster_tokens_per_fact=1000)).run(CASE, SUMMARY)
     assert r.status == "complete" and dict(wide.budgets)["clusters"] == 1000 * len(r.facts) == 4000
+
+
+def test_a_cut_off_fact_list_is_asked_again_in_halves():
+    """A dense note's fact list can outgrow the reply budget (seen with the 1.5B on two sample cases): the part is
+    split in two at a sentence or paragraph boundary and each half asked again, instead of leaving the result
+    incomplete; nothing of the note is left out."""
+    be = ScriptedBackend(facts_cut_words=7)
+    r = MedOmit(be, "m").run(CASE, SUMMARY)
+    assert r.status == "complete", r.reason
+    steps = [s.step for s in r.steps if s.step.startswith("facts")]
+    assert steps == ["facts[1#0]", "facts[1#0.1]", "facts[1#0.2]", "facts[2#1]", "facts[2#1.1]", "facts[2#1.2]"]
+    split = [s for s in r.steps if not s.ok]
+    assert [s.step for s in split] == ["facts[1#0]", "facts[2#1]"] and all("split in two" in s.error for s in split)
+    assert be.parts[1:3] == ["New atrial fibrillation.", "Started apixaban 5 mg twice daily."]
+    assert {f.note_id for f in r.facts} == {"1", "2"} and not r.not_found
+
+
+def test_a_fact_list_cut_off_on_one_sentence_leaves_the_result_incomplete():
+    r = MedOmit(ScriptedBackend(facts_cut_words=2), "m").run(CASE, SUMMARY)
+    assert r.status == "incomplete" and "cut off" in r.reason and r.failed_step == "facts[1#0.1]"
+
+
+def test_a_cut_off_clusters_reply_is_asked_again_with_twice_the_budget():
+    be = ScriptedBackend(clusters_need=2000)
+    r = MedOmit(be, "m").run(CASE, SUMMARY)
+    assert r.status == "complete", r.reason
+    assert [b for s, b in be.budgets if s == "clusters"] == [1500, 3000]
+    assert [s.step for s in r.steps if s.step.startswith("clusters")] == ["clusters", "clusters[wider]"]
+    never = MedOmit(ScriptedBackend(clusters_need=10 ** 6), "m").run(CASE, SUMMARY)
+    assert never.status == "incomplete" and never.failed_step == "clusters[wider]" and "cut off" in never.reason

@@ -145,6 +145,17 @@ class MedOmitOptions:
         return max(self.max_tokens_facts, self.cluster_tokens_per_fact * n_facts)
 
 
+def _halves(text: str) -> Optional[tuple[str, str]]:
+    """``text`` cut in two at the paragraph break (else sentence end) nearest its middle; None when there is
+    none (one sentence)."""
+    for pattern in (r"\n\s*\n", r"(?<=[.!?;])\s+"):
+        cuts = [m.start() for m in re.finditer(pattern, text) if text[:m.start()].strip() and text[m.end():].strip()]
+        if cuts:
+            at = min(cuts, key=lambda c: abs(len(text) / 2 - c))
+            return text[:at].strip(), text[at:].strip()
+    return None
+
+
 class MedOmit:
     """Runs the MED-OMIT pipeline with one backend; every LLM step is cached in ``cache`` (the workspace)."""
 
@@ -185,9 +196,14 @@ class MedOmit:
         return parts
 
     def extract_facts(self, case: Case, records: list[StepRecord]) -> Optional[list[Fact]]:
+        """Facts of every note part. A part whose fact list is cut off at the reply budget is split in two halves
+        (on paragraphs, else sentences) and each half asked again, so a long, dense note still yields a complete
+        list; a part that cannot be split further leaves the result incomplete."""
         raw: list[tuple[str, str, Optional[str]]] = []
-        for i, (nid, text) in enumerate(self._note_parts(case)):
-            r = self._step(f"facts[{nid}#{i}]", _msgs(
+        todo = [(nid, text, f"{i}") for i, (nid, text) in enumerate(self._note_parts(case))]
+        while todo:
+            nid, text, label = todo.pop(0)
+            r = self._step(f"facts[{nid}#{label}]", _msgs(
                 "You extract atomic clinical facts from one clinical note. An atomic fact is a single piece of "
                 "medical information (a symptom, finding, test value, diagnosis, medication with dose, plan item, "
                 "referral, pending result, social fact) that cannot be split further. For each fact copy a short "
@@ -196,6 +212,12 @@ class MedOmit:
                         f"atomic facts of this note (at most {MAX_FACTS_PER_PART}), as "
                         '{"facts": [{"fact": "...", "quote": "exact words from the note"}]}.', [nid, text])),
                 _facts_schema(MAX_FACTS_PER_PART), self.opt.max_tokens_facts, check=check_facts)
+            halves = _halves(text) if r.cut_off else None
+            if halves:
+                records.append(StepRecord(r.step, False, r.cached, f"{r.error}; the part was split in two and "
+                                          "each half asked again"))
+                todo[:0] = [(nid, halves[0], f"{label}.1"), (nid, halves[1], f"{label}.2")]
+                continue
             records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
             if not r.ok:
                 return None
@@ -263,14 +285,18 @@ class MedOmit:
     def clusters(self, facts, ddx, records) -> Optional[list[Cluster]]:
         names = [d.name for d in ddx]
         ids = [f.fact_id for f in facts]
-        r = self._step("clusters", _msgs(
+        messages = _msgs(
             "You group clinical facts as evidence for and against each diagnosis, and within each group you "
             "sub-cluster the facts that point to the same pathophysiological mechanism.",
             _fenced(lambda fence: f"{_ddx_text(fence, ddx)}\n{_fact_list(fence, facts)}\n\nFor each diagnosis, list "
                     "sub-clusters of supporting facts and of refuting facts; each sub-cluster names its mechanism and "
                     'its fact ids, as {"clusters": [{"diagnosis": ..., "polarity": "supporting" or "refuting", '
-                    '"mechanism": ..., "facts": ["F1", ...]}]}.', _ddx_data(ddx) + _fact_data(facts))),
-            _cluster_schema(names, ids), self.opt.cluster_tokens(len(facts)))
+                    '"mechanism": ..., "facts": ["F1", ...]}]}.', _ddx_data(ddx) + _fact_data(facts)))
+        schema = _cluster_schema(names, ids)
+        r = self._step("clusters", messages, schema, self.opt.cluster_tokens(len(facts)))
+        if r.cut_off:  # once, with twice the budget (the step refuses a budget the context cannot hold)
+            records.append(StepRecord(r.step, False, r.cached, f"{r.error}; asked again with twice the budget"))
+            r = self._step("clusters[wider]", messages, schema, 2 * self.opt.cluster_tokens(len(facts)))
         records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
         if not r.ok:
             return None

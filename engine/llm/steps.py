@@ -31,6 +31,7 @@ class StepResult:
     cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cut_off: bool = False  # the reply reached its token budget before it was complete
 
 
 def validate(value: Any, schema: dict, path: str = "$") -> None:
@@ -93,6 +94,7 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
     res = StepResult(step, False, None, gen.text, prompt_tokens=n, completion_tokens=gen.completion_tokens)
     if gen.finish_reason == "length":
         res.error = f"{step}: the reply was cut off at {max_tokens} tokens"
+        res.cut_off = True
         return res
     try:
         value = json.loads(gen.text)
