@@ -8,7 +8,7 @@ JUDGE_STAMP := $(VENV)/.judge-$(shell cksum requirements-judge.txt | cut -d' ' -
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install model smoke-model sample run test chromium bench clean
+.PHONY: install model smoke-model sample run test chromium postgresql bench clean
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,7 +40,12 @@ chromium:               ## Debian's Chromium, for the browser test
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
 		else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends chromium; fi; }
 
-test: smoke-model chromium
+postgresql:             ## Debian's PostgreSQL server programs: the tests start a throw-away server of their own
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends postgresql; fi; }
+
+test: smoke-model chromium postgresql
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 bench: install

@@ -183,7 +183,7 @@ if st.button("Back up now", key="backup_now"):
         state.show_store_error(exc)
     else:
         st.success(f"Backup written: {untrusted.md(made)}")
-backups = backup_mod.list_backups(store.path)
+backups = backup_mod.list_backups(backup_mod.anchor(store))
 report_view.render_backups([{"written (UTC)": b.created_at, "reason": b.reason, "MB": round(b.size_bytes / 1e6, 2),
                              "file": b.path} for b in backups])
 if backups:

@@ -30,14 +30,104 @@ def isolated_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("SUMCHECK_WORKSPACE", str(tmp_path / "ws" / "workspace.sqlite"))
     monkeypatch.setenv("SUMCHECK_CONFIG", str(tmp_path / "cfg" / "settings.json"))
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path / "cache"))  # saved rubric prefixes stay in the test
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # a PostgreSQL workspace's backups too
     yield
 
 
+# Test modules whose `store` tests run against both stores: the embedded SQLite file and a PostgreSQL server that the
+# suite starts itself (initdb + pg_ctl in a temporary folder, on a loopback port, password from a password file).
+BOTH_STORES = {"test_store", "test_reviews", "test_reviewer_work", "test_panel_and_spot_checks", "test_judge_batch",
+               "test_config_sets", "test_calibration", "test_agreement", "test_team_workspace"}
+
+
+def pytest_generate_tests(metafunc):
+    if "store" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_STORES:
+        metafunc.parametrize("store", ["sqlite", "postgresql"], indirect=True)
+
+
+def _pg_bin(name: str) -> str:
+    import glob
+
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
+    path = found[-1] if found else shutil.which(name)
+    if not path:
+        pytest.fail(f"PostgreSQL's {name} is not installed; 'make test' installs Debian's postgresql package")
+    return path
+
+
+class PgServer:
+    """A throw-away PostgreSQL server: superuser ``sumcheck`` whose password is only in a password file."""
+
+    def __init__(self):
+        import secrets
+        import tempfile
+
+        self.dir = Path(tempfile.mkdtemp(prefix="sumcheck-pg-"))
+        self.port = _free_port()
+        self.password = secrets.token_hex(12)
+        self.passfile = self.dir / "pgpass"
+        self.passfile.write_text(f"127.0.0.1:{self.port}:*:sumcheck:{self.password}\n")
+        self.passfile.chmod(0o600)
+        pw = self.dir / "pw"
+        pw.write_text(self.password + "\n")
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.dir, "postgres")
+            shutil.chown(pw, "postgres")
+        self.data = self.dir / "data"
+        subprocess.run([*self.as_user, _pg_bin("initdb"), "-D", str(self.data), "-U", "sumcheck", f"--pwfile={pw}",
+                        "--auth-host=scram-sha-256", "--auth-local=trust", "--locale=C", "-E", "UTF8"],
+                       check=True, capture_output=True)
+        pw.unlink()
+        opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
+                        str(self.dir / "log"), "-w", "start"], check=True, capture_output=True)
+        self.n = 0
+
+    def url(self, db: str) -> str:
+        return f"postgresql://sumcheck@127.0.0.1:{self.port}/{db}"
+
+    def new_database(self) -> str:
+        import psycopg
+
+        self.n += 1
+        name = f"ws{self.n}"
+        with psycopg.connect(self.url("postgres"), autocommit=True) as con:
+            con.execute(f"CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C' ENCODING 'UTF8'")
+        return self.url(name)
+
+    def stop(self) -> None:
+        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    server = PgServer()
+    os.environ["PGPASSFILE"] = str(server.passfile)
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def store(tmp_path):
+def pg_url(pg_server, monkeypatch):
+    """A fresh, empty database on the suite's PostgreSQL server (its password comes from the password file)."""
+    monkeypatch.setenv("PGPASSFILE", str(pg_server.passfile))
+    return pg_server.new_database()
+
+
+@pytest.fixture
+def store(request, tmp_path):
     from engine.data.store import Store
 
-    return Store(tmp_path / "store.sqlite")
+    if getattr(request, "param", "sqlite") == "postgresql":
+        s = Store(request.getfixturevalue("pg_url"))
+        yield s
+        s.close()
+        return
+    yield Store(tmp_path / "store.sqlite")
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def test_stored_versioned_per_configuration_and_never_pooled(sample_store):
 
 def test_cli_calibrate_prints_before_after_and_refuses_without_results(sample_store, monkeypatch, capsys):
     store, ds = sample_store
-    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(store.path))
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", store.location)
     assert main(["calibrate", "sample", "--boot", "50"]) == 1
     assert "no judge results" in capsys.readouterr().err
     _store_results(store, ds, "model-a.gguf")

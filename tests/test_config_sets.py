@@ -8,7 +8,7 @@ from engine.data.loading import load_paths
 from fakes import judge_result
 
 
-def test_rejudging_one_summary_leaves_the_main_configuration_whole(store, monkeypatch, capsys):
+def test_rejudging_one_summary_leaves_the_main_configuration_whole(store, monkeypatch, capsys, tmp_path):
     ds, _ = load_paths([BUNDLE], name="sample")
     store.import_dataset(ds, name="sample")
     store.put_judge_results("sample", [judge_result(s.summary_id, s.case_id, {}, model="main.gguf")
@@ -19,8 +19,8 @@ def test_rejudging_one_summary_leaves_the_main_configuration_whole(store, monkey
     every = [JudgeResult.from_json(x) for x in store.judge_results("sample", latest_only=False)]
     got = {c.params["n_samples"]: (c.n_scored, c.n_results) for c in configurations(every)}
     assert got == {1: (36, 36), 3: (1, 1)}
-    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(store.path))
-    assert main(["stats", "sample", "--boot", "20", "--words", "--out", str(store.path.parent / "r.json")]) == 0
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", store.location)
+    assert main(["stats", "sample", "--boot", "20", "--words", "--out", str(tmp_path / "r.json")]) == 0
     err = capsys.readouterr().err
     assert "36 of 36 summaries scored" in err and "1 of 1 summaries scored" in err
 

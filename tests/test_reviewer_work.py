@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.data.backup import BackupError, backup, list_backups, prune, restore
+from engine.data.backup import BackupError, anchor, backup, list_backups, prune, restore
 from engine.cli import main
 from engine.judge.runner import Judge, run_batch
 from engine.judge.results import JudgeParams, JudgeResult
@@ -134,9 +134,9 @@ def test_backups_are_pruned_to_the_newest(store, monkeypatch):
     _sample(store)
     monkeypatch.setenv("SUMCHECK_BACKUPS_KEEP", "3")
     made = [backup(store, f"n{i}") for i in range(5)]
-    kept = list_backups(store.path)
+    kept = list_backups(anchor(store))
     assert [b.path for b in kept] == [str(p) for p in made[:1:-1]]
-    assert prune(store.path, keep=1) == 2
+    assert prune(anchor(store), keep=1) == 2
 
 
 def test_cli_backup_backups_restore(tmp_path, capsys, monkeypatch):
@@ -169,7 +169,7 @@ def test_identical_summaries_keep_their_own_judge_result(store, tmp_path, capsys
     assert be.calls == 1  # computed once
     assert [r.summary_id for r in results] == ["gen0", "gen1", "gen2"]  # reported under each id
     assert sorted(JudgeResult.from_json(x).summary_id for x in store.judge_results("d")) == ["gen0", "gen1", "gen2"]
-    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(store.path))
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", store.location)
     out = tmp_path / "e.jsonl"
     assert main(["judge-export", "d", "--out", str(out)]) == 0
     assert len(out.read_text().splitlines()) == 3

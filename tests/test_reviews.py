@@ -82,10 +82,10 @@ def test_edit_keeps_history(sample):
     assert hist[second[0].review_id].superseded_by == third[0].review_id
     assert sum(r.is_current for r in hist.values() if r.item == "cited") == 1
     # the database itself refuses a second current row for the same reviewer x kind x item
-    with store.connect() as con, pytest.raises(Exception, match="UNIQUE"):
-        con.execute("INSERT INTO reviews (dataset_id, summary_id, reviewer, kind, item, value, comment, created_at) "
-                    "SELECT dataset_id, summary_id, reviewer, kind, item, 1, '', 'now' FROM reviews "
-                    "WHERE superseded_by IS NULL LIMIT 1")
+    with store.connect() as con, pytest.raises(Exception, match="UNIQUE|reviews_one_current"):
+        con.execute("INSERT INTO reviews (review_id, dataset_id, summary_id, reviewer, kind, item, value, comment, "
+                    "created_at) SELECT (SELECT MAX(review_id) + 1 FROM reviews), dataset_id, summary_id, reviewer, "
+                    "kind, item, 1, '', 'now' FROM reviews WHERE superseded_by IS NULL LIMIT 1")
     rows = history_rows(list(hist.values()))
     assert rows[0]["status"] == "current" and any(r["status"].startswith("replaced by #") for r in rows)
 

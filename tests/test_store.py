@@ -80,7 +80,7 @@ def test_delete_cascades(store):
 
 
 def test_wal_and_version(store):
-    assert store.journal_mode() == "wal"
+    assert store.journal_mode() == ("wal" if store.dialect == "sqlite" else "postgresql")
     assert store.schema_version() == SCHEMA_VERSION == MIGRATIONS[-1].version
 
 

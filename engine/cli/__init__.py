@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 from engine.cli.common import concurrency_arg, say
 from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
-                                      cmd_sample, cmd_status, cmd_validate)
+                                      cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
@@ -20,7 +20,8 @@ from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine", description="Clinical summary checking workbench (CLI)")
-    p.add_argument("--workspace", help="workspace SQLite file (default: SUMCHECK_WORKSPACE or the saved setting)")
+    p.add_argument("--workspace", help="workspace: an SQLite file or postgresql://user@host:port/database (default: "
+                                       "SUMCHECK_WORKSPACE or the saved setting)")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add_load_opts(sp):
@@ -76,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path")
     sp.add_argument("--yes", action="store_true", help="confirm")
     sp.set_defaults(func=cmd_restore)
+
+    ws = sub.add_parser("workspace", help="workspace operations").add_subparsers(dest="workspace_command", required=True)
+    sp = ws.add_parser("copy", help="copy a whole workspace between stores (SQLite file or postgresql://...), "
+                                    "verifying row counts and content hashes per table")
+    sp.add_argument("source")
+    sp.add_argument("target")
+    sp.add_argument("--force", action="store_true", help="replace everything in a target that is not empty")
+    sp.set_defaults(func=cmd_workspace_copy)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",

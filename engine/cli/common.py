@@ -24,8 +24,7 @@ def say(text: object = "", **kw) -> None:
 
 def open_store(args, write: bool = False) -> Store:
     """The workspace; with ``write`` a read-only workspace is refused at once (before any input is read)."""
-    path = Path(args.workspace) if getattr(args, "workspace", None) else workspace_path()
-    store = Store(path)
+    store = Store(getattr(args, "workspace", None) or workspace_path())
     if write and store.read_only:
         raise store.read_only_error()
     return store

@@ -9,6 +9,7 @@ from pathlib import Path
 from engine.cli.common import load_options, open_store, say
 from engine.core.untrusted import term
 from engine.data.loading import load_paths
+from engine.data.store import Store
 from engine.data.validation import DatasetInvalid
 
 
@@ -42,7 +43,7 @@ def cmd_import(args) -> int:
         return 0
     verb = "created" if res.created else "replaced" if res.carried else "added to"
     say((f"dataset {res.dataset!r} {verb}: " + ", ".join(f"{v} {k}" for k, v in res.counts.items())
-               + f" (workspace {store.path})"))
+               + f" (workspace {store.location})"))
     for c in res.carried:
         say((f"  {c.text()}"))
     if res.backup:
@@ -57,7 +58,7 @@ def cmd_datasets(args) -> int:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
     if not infos:
-        say((f"no datasets in {store.path}; import one with 'python -m engine import PATH'"))
+        say((f"no datasets in {store.location}; import one with 'python -m engine import PATH'"))
     for i in infos:
         print("\t".join(term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
                                            f"{i.n_ratings} ratings by {i.n_raters} raters", i.created_at, i.source)))
@@ -84,15 +85,15 @@ def cmd_backup(args) -> int:
 
 
 def cmd_backups(args) -> int:
-    from engine.data.backup import list_backups
+    from engine.data.backup import anchor, list_backups
 
     store = open_store(args)
-    infos = list_backups(store.path)
+    infos = list_backups(anchor(store))
     if args.json:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
     if not infos:
-        say((f"no backups of {store.path} yet"))
+        say((f"no backups of {store.location} yet"))
     for b in infos:
         print("\t".join(term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
     return 0
@@ -103,11 +104,11 @@ def cmd_restore(args) -> int:
 
     store = open_store(args, write=True)
     if not args.yes:
-        say((f"this replaces everything in the workspace {store.path} with {args.path} (the current state is "
+        say((f"this replaces everything in the workspace {store.location} with {args.path} (the current state is "
                    "backed up first); add --yes to confirm"))
         return 2
     before = restore(store, Path(args.path))
-    say((f"restored {args.path} into {store.path}; the state before the restore is in {before}"))
+    say((f"restored {args.path} into {store.location}; the state before the restore is in {before}"))
     return 0
 
 
@@ -161,4 +162,27 @@ def cmd_status(args) -> int:
         return 1
     for line in status_lines(dataset_status(store, args.target)):
         say(line)
+    return 0
+
+
+def cmd_workspace_copy(args) -> int:
+    """Copy a whole workspace between an SQLite file and a PostgreSQL server (either way), verified per table."""
+    from engine.data.workspace_copy import copy_workspace
+
+    from engine.data.pg import is_url
+
+    if not is_url(args.source) and not Path(args.source).expanduser().is_file():
+        say(f"error: the source workspace {args.source} does not exist", file=sys.stderr)
+        return 2
+    src = Store(args.source)
+    dst = Store(args.target)
+    try:
+        report = copy_workspace(src, dst, force=args.force)
+    finally:
+        src.close()
+        dst.close()
+    for t in report.tables:
+        say(f"{t.table}: {t.rows_target} rows, sha256 {t.digest_target[:12]}… {'identical' if t.ok else 'DIFFERENT'}")
+    say(f"copied {report.rows} rows in {len(report.tables)} tables from {report.source} to {report.target}"
+        + (" (its previous content replaced)" if report.replaced else "") + "; every table identical to its source")
     return 0

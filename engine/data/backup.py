@@ -8,6 +8,10 @@ the newest :func:`keep_count` (``SUMCHECK_BACKUPS_KEEP``, default 20).
 :func:`restore` first backs up the current workspace, checks that the file is a workspace this program can read
 (opened read-only: a file that is not one is never modified), then copies it over the workspace with the backup API
 in one transaction: an interrupted restore leaves the workspace as it was before.
+
+A PostgreSQL workspace is backed up the same way into an SQLite file (:mod:`engine.data.workspace_copy`, verified
+per table) under the user's data folder, ``postgresql/backups/``, named after the server address; restoring one
+copies it back into the server in one transaction.
 """
 from __future__ import annotations
 
@@ -49,30 +53,55 @@ def backups_dir(workspace: Path) -> Path:
     return Path(workspace).expanduser().parent / "backups"
 
 
+def anchor(store) -> Path:
+    """The path backups of ``store`` are named after: its file, or for a PostgreSQL workspace a name made from the
+    server address in the user's data folder (the address itself carries no password)."""
+    if store.pg is None:
+        return store.path
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("sumcheck")) / "postgresql" / f"{_slug(store.location.split('://', 1)[-1])}{SUFFIX}"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "manual"
 
 
 def backup(store, reason: str = "manual") -> Path:
     """Write a backup of ``store``'s workspace; returns its path."""
-    folder = backups_dir(store.path)
+    where = anchor(store)
+    folder = backups_dir(where)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    dest = folder / f"{store.path.stem}-{stamp}-{_slug(reason)}{SUFFIX}"
+    dest = folder / f"{where.stem}-{stamp}-{_slug(reason)}{SUFFIX}"
     tmp = folder / f".{dest.name}.{os.getpid()}.partial"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _copy(store.path, tmp, store.busy_timeout)
+        if store.pg is None:
+            _copy(store.path, tmp, store.busy_timeout)
+        else:
+            _copy_from_server(store, tmp)
         os.replace(tmp, dest)
     except (OSError, sqlite3.Error) as exc:
-        raise BackupError(f"could not write a backup of {store.path} to {folder}: {exc}. Nothing was changed; "
+        raise BackupError(f"could not write a backup of {store.location} to {folder}: {exc}. Nothing was changed; "
                           "free disk space or make the folder writable, then retry") from exc
     finally:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-    prune(store.path)
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                pass
+    prune(where)
     return dest
+
+
+def _copy_from_server(store, dest: Path) -> None:
+    from engine.data.workspace_copy import copy_workspace
+
+    target = type(store)(dest)  # an SQLite workspace of the same Store class
+    copy_workspace(store, target)
+    with target.connect() as con:  # one self-contained file: fold the write-ahead log in
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.execute("PRAGMA journal_mode = DELETE")
 
 
 def list_backups(workspace: Path) -> list[BackupInfo]:
@@ -148,9 +177,20 @@ def restore(store, path: Path) -> Path:
     check_workspace_file(Path(path))
     before = backup(store, "before-restore")
     try:
-        _copy(Path(path), store.path, store.busy_timeout)
+        if store.pg is None:
+            _copy(Path(path), store.path, store.busy_timeout)
+        else:
+            import shutil
+            import tempfile
+
+            from engine.data.workspace_copy import copy_workspace
+
+            with tempfile.TemporaryDirectory() as tmp:  # the backup itself is never opened for writing
+                work = Path(tmp) / "restore.sqlite"
+                shutil.copyfile(path, work)
+                copy_workspace(type(store)(work), store, force=True)
     except sqlite3.Error as exc:
-        raise BackupError(f"could not restore {path} into {store.path}: {exc}. The workspace is unchanged; the "
+        raise BackupError(f"could not restore {path} into {store.location}: {exc}. The workspace is unchanged; the "
                           f"state before the attempt is also in {before}") from exc
     store.migrate()
     return before

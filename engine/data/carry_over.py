@@ -132,7 +132,9 @@ def plan(con: sqlite3.Connection, old_did: int, new_keys: dict[str, str]) -> Car
                 if key not in seen:
                     seen.add(key)
                     target.append((new, cols, sid_at))
-    p.calibrations = [tuple(r) for r in con.execute("SELECT * FROM calibrations WHERE dataset_id=?", (old_did,))]
+    p.calibrations = [tuple(r) for r in con.execute(
+        "SELECT dataset_id, config_key, version, kind, created_at, payload FROM calibrations WHERE dataset_id=?",
+        (old_did,))]
     return p
 
 

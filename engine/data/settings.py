@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 from platformdirs import user_config_dir, user_data_dir
 
+from engine.data.pg import check_url, is_url
+
 APP_NAME = "sumcheck"
 ENV_WORKSPACE = "SUMCHECK_WORKSPACE"
 ENV_CONFIG = "SUMCHECK_CONFIG"
@@ -89,6 +91,10 @@ class AppSettings:
         if not 0 < mb <= 1_000_000:
             raise SettingsError(f"the file size limit {self.max_file_mb} MB is out of range; use more than 0 and at "
                                 "most 1000000 MB")
+        if is_url(self.workspace_path):
+            problem = check_url(self.workspace_path)
+            if problem:
+                raise SettingsError(problem)
         source = self.source
         if source == SOURCE_SERVER:
             check_server_url(self.server_url)
@@ -185,14 +191,20 @@ def default_workspace_path() -> Path:
     return Path(user_data_dir(APP_NAME)) / "workspace.sqlite"
 
 
-def workspace_path(settings: AppSettings | None = None) -> Path:
+def workspace_path(settings: AppSettings | None = None) -> Path | str:
+    """The workspace: an SQLite file's path, or a PostgreSQL server's address (``postgresql://…``, kept as text)."""
     env = os.environ.get(ENV_WORKSPACE)
     if env:
-        return Path(env).expanduser()
+        return _workspace(env)
     settings = settings or load_settings()
     if settings.workspace_path:
-        return Path(settings.workspace_path).expanduser()
+        return _workspace(settings.workspace_path)
     return default_workspace_path()
+
+
+def _workspace(value: str) -> Path | str:
+    value = value.strip()
+    return value if is_url(value) else Path(value).expanduser()
 
 
 def max_file_mb(settings: AppSettings | None = None) -> float:

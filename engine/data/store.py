@@ -26,6 +26,7 @@ from typing import Iterator, Optional
 
 from engine.core.models import Case, Dataset, Note, Rating, Summary
 from engine.core.stamps import now_iso
+from engine.data.pg import is_url
 from engine.data.schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,
                                 busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)
 from engine.data.store_lexicon import LexiconStore
@@ -60,13 +61,22 @@ class Store(ResultStore, LexiconStore):
     def __init__(self, path: str | Path, migrate_to: Optional[int] = None, busy_timeout: Optional[float] = None):
         """``busy_timeout``: seconds to wait for another process's write lock before :class:`StoreBusy`
         (default: ``SUMCHECK_BUSY_TIMEOUT``, else 30)."""
-        self.path = Path(path).expanduser()
         if busy_timeout is None:
             busy_timeout = busy_timeout_from_env()
         if not (isinstance(busy_timeout, (int, float)) and math.isfinite(busy_timeout) and busy_timeout >= 0):
             raise StoreError(f"busy timeout {busy_timeout!r} is not a non-negative number of seconds")
         self.busy_timeout = float(busy_timeout)
         self.read_only = False
+        self.pg = None
+        if is_url(path):  # a team's workspace on a PostgreSQL server (engine.data.pg)
+            from engine.data.pg import PgWorkspace
+
+            self.path = None
+            self.pg = PgWorkspace(str(path), self.busy_timeout)
+            self._lock = threading.Lock()
+            self.migrate(migrate_to)
+            return
+        self.path = Path(path).expanduser()
         problem = path_problem(self.path)
         if problem:
             raise StoreError(problem)
@@ -100,8 +110,23 @@ class Store(ResultStore, LexiconStore):
         self._lock = threading.Lock()
         self.migrate(migrate_to)
 
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` (one file) or ``postgresql`` (a server)."""
+        return "postgresql" if self.pg is not None else "sqlite"
+
+    @property
+    def location(self) -> str:
+        """The workspace as it may be shown: the file's path, or the server's address without any password."""
+        return self.pg.display if self.pg is not None else str(self.path)
+
+    def close(self) -> None:
+        """Close a PostgreSQL workspace's connections (an SQLite workspace holds none between operations)."""
+        if self.pg is not None:
+            self.pg.close()
+
     def _busy(self, exc: BaseException) -> StoreBusy:
-        return StoreBusy(f"the workspace {self.path} is busy: another SumCheck process or program is writing to it. "
+        return StoreBusy(f"the workspace {self.location} is busy: another SumCheck process or program is writing to it. "
                          f"Wait a moment and retry. (Waited {self.busy_timeout:g} s; {ENV_BUSY_TIMEOUT} sets how "
                          f"long to wait.)")
 
@@ -109,6 +134,15 @@ class Store(ResultStore, LexiconStore):
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
         """A connection; any "database is locked"/"busy" error inside the block becomes :class:`StoreBusy`."""
+        if self.pg is not None:
+            try:
+                with self.pg.connect() as con:
+                    yield con
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc):
+                    raise self._busy(exc) from exc
+                raise
+            return
         try:
             if self.read_only:
                 con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=self.busy_timeout,
@@ -178,7 +212,8 @@ class Store(ResultStore, LexiconStore):
         applied = []
         with self._lock, self.connect() as con:
             try:
-                self._wal(con)
+                if self.pg is None:
+                    self._wal(con)
                 current = con.execute("PRAGMA user_version").fetchone()[0]
             except sqlite3.DatabaseError as exc:
                 if is_busy(exc):
@@ -214,7 +249,7 @@ class Store(ResultStore, LexiconStore):
 
     def _check_not_newer(self, current: int) -> None:
         if current > SCHEMA_VERSION:
-            raise StoreError(f"workspace {self.path} has schema version {current}, newer than this program "
+            raise StoreError(f"workspace {self.location} has schema version {current}, newer than this program "
                              f"understands ({SCHEMA_VERSION}). Update the program or use another workspace.")
 
     def _wal(self, con: sqlite3.Connection) -> None:

@@ -1,0 +1,202 @@
+"""A team's workspace on PostgreSQL: reached by URL, never holding a password, copied to and from SQLite without a
+difference, and losing nothing when reviewers and judge workers write at once or a writer is killed."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BUNDLE, ROOT
+from engine.cli import main
+from engine.data.loading import load_paths
+from engine.data.pg import check_url, is_url, redact
+from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
+from engine.data.schema import StoreError
+from engine.data.settings import AppSettings, SettingsError, workspace_path
+from engine.data.store import Store
+from engine.data.workspace_copy import copy_workspace, table_digest, columns
+from engine.sample import ensure_sample
+
+
+def _digests(store) -> dict:
+    with store.connect() as con:
+        from engine.data.workspace_copy import _tables
+
+        out = {}
+        for t in _tables(store):
+            cols = [c for c in columns(con, t) if c != "rowid"]
+            out[t] = table_digest(con, t, cols)
+        return out
+
+
+def test_urls_are_told_apart_and_passwords_refused(tmp_path, monkeypatch):
+    assert is_url("postgresql://ward@db.hospital:5432/sumcheck") and is_url("postgres://h/db")
+    assert not is_url(tmp_path / "w.sqlite") and not is_url("postgresql:/x")
+    assert redact("postgresql://ward:s3cret@db:5432/sumcheck?sslmode=require") == "postgresql://ward@db:5432/sumcheck"
+    problem = check_url("postgresql://ward:s3cret@db:5432/sumcheck")
+    assert "pgpass" in problem and "s3cret" not in problem
+    with pytest.raises(StoreError) as exc:
+        Store("postgresql://ward:s3cret@127.0.0.1:1/sumcheck")
+    assert "s3cret" not in str(exc.value)
+    with pytest.raises(SettingsError) as exc:
+        AppSettings(workspace_path="postgresql://ward:s3cret@db/sumcheck").validate()
+    assert "s3cret" not in str(exc.value)
+    assert "no database" in check_url("postgresql://ward@db:5432")
+    # the address stays an address: no folder named "postgresql:" is made
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", "postgresql://ward@127.0.0.1:1/sumcheck")
+    assert workspace_path() == "postgresql://ward@127.0.0.1:1/sumcheck"
+    monkeypatch.chdir(tmp_path)
+    assert main(["datasets"]) != 0
+    assert not any(p.name.startswith("postgresql") for p in tmp_path.rglob("*"))
+
+
+def test_unreachable_server_says_so_without_a_password(pg_server, monkeypatch):
+    monkeypatch.setenv("PGPASSFILE", str(pg_server.passfile))
+    with pytest.raises(StoreError) as exc:
+        Store(f"postgresql://sumcheck@127.0.0.1:{pg_server.port}/no_such_database")
+    text = str(exc.value)
+    assert "no_such_database" in text and pg_server.password not in text
+
+
+def test_sample_workspace_copied_to_postgresql_and_back_is_identical(tmp_path, pg_url, capsys):
+    src = Store(tmp_path / "team.sqlite")
+    ensure_sample(src)
+    assert src.judge_results("sample")  # the shipped judge results and evidence travel too
+    report = copy_workspace(src, pg := Store(pg_url))
+    assert report.ok and report.rows > 1000 and not report.replaced
+    back = Store(tmp_path / "back.sqlite")
+    copy_workspace(pg, back)
+    assert _digests(back) == _digests(src)
+    assert back.load_dataset("sample") == src.load_dataset("sample") == pg.load_dataset("sample")
+    assert pg.judge_results("sample") == src.judge_results("sample")
+    # a non-empty target is refused without --force, replaced with it
+    assert main(["workspace", "copy", str(tmp_path / "team.sqlite"), pg_url]) != 0
+    assert "not empty" in capsys.readouterr().err
+    assert main(["workspace", "copy", str(tmp_path / "team.sqlite"), pg_url, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "every table identical to its source" in out and "previous content replaced" in out
+    # ids continue after the copied ones: a new dataset gets a fresh id
+    ds, _ = load_paths([BUNDLE], name="again")
+    pg.import_dataset(ds, name="again")
+    assert {d.name for d in pg.list_datasets()} == {"sample", "again"}
+    pg.close()
+
+
+def test_backup_and_restore_of_a_postgresql_workspace(pg_url):
+    from engine.data.backup import anchor, backup, list_backups, restore
+
+    store = Store(pg_url)
+    ds, _ = load_paths([BUNDLE], name="s")
+    store.import_dataset(ds)
+    path = store.delete_dataset("s")  # a backup is written first, into an SQLite file
+    assert Path(path).is_file() and "s" not in store.dataset_names()
+    assert [b.path for b in list_backups(anchor(store))] == [path]
+    restore(store, Path(path))
+    assert store.load_dataset("s") == store.load_dataset("s") and "s" in store.dataset_names()
+    assert len(list_backups(anchor(store))) == 2  # the state before the restore was kept too
+    assert backup(store, "manual").is_file()
+    store.close()
+
+
+WORKER = r"""
+import json, os, sys, time
+sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "tests")]
+from engine.data.store import Store
+from engine.data.reviews import save_review
+role, n = sys.argv[2], int(sys.argv[3])
+store = Store(os.environ["SUMCHECK_WORKSPACE"])
+ids = json.loads(sys.argv[4])
+print("ready", flush=True)
+while not os.path.exists(sys.argv[5]):
+    time.sleep(0.01)
+if role.startswith("reviewer"):
+    for sid in ids:
+        save_review(store, "s", sid, role, "spot_check", {"cited": 1 + n % 5, "accurate": 2, "abstraction": "yes"})
+        save_review(store, "s", sid, role, "adjudication", {"thorough": 3})
+else:
+    from fakes import judge_result
+    for sid in ids:
+        store.put_judge_result("s", judge_result(sid, sid.rsplit("-s", 1)[0], {"thorough": 3.0 + n}))
+print("done", flush=True)
+"""
+
+
+def test_eight_reviewers_and_two_judge_workers_at_once_lose_nothing(pg_url, tmp_path):
+    store = Store(pg_url)
+    ds, _ = load_paths([BUNDLE], name="s")
+    store.import_dataset(ds)
+    ids = [s.summary_id for s in ds.summaries]
+    go = tmp_path / "go"
+    env = {**os.environ, "SUMCHECK_WORKSPACE": pg_url}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(ROOT), f"reviewer-{i}", str(i), json.dumps(ids),
+                               str(go)], env=env, stdout=subprocess.PIPE, text=True) for i in range(8)]
+    procs += [subprocess.Popen([sys.executable, "-c", WORKER, str(ROOT), "judge", str(i), json.dumps(ids), str(go)],
+                               env=env, stdout=subprocess.PIPE, text=True) for i in range(2)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    go.touch()  # all ten start writing at the same moment
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    reviews = current_reviews(store, "s")
+    per = {}
+    for r in reviews:
+        per.setdefault((r.summary_id, r.reviewer, r.kind, r.item), []).append(r)
+    assert len(reviews) == 8 * len(ids) * 4 and all(len(v) == 1 for v in per.values())  # each review exactly once
+    assert {r.reviewer for r in reviews} == {f"reviewer-{i}" for i in range(8)}
+    with store.connect() as con:
+        assert con.execute("SELECT COUNT(*) FROM reviews").fetchone()[0] == 8 * len(ids) * 4
+    results = [json.loads(r) for r in store.judge_results("s", latest_only=False)]
+    # both workers judged every summary in the same configuration: one row per summary, never two
+    assert len(results) == len(ids) and sorted(r["summary_id"] for r in results) == sorted(ids)
+    store.close()
+
+
+KILLED = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from engine.data.store import Store
+store = Store(os.environ["SUMCHECK_WORKSPACE"])
+with store.transaction() as con:
+    con.execute("UPDATE summaries SET text = 'HALF WRITTEN' WHERE summary_id = ?", (sys.argv[2],))
+    con.execute("INSERT INTO ratings VALUES ((SELECT dataset_id FROM datasets), ?, 'ghost', 'x', 'cited', 1)",
+                (sys.argv[2],))
+    print("inside", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_writer_killed_mid_transaction_leaves_nothing_half_done(pg_url):
+    store = Store(pg_url)
+    ds, _ = load_paths([BUNDLE], name="s")
+    store.import_dataset(ds)
+    sid = ds.summaries[0].summary_id
+    before = store.load_dataset("s")
+    p = subprocess.Popen([sys.executable, "-c", KILLED, str(ROOT), sid],
+                         env={**os.environ, "SUMCHECK_WORKSPACE": pg_url}, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "inside"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    t0 = time.monotonic()
+    from engine.data.reviews import save_review
+
+    save_review(store, "s", sid, "Dr B", SPOT_CHECK, {"cited": 4})  # the killed writer's lock is gone
+    assert time.monotonic() - t0 < 10
+    assert store.load_dataset("s") == before  # no half-written summary, no ghost rating
+    assert [r.reviewer for r in current_reviews(store, "s", sid)] == ["Dr B"]
+    store.close()
+
+
+def test_cli_runs_the_same_on_postgresql(pg_url, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", pg_url)
+    assert main(["import", str(BUNDLE), "--name", "team"]) == 0
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "team" in out
+    assert main(["stats", "team", "--boot", "20", "--out", str(tmp_path / "s.json")]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())
+    assert main(["delete", "team", "--yes"]) == 0
+    assert "backup of the workspace before the delete" in capsys.readouterr().out
