@@ -90,7 +90,7 @@ def bump_data_version() -> None:
 
 def dataset(name: str) -> Dataset:
     s = store()
-    return _dataset(str(s.path), name, data_version())
+    return _dataset(s.location, name, data_version())
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -106,7 +106,7 @@ def stigma_results(name: str):
     from engine.evidence.stigma_entries import workspace_entries
 
     s = store()
-    return _stigma_results(str(s.path), name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))
+    return _stigma_results(s.location, name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))
 
 
 def datasets() -> list[DatasetInfo]:
@@ -293,7 +293,7 @@ def agreement(name: str, n_boot: int = 1000, config_key: str | None = None, spot
     Cached until the data change."""
     s = store()
     judge_key = str(len(s.judge_results(name, latest_only=False)))
-    return _agreement(str(s.path), name, data_version(), judge_key, n_boot, config_key, spot_checks)
+    return _agreement(s.location, name, data_version(), judge_key, n_boot, config_key, spot_checks)
 
 
 def case_picker(ds):

@@ -174,7 +174,7 @@ if source != SOURCE_SERVER:
                "(rebuild llama-cpp-python with GPU support to use one; see the README).")
 
 st.markdown("#### Workspace")
-ws = st.text_input("Workspace file (SQLite)", key="set_ws", placeholder=str(default_workspace_path()))
+ws = st.text_input("Workspace (an SQLite file, or postgresql://user@host:port/database for a team)", key="set_ws", placeholder=str(default_workspace_path()))
 st.caption(f"In use now: {md(state.workspace_label())}"
            + (f" (set by the environment variable {ENV_WORKSPACE}, which overrides this setting)"
               if ENV_WORKSPACE in os.environ else ""))

@@ -200,3 +200,24 @@ def test_cli_runs_the_same_on_postgresql(pg_url, monkeypatch, capsys, tmp_path):
     assert json.loads((tmp_path / "s.json").read_text())
     assert main(["delete", "team", "--yes"]) == 0
     assert "backup of the workspace before the delete" in capsys.readouterr().out
+
+
+PAGES = ["pages/start.py", "pages/case.py", "pages/data.py", "pages/evidence.py", "pages/judge.py",
+         "pages/agreement.py", "pages/review.py", "pages/lexicon.py", "pages/settings.py"]
+
+
+def test_every_page_renders_on_a_postgresql_workspace(pg_url, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", pg_url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+    at.switch_page("pages/agreement.py").run()
+    assert any("ICC(3,k)" in d.value.columns for d in at.dataframe)  # the sample's panel, read from the server
+    s = Store(pg_url)
+    assert "sample" in s.dataset_names() and s.judge_results("sample")
+    s.close()
