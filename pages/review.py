@@ -14,9 +14,10 @@ from engine.judge import triage
 from engine.core import untrusted
 from engine.judge.stored import latest_result
 from engine.data.ratings import display_table, judge_cell
-from engine.data.reviews import (KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed, history_rows,
-                                 review_history, reviews_as_ratings, save_review)
-from engine.core.rubric import ITEMS
+from engine.data.reviews import (ADJUDICATION, KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed,
+                                 history_rows, review_history, reviews_as_ratings, save_review)
+from engine.core.rubric import ITEMS, get_item
+from engine.data.assignments import disagreements, reviewer_queue
 from engine.data.store import StoreError
 
 
@@ -84,6 +85,9 @@ summary = ds.summary(sid)
 pos = ORDER.index((case_id, sid)) if (case_id, sid) in ORDER else 0
 
 c1, c2, c3 = st.columns([2, 2, 1])
+if "reviewer_name" not in st.session_state and store.dialect == "postgresql":
+    # on a team server the reviewer is the role the server authenticated, unless they type another name
+    st.session_state["reviewer_name"] = state.guarded(store.database_user, default="")
 reviewer = c1.text_input("Reviewer", key="reviewer_name", placeholder="Your name or initials").strip()
 kind = c2.radio("Kind", KINDS, format_func=KIND_LABELS.get, horizontal=True, key="review_kind",
                 help="A spot check adds you as a clinician rater; the adjudicated final score is the agreed "
@@ -91,6 +95,33 @@ kind = c2.radio("Kind", KINDS, format_func=KIND_LABELS.get, horizontal=True, key
 blinded = c3.checkbox("Blinded", value=True, key="review_blinded",
                       help="Hide the LLM judge results and the other raters' scores until you have submitted a "
                            "review for this summary.")
+
+if reviewer:
+    queue = state.guarded(reviewer_queue, store, name, reviewer, default=[])
+    if queue:
+        todo = [e for e in queue if not e.done]
+        with st.expander(f"Your assigned summaries: {len(todo)} to do of {len(queue)}", expanded=bool(todo)):
+            st.caption("Assigned by the team's review plan (python -m engine assign): every summary goes to at "
+                       "least two reviewers, blinded to each other and to the judge until each has saved.")
+            st.selectbox("Open", [e.summary_id for e in queue], key="assigned_open", on_change=_open,
+                         args=("assigned_open",), index=None, placeholder="Pick one of your summaries",
+                         format_func=lambda s: f"{'✓ ' if any(e.done for e in queue if e.summary_id == s) else ''}"
+                                               f"{untrusted.md_inline(s)}")
+if kind == ADJUDICATION:
+    with st.expander("Adjudication queue — where reviewers disagree (shows their scores)", expanded=False):
+        margin = st.number_input("Margin (1–5 items: a larger difference is a disagreement)", 0.0, 4.0, 1.0, 0.5,
+                                 key="adjudication_margin")
+        pending = state.guarded(disagreements, store, name, float(margin), default=[])
+        if pending:
+            st.dataframe(pd.DataFrame([{"summary": d.summary_id, "item": get_item(d.item).label,
+                                        "spread": d.spread,
+                                        "reviewers": ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}"
+                                                               for r, v in d.values.items())} for d in pending]),
+                         hide_index=True, width="stretch")
+            st.selectbox("Open", sorted({d.summary_id for d in pending}), key="adjudicate_open", on_change=_open,
+                         args=("adjudicate_open",), index=None, placeholder="Pick a summary to adjudicate")
+        else:
+            st.info("No disagreement beyond the margin is waiting for an adjudicated score.")
 
 n1, n2, n3 = st.columns([1, 1, 3])
 n1.button(f"◀ {PREV_LABEL}", on_click=_step, args=(-1,), disabled=pos == 0, width="stretch",

@@ -221,3 +221,113 @@ def test_every_page_renders_on_a_postgresql_workspace(pg_url, monkeypatch):
     s = Store(pg_url)
     assert "sample" in s.dataset_names() and s.judge_results("sample")
     s.close()
+
+
+# ------------------------------------------------------------------------------ reviewers and blinded assignment
+
+def test_plan_gives_every_summary_two_reviewers_balanced_and_stratified():
+    from collections import Counter
+
+    from engine.core.models import Summary
+    from engine.data.assignments import plan_assignments, stratum_of
+
+    for n, k, groups in ((36, 3, 2), (37, 4, 3), (10, 5, 1), (101, 7, 4)):
+        summaries = [Summary(f"s{i}", f"c{i // 3}", "t", f"gen-{i % groups}", ("good", "poor")[i % 2])
+                     for i in range(n)]
+        names = [f"Dr {chr(65 + j)}" for j in range(k)]
+        plan = plan_assignments(summaries, names, per_summary=2, seed=7)
+        per_summary = Counter(a.summary_id for a in plan)
+        assert set(per_summary.values()) == {2} and len(per_summary) == n
+        assert all(len({a.reviewer for a in plan if a.summary_id == s}) == 2 for s in per_summary)  # distinct
+        load = Counter(a.reviewer for a in plan)
+        assert max(load.values()) - min(load.values()) <= 1  # balanced
+        for stratum in {stratum_of(s) for s in summaries}:  # each reviewer sees each kind of summary
+            size = sum(1 for s in summaries if stratum_of(s) == stratum)
+            got = Counter(a.reviewer for a in plan if a.stratum == stratum)
+            assert max(got.values()) <= -(-2 * size // k) + 1
+        assert plan == plan_assignments(summaries, names, per_summary=2, seed=7)  # reproducible
+    with pytest.raises(ValueError, match="at least 2 reviewers"):
+        plan_assignments(summaries, ["Dr A"])
+
+
+def test_queue_shows_only_the_reviewers_summaries_and_disagreements_go_to_adjudication(store):
+    from engine.data.assignments import (assignments, disagreements, plan_assignments, reviewer_queue, reviewers,
+                                         save_plan)
+    from engine.data.reviews import save_review
+
+    ds, _ = load_paths([BUNDLE], name="s")
+    store.import_dataset(ds)
+    plan = plan_assignments(ds.summaries, ["Dr A", "Dr B", "Dr C"], per_summary=2)
+    assert save_plan(store, "s", plan) == 2 * len(ds.summaries)
+    assert reviewers(store, "s") == ["Dr A", "Dr B", "Dr C"]
+    mine = reviewer_queue(store, "s", "Dr A")
+    assert {e.summary_id for e in mine} == {a.summary_id for a in plan if a.reviewer == "Dr A"}
+    shared = next(s for s in ds.summaries
+                  if {a.reviewer for a in plan if a.summary_id == s.summary_id} == {"Dr A", "Dr B"}).summary_id
+    save_review(store, "s", shared, "Dr A", SPOT_CHECK, {"cited": 5, "accurate": 4, "abstraction": "yes"})
+    assert next(e for e in reviewer_queue(store, "s", "Dr A") if e.summary_id == shared).done
+    assert reviewer_queue(store, "s", "Dr A")[-1].done  # the done ones last
+    save_review(store, "s", shared, "Dr B", SPOT_CHECK, {"cited": 2, "accurate": 3, "abstraction": "no"})
+    queue = disagreements(store, "s", margin=1)
+    assert [(d.summary_id, d.item) for d in queue] == [(shared, "cited"), (shared, "abstraction")]
+    assert queue[0].values == {"Dr A": 5.0, "Dr B": 2.0} and queue[0].spread == 3
+    save_review(store, "s", shared, "Dr C", ADJUDICATION, {"cited": 4})
+    assert [(d.summary_id, d.item) for d in disagreements(store, "s", margin=1)] == [(shared, "abstraction")]
+    # a new plan replaces the old one; a plan naming an unknown summary changes nothing
+    from engine.core.models import Summary
+
+    with pytest.raises(StoreError, match="not in dataset"):
+        save_plan(store, "s", plan_assignments([Summary("nope", "c", "t")], ["Dr A", "Dr B"]))
+    assert len(assignments(store, "s")) == 2 * len(ds.summaries)
+
+
+def test_two_reviewers_rate_blind_on_the_server_and_the_adjudication_queue_shows_their_disagreement(pg_url,
+                                                                                                       monkeypatch):
+    """Two sessions of the Spot-check page on one PostgreSQL workspace, as two assigned reviewers: the second does
+    not see the first one's scores until saving their own, and the adjudicator's queue then lists the item."""
+    from streamlit.testing.v1 import AppTest
+
+    from engine.data.assignments import plan_assignments, save_plan
+
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", pg_url)
+    store = Store(pg_url)
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    save_plan(store, "sample", plan_assignments(ds.summaries, ["Dr A", "Dr B"], per_summary=2))
+    sid = ds.summaries[0].summary_id
+
+    def session():
+        at = AppTest.from_file(str(ROOT / "pages/review.py"), default_timeout=120)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    def act(at, widget):
+        widget.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+    def rate(at, who, cited, abstraction, synthesized):
+        act(at, next(t for t in at.text_input if t.label == "Reviewer").input(who))
+        assert any(e.label == "Your assigned summaries: 36 to do of 36" for e in at.expander)
+        shown = " ".join([m.value for m in at.markdown] + [i.value for i in at.info])
+        assert "Blinded" in shown and "Dr A" not in shown and "LLM median" not in shown
+        assert not [d for d in at.dataframe if "rater" in d.value.columns]
+        next(r for r in at.radio if r.label == "Cited value").set_value(str(cited))
+        next(r for r in at.radio if r.label == "Abstraction needed value").set_value(abstraction)
+        next(r for r in at.radio if r.label == "Synthesized value").set_value(synthesized)
+        act(at, next(b for b in at.button if b.label == "Save review").click())
+        assert any("Saved 3 item(s)" in s.value for s in at.success), [e.value for e in at.error]
+
+    a, b = session(), session()
+    assert next(t for t in a.text_input if t.label == "Reviewer").value == "sumcheck"  # the server's role
+    rate(a, "Dr A", 5, "yes", "4")
+    rate(b, "Dr B", 2, "no", "NA")  # blind to Dr A's scores until saved
+    raters = next(d.value for d in b.dataframe if "rater" in d.value.columns)
+    assert {"Dr A", "Dr B"} <= set(raters["rater"])  # revealed after saving
+    adjudicator = session()
+    act(adjudicator, next(t for t in adjudicator.text_input if t.label == "Reviewer").input("Dr C"))
+    act(adjudicator, next(r for r in adjudicator.radio if r.label == "Kind").set_value("adjudication"))
+    queue = next(d.value for d in adjudicator.dataframe if "spread" in d.value.columns)
+    rows = {(r["summary"], r["item"]): r["reviewers"] for _, r in queue.iterrows()}
+    assert rows[(sid, "Cited")] == "Dr A: 5, Dr B: 2" and rows[(sid, "Abstraction needed")] == "Dr A: 1, Dr B: 0"
+    store.close()

@@ -7,7 +7,8 @@ from typing import Optional, Sequence
 
 from engine.cli.common import concurrency_arg, say
 from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
-                                      cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy)
+                                      cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy,
+                                      cmd_assign, cmd_queue, cmd_disagreements)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
@@ -85,6 +86,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("target")
     sp.add_argument("--force", action="store_true", help="replace everything in a target that is not empty")
     sp.set_defaults(func=cmd_workspace_copy)
+
+    sp = sub.add_parser("assign", help="a blinded review plan: every summary to N reviewers, balanced and stratified "
+                                       "by generator and quality group (replaces the dataset's earlier plan)")
+    sp.add_argument("dataset")
+    sp.add_argument("--reviewers", required=True, help="comma-separated reviewer names")
+    sp.add_argument("--per-summary", type=int, default=2, help="reviewers per summary (default 2)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.set_defaults(func=cmd_assign)
+
+    sp = sub.add_parser("queue", help="a reviewer's assigned summaries, the ones still to review first")
+    sp.add_argument("dataset")
+    sp.add_argument("--reviewer", required=True)
+    sp.set_defaults(func=cmd_queue)
+
+    sp = sub.add_parser("disagreements", help="the adjudication queue: items where reviewers differ by more than "
+                                              "--margin and no adjudicated score exists")
+    sp.add_argument("dataset")
+    sp.add_argument("--margin", type=float, default=1.0)
+    sp.set_defaults(func=cmd_disagreements)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",

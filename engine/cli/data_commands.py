@@ -186,3 +186,51 @@ def cmd_workspace_copy(args) -> int:
     say(f"copied {report.rows} rows in {len(report.tables)} tables from {report.source} to {report.target}"
         + (" (its previous content replaced)" if report.replaced else "") + "; every table identical to its source")
     return 0
+
+
+def cmd_assign(args) -> int:
+    """Make and store a blinded review plan: each summary to --per-summary reviewers, balanced and stratified."""
+    from engine.data.assignments import plan_assignments, save_plan
+
+    store = open_store(args, write=True)
+    ds = store.load_dataset(args.dataset)
+    names = [n.strip() for n in args.reviewers.split(",") if n.strip()]
+    try:
+        plan = plan_assignments(ds.summaries, names, args.per_summary, args.seed)
+    except ValueError as exc:
+        say(f"error: {exc}", file=sys.stderr)
+        return 2
+    save_plan(store, args.dataset, plan)
+    for name in names:
+        mine = [a for a in plan if a.reviewer == name]
+        say(f"{name}: {len(mine)} summaries")
+    say(f"stored a plan of {len(plan)} reviews for {len(ds.summaries)} summaries of {args.dataset!r} "
+        f"({args.per_summary} reviewers each, seed {args.seed}); it replaces any earlier plan")
+    return 0
+
+
+def cmd_queue(args) -> int:
+    """One reviewer's assigned summaries, the ones still to review first."""
+    from engine.data.assignments import reviewer_queue
+
+    store = open_store(args)
+    entries = reviewer_queue(store, args.dataset, args.reviewer)
+    if not entries:
+        say(f"no summaries of {args.dataset!r} are assigned to {args.reviewer!r}", file=sys.stderr)
+        return 1
+    for e in entries:
+        say(f"{'done' if e.done else 'to do'}\t{e.summary_id}\t{e.stratum}")
+    return 0
+
+
+def cmd_disagreements(args) -> int:
+    """The adjudication queue: items where reviewers' spot checks differ by more than --margin."""
+    from engine.data.assignments import disagreements
+
+    store = open_store(args)
+    queue = disagreements(store, args.dataset, args.margin)
+    for d in queue:
+        values = ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}" for r, v in d.values.items())
+        say(f"{d.summary_id}\t{d.item}\tspread {d.spread:g}\t{values}")
+    say(f"{len(queue)} item(s) to adjudicate (margin {args.margin:g})", file=sys.stderr)
+    return 0

@@ -312,4 +312,19 @@ MIGRATIONS += (
         CREATE INDEX evidence_by_summary ON evidence_results(dataset_id, method, summary_id, created_at);
     """),
 )
+MIGRATIONS += (
+    Migration(10, "reviewer assignments: which reviewer reviews which summary (blinded team review)", """
+        CREATE TABLE assignments (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(dataset_id) ON DELETE CASCADE,
+            summary_id TEXT NOT NULL,
+            reviewer TEXT NOT NULL,
+            stratum TEXT NOT NULL DEFAULT '',
+            plan TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, summary_id, reviewer),
+            FOREIGN KEY (dataset_id, summary_id) REFERENCES summaries(dataset_id, summary_id) ON DELETE CASCADE
+        );
+        CREATE INDEX assignments_by_reviewer ON assignments(dataset_id, reviewer);
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version

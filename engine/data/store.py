@@ -120,6 +120,13 @@ class Store(ResultStore, LexiconStore):
         """The workspace as it may be shown: the file's path, or the server's address without any password."""
         return self.pg.display if self.pg is not None else str(self.path)
 
+    def database_user(self) -> str:
+        """The role the PostgreSQL server authenticated for this workspace ('' for an SQLite file)."""
+        if self.pg is None:
+            return ""
+        with self.connect() as con:
+            return str(con.execute("SELECT current_user").fetchone()[0])
+
     def close(self) -> None:
         """Close a PostgreSQL workspace's connections (an SQLite workspace holds none between operations)."""
         if self.pg is not None:

@@ -16,7 +16,7 @@ from engine.data.schema import StoreError
 
 # parents before children (foreign keys); a table not named here is copied after these
 TABLE_ORDER = ("datasets", "cases", "notes", "summaries", "ratings", "imports", "judge_results", "model_hashes",
-               "llm_steps", "evidence_results", "reviews", "embedding_cache", "stigma_entries", "calibrations")
+               "llm_steps", "evidence_results", "reviews", "embedding_cache", "stigma_entries", "calibrations", "assignments")
 INTERNAL = ("sumcheck_schema",)
 
 
