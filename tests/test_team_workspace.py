@@ -331,3 +331,50 @@ def test_two_reviewers_rate_blind_on_the_server_and_the_adjudication_queue_shows
     rows = {(r["summary"], r["item"]): r["reviewers"] for _, r in queue.iterrows()}
     assert rows[(sid, "Cited")] == "Dr A: 5, Dr B: 2" and rows[(sid, "Abstraction needed")] == "Dr A: 1, Dr B: 0"
     store.close()
+
+
+def test_redcap_export_with_dictionary_reimports_unchanged(store, tmp_path, monkeypatch, capsys):
+    import csv
+    import io
+
+    from engine.data.redcap import DICTIONARY_COLUMNS, INSTRUMENT, export_redcap, rater_id
+    from engine.data.reviews import save_review
+
+    ds, _ = load_paths([BUNDLE], name="s")
+    store.import_dataset(ds)
+    a, b = ds.summaries[0].summary_id, ds.summaries[1].summary_id
+    save_review(store, "s", a, "Dr A", SPOT_CHECK, {"cited": 5, "accurate": 4, "abstraction": "yes", "synthesized": 3})
+    save_review(store, "s", a, "Dr B", SPOT_CHECK, {"cited": 2, "abstraction": "no", "synthesized": "NA",
+                                                    "stigmatizing_summary": "yes"})
+    save_review(store, "s", b, "=Dr C", SPOT_CHECK, {"thorough": 1})
+    save_review(store, "s", b, "Dr A", ADJUDICATION, {"thorough": 2})  # not a team rating: not exported
+    out = export_redcap(store, "s")
+    assert (out.records, out.rows) == (2, 3)
+    data = list(csv.DictReader(io.StringIO(out.data_csv)))
+    assert [(r["record_id"], r["redcap_repeat_instrument"], r["redcap_repeat_instance"], r["reviewer"])
+            for r in data] == [(a, INSTRUMENT, "1", "Dr_A"), (a, INSTRUMENT, "2", "Dr_B"), (b, INSTRUMENT, "1", "Dr_C")]
+    assert data[1]["pdsqi_synthesized"] == "NA" and data[1]["pdsqi_stigmatizing_summary"] == "1"
+    assert all(r[f"{INSTRUMENT}_complete"] == "2" for r in data)
+    dictionary = list(csv.reader(io.StringIO(out.dictionary_csv)))
+    assert tuple(dictionary[0]) == DICTIONARY_COLUMNS and all(len(r) == 18 for r in dictionary)
+    fields = {r[0]: r for r in dictionary[1:]}
+    # every data column is a dictionary field or a REDCap system column, and every value is one of its choices
+    assert set(data[0]) - set(fields) == {"redcap_repeat_instrument", "redcap_repeat_instance", f"{INSTRUMENT}_complete"}
+    for r in data:
+        for name, value in r.items():
+            if value and fields.get(name, [""] * 6)[3] == "radio":
+                assert value in [c.split(",")[0].strip() for c in fields[name][5].split("|")], (name, value)
+    assert fields["pdsqi_synthesized"][11] == "[pdsqi_abstraction] = '1'"
+    # the same file comes back through the wide-ratings loader, with no mapping
+    path = tmp_path / "team_redcap.csv"
+    path.write_text(out.data_csv, encoding="utf-8")
+    back, _ = load_paths([path], context=store.load_dataset("s"))
+    sent = {(r.summary_id, rater_id(r.reviewer), r.item, r.value) for r in current_reviews(store, "s")
+            if r.kind == SPOT_CHECK}
+    assert {(x.summary_id, x.rater_id, x.item, x.value) for x in back.ratings} == sent
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", store.location)
+    assert main(["redcap-export", "s", "--out", str(tmp_path / "rc")]) == 0
+    files = capsys.readouterr().out.split()
+    assert Path(files[0]).read_text(encoding="utf-8") == out.data_csv
+    assert main(["import", files[0], "--into", "s"]) == 0
+    assert len([x for x in store.load_dataset("s").ratings if x.rater_id in ("Dr_A", "Dr_B", "Dr_C")]) == len(sent)

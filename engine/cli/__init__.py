@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 from engine.cli.common import concurrency_arg, say
 from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
                                       cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy,
-                                      cmd_assign, cmd_queue, cmd_disagreements)
+                                      cmd_assign, cmd_queue, cmd_disagreements, cmd_redcap_export)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
@@ -105,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("dataset")
     sp.add_argument("--margin", type=float, default=1.0)
     sp.set_defaults(func=cmd_disagreements)
+
+    sp = sub.add_parser("redcap-export", help="the team's spot-check ratings as a REDCap import file (one repeating "
+                                              "instance per reviewer) and its data dictionary")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True, help="folder for the two CSV files")
+    sp.set_defaults(func=cmd_redcap_export)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",

@@ -234,3 +234,23 @@ def cmd_disagreements(args) -> int:
         say(f"{d.summary_id}\t{d.item}\tspread {d.spread:g}\t{values}")
     say(f"{len(queue)} item(s) to adjudicate (margin {args.margin:g})", file=sys.stderr)
     return 0
+
+
+def cmd_redcap_export(args) -> int:
+    """The team's spot-check ratings as a REDCap import file and its data dictionary."""
+    from engine.core.untrusted import filename
+    from engine.data.redcap import export_redcap
+
+    store = open_store(args)
+    out = export_redcap(store, args.dataset)
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / filename(args.dataset, "_pdsqi_redcap.csv")
+    dictionary = folder / filename(args.dataset, "_pdsqi_dictionary.csv")
+    data.write_text(out.data_csv, encoding="utf-8")
+    dictionary.write_text(out.dictionary_csv, encoding="utf-8")
+    say(str(data))
+    say(str(dictionary))
+    say(f"{out.rows} ratings ({out.records} summaries); import the dictionary into REDCap first, then the data "
+        f"file; 'python -m engine import {data.name} --into DATASET' reads it back", file=sys.stderr)
+    return 0

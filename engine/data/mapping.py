@@ -51,8 +51,9 @@ _ITEM_ALIASES: dict[str, tuple[str, ...]] = {
     "abstraction": ("abstraction", "abstraction_needed", "need_abstraction", "pdsqi_abstraction", "pdsqi_8"),
     "synthesized": ("synthesized", "synthesised", "synthesis", "pdsqi_synthesized", "pdsqi_8b"),
     "stigmatizing_notes": ("stigmatizing_notes", "stigma_notes", "stigmatizing_note", "pdsqi_stigma_notes",
-                           "pdsqi_9a"),
-    "stigmatizing_summary": ("stigmatizing_summary", "stigma_summary", "pdsqi_stigma_summary", "pdsqi_9b"),
+                           "pdsqi_stigmatizing_notes", "pdsqi_9a"),
+    "stigmatizing_summary": ("stigmatizing_summary", "stigma_summary", "pdsqi_stigma_summary",
+                             "pdsqi_stigmatizing_summary", "pdsqi_9b"),
 }
 
 
