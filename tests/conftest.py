@@ -45,67 +45,18 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("store", ["sqlite", "postgresql"], indirect=True)
 
 
-def _pg_bin(name: str) -> str:
-    import glob
+def _pg_server():
+    from engine.data.pg_server import PgServer, PgServerMissing
 
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
-    path = found[-1] if found else shutil.which(name)
-    if not path:
-        pytest.fail(f"PostgreSQL's {name} is not installed; 'make test' installs Debian's postgresql package")
-    return path
-
-
-class PgServer:
-    """A throw-away PostgreSQL server: superuser ``sumcheck`` whose password is only in a password file."""
-
-    def __init__(self):
-        import secrets
-        import tempfile
-
-        self.dir = Path(tempfile.mkdtemp(prefix="sumcheck-pg-"))
-        self.port = _free_port()
-        self.password = secrets.token_hex(12)
-        self.passfile = self.dir / "pgpass"
-        self.passfile.write_text(f"127.0.0.1:{self.port}:*:sumcheck:{self.password}\n")
-        self.passfile.chmod(0o600)
-        pw = self.dir / "pw"
-        pw.write_text(self.password + "\n")
-        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self.as_user:
-            shutil.chown(self.dir, "postgres")
-            shutil.chown(pw, "postgres")
-        self.data = self.dir / "data"
-        subprocess.run([*self.as_user, _pg_bin("initdb"), "-D", str(self.data), "-U", "sumcheck", f"--pwfile={pw}",
-                        "--auth-host=scram-sha-256", "--auth-local=trust", "--locale=C", "-E", "UTF8"],
-                       check=True, capture_output=True)
-        pw.unlink()
-        opts = (f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
-                        str(self.dir / "log"), "-w", "start"], check=True, capture_output=True)
-        self.n = 0
-
-    def url(self, db: str) -> str:
-        return f"postgresql://sumcheck@127.0.0.1:{self.port}/{db}"
-
-    def new_database(self) -> str:
-        import psycopg
-
-        self.n += 1
-        name = f"ws{self.n}"
-        with psycopg.connect(self.url("postgres"), autocommit=True) as con:
-            con.execute(f"CREATE DATABASE {name} TEMPLATE template0 LOCALE 'C' ENCODING 'UTF8'")
-        return self.url(name)
-
-    def stop(self) -> None:
-        subprocess.run([*self.as_user, _pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
+    try:
+        return PgServer()
+    except PgServerMissing as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")
 def pg_server():
-    server = PgServer()
+    server = _pg_server()
     os.environ["PGPASSFILE"] = str(server.passfile)
     yield server
     server.stop()
