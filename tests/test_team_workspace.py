@@ -378,3 +378,17 @@ def test_redcap_export_with_dictionary_reimports_unchanged(store, tmp_path, monk
     assert Path(files[0]).read_text(encoding="utf-8") == out.data_csv
     assert main(["import", files[0], "--into", "s"]) == 0
     assert len([x for x in store.load_dataset("s").ratings if x.rater_id in ("Dr_A", "Dr_B", "Dr_C")]) == len(sent)
+
+
+def test_text_postgresql_cannot_hold_is_refused_whole(pg_url):
+    """A NUL character is valid in an SQLite text but not in PostgreSQL: the import is refused with the reason and
+    nothing of it is stored."""
+    from engine.core.models import Case, Dataset, Note, Summary
+
+    store = Store(pg_url)
+    ds = Dataset("n", [Case("c1", "Medicine", (Note("1", "fine"), Note("2", "bad \x00 byte")))],
+                 [Summary("c1-s1", "c1", "ok <NoteID:1>")], [])
+    with pytest.raises(StoreError, match="NUL character"):
+        store.import_dataset(ds)
+    assert store.dataset_names() == []
+    store.close()

@@ -229,6 +229,8 @@ class PgConnection:
             cur = self.raw.execute(text, tuple(params))
         except errors.IntegrityError as exc:
             raise sqlite3.IntegrityError(str(exc).splitlines()[0]) from exc
+        except (errors.DataError, ValueError) as exc:
+            raise self.ws.refused(exc) from None
         except errors.LockNotAvailable as exc:
             raise sqlite3.OperationalError("database is locked (another writer held the workspace)") from exc
         rows = []
@@ -256,6 +258,8 @@ class PgConnection:
                 return _Result([], None, cur.rowcount)
         except errors.IntegrityError as exc:
             raise sqlite3.IntegrityError(str(exc).splitlines()[0]) from exc
+        except (errors.DataError, ValueError) as exc:
+            raise self.ws.refused(exc) from None
 
     def close(self) -> None:  # returned to the pool by the workspace
         pass
@@ -308,6 +312,16 @@ class PgWorkspace:
                         cat.load(con)
                 self._cat = cat
             return self._cat
+
+    def refused(self, exc: BaseException):
+        """The StoreError for a value the server cannot hold (a NUL character in text, a number out of range)."""
+        from engine.data.schema import StoreError
+
+        text = _first_line(exc)
+        if "NUL" in text or "0x00" in text:
+            text = ("a text contains a NUL character (\\x00), which PostgreSQL cannot store; remove it from the "
+                    "input and import again")
+        return StoreError(f"the PostgreSQL workspace {self.display} refused a value, nothing was written: {text}")
 
     def forget_catalogue(self) -> None:
         with self._cat_lock:
