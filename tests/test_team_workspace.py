@@ -392,3 +392,78 @@ def test_text_postgresql_cannot_hold_is_refused_whole(pg_url):
         store.import_dataset(ds)
     assert store.dataset_names() == []
     store.close()
+
+
+def test_two_browser_sessions_review_blind_and_the_adjudication_queue_shows_their_disagreement(pg_url, pg_server,
+                                                                                              tmp_path):
+    """Headless Chromium, two browser contexts (two sessions, two reviewers) on one app served from a PostgreSQL
+    workspace: the second reviewer sees the first one's scores only after saving, and the adjudication queue then
+    lists their disagreement."""
+    from conftest import CHROMIUM, LAUNCH_ARGS, Watch, _settle, _start, _stop
+
+    if not CHROMIUM:
+        pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    from engine.data.assignments import plan_assignments, save_plan
+
+    store = Store(pg_url)
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    save_plan(store, "sample", plan_assignments(ds.summaries, ["Dr A", "Dr B"], per_summary=2))
+    store.close()
+    proc, url = _start(tmp_path, {"SUMCHECK_WORKSPACE": pg_url, "PGPASSFILE": str(pg_server.passfile)})
+    keys = {"Dr A": ["5", "5", "3", "4", "4", "5", "4", "y", "3", "n", "n"],
+            "Dr B": ["2", "5", "3", "4", "4", "5", "4", "y", "3", "n", "n"]}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            pages, watches = {}, []
+            for who in keys:
+                page = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+                watches.append(Watch(page, url))
+                page.goto(url + "/review", wait_until="domcontentloaded")
+                page.get_by_text("Keyboard shortcuts").first.wait_for(timeout=90_000)
+                page.get_by_label("Reviewer").fill(who)
+                page.keyboard.press("Enter")
+                page.get_by_text("Your assigned summaries: 36 to do of 36").first.wait_for(timeout=60_000)
+                pages[who] = page
+
+            def rate(who):
+                page = pages[who]
+                page.wait_for_function("() => !!window.__sumcheckKeyHandler && document.querySelectorAll("
+                                       "'[data-testid=stForm] [data-testid=stRadio]').length === 11", timeout=60_000)
+                page.evaluate("() => document.activeElement && document.activeElement.blur()")
+                for i, key in enumerate(keys[who]):
+                    page.keyboard.press(key)
+                    want = {"y": "yes", "n": "no"}.get(key, key)
+                    page.wait_for_function("([i, want]) => { const g = document.querySelectorAll("
+                                           "'[data-testid=stForm] [data-testid=stRadio]')[i]; const c = g && "
+                                           "g.querySelector('input:checked'); return !!c && c.closest('label')"
+                                           ".innerText.trim().split(' ')[0] === want; }", arg=[i, want],
+                                           timeout=30_000)
+                page.keyboard.press("Control+Enter")
+                page.get_by_text("Saved 11 item(s)").first.wait_for(timeout=60_000)
+
+            rate("Dr A")
+            b = pages["Dr B"]
+            b.reload(wait_until="domcontentloaded")  # Dr A has saved; Dr B's page is drawn afresh
+            b.get_by_label("Reviewer").fill("Dr B")
+            b.keyboard.press("Enter")
+            b.get_by_text("Your assigned summaries").first.wait_for(timeout=60_000)
+            _settle(b)
+            blinded_before = b.get_by_text("Blinded: the other raters").count() > 0
+            saw_a_before = b.get_by_text("Dr A", exact=True).count() > 0  # text, or a table's grid cell
+            rate("Dr B")
+            b.get_by_text("Rater scores (PDSQI-9)").first.wait_for(timeout=60_000)
+            b.get_by_text("Dr A", exact=True).first.wait_for(state="attached", timeout=60_000)
+            saw_a_after = b.get_by_text("Dr A", exact=True).count() > 0
+            b.get_by_text("Adjudicated final score").first.click()
+            b.get_by_text("Adjudication queue").first.wait_for(timeout=60_000)
+            b.get_by_text("Adjudication queue").first.click()
+            b.get_by_text("Dr A: 5, Dr B: 2").first.wait_for(state="attached", timeout=60_000)  # a grid cell
+            browser.close()
+    finally:
+        _stop(proc)
+    assert blinded_before and not saw_a_before and saw_a_after
+    assert not any(w.outside for w in watches), [w.outside for w in watches]
