@@ -13,11 +13,20 @@ IDLE = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no scr
 VERDICT = re.compile(r"^(Cited|Accurate|Thorough|Useful|Organized|Comprehensible|Succinct|Synthesized)\. (.*)$", re.M)
 
 
-def _verdicts(page) -> dict[str, str]:
+def _verdicts(page, expected: int = 8) -> dict[str, str]:
+    """The page's headline verdicts once the script run has ended and every one of them is drawn (on a loaded
+    machine the headlines arrive over several frames)."""
+    from conftest import _settle
+
     page.get_by_text("Bands after Koo").first.wait_for(timeout=180_000)
     page.wait_for_function(IDLE, timeout=180_000)
-    text = page.inner_text("[data-testid=stMain]")
-    return {m.group(1): m.group(2) for m in VERDICT.finditer(text)}
+    for _ in range(60):
+        _settle(page)
+        got = {m.group(1): m.group(2) for m in VERDICT.finditer(page.inner_text("[data-testid=stMain]"))}
+        if len(got) >= expected:
+            break
+        page.wait_for_timeout(1000)
+    return got
 
 
 def _nav(page, url: str, slug: str, heading: str) -> None:
