@@ -17,7 +17,7 @@ from engine.data.ratings import display_table, judge_cell
 from engine.data.reviews import (ADJUDICATION, KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed,
                                  history_rows, review_history, reviews_as_ratings, save_review)
 from engine.core.rubric import ITEMS, get_item
-from engine.data.assignments import disagreements, reviewer_queue
+from engine.data.assignments import assignments, disagreements, reviewer_queue
 from engine.data.store import StoreError
 
 
@@ -33,8 +33,13 @@ if not ds.cases:
     st.stop()
 store = state.store()
 
-# every summary of the dataset in case order: Next / Previous (and the ] / [ keys) walk through all of them
+# every summary of the dataset in case order: Next / Previous (and the ] / [ keys) walk through all of them; a
+# reviewer named in the team's review plan walks through their assigned summaries only
 ORDER = [(c.case_id, s.summary_id) for c in ds.cases for s in ds.summaries_for(c.case_id)]
+_me = str(st.session_state.get("reviewer_name") or "").strip()
+_assigned = {a.summary_id for a in state.guarded(assignments, store, name, _me, default=[])} if _me else set()
+if _assigned:
+    ORDER = [(c, s) for c, s in ORDER if s in _assigned]
 
 
 def _step(delta: int) -> None:
@@ -128,7 +133,8 @@ n1.button(f"◀ {PREV_LABEL}", on_click=_step, args=(-1,), disabled=pos == 0, wi
           help="Key: [")
 n2.button(f"{NEXT_LABEL} ▶", on_click=_step, args=(1,), disabled=pos >= len(ORDER) - 1, width="stretch",
           help="Key: ]")
-n3.caption(f"Summary {pos + 1} of {len(ORDER)} · {untrusted.md_inline(case.case_id)} · "
+n3.caption(f"Summary {pos + 1} of {len(ORDER)}" + (" assigned to you" if _assigned else "") + " · "
+           f"{untrusted.md_inline(case.case_id)} · "
            f"{untrusted.md_inline(sid)} — for {untrusted.md_inline(case.target_specialty)}")
 
 # the form column stays in view while the page scrolls (the notes and the form also scroll in their own boxes)

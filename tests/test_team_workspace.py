@@ -320,7 +320,9 @@ def test_two_reviewers_rate_blind_on_the_server_and_the_adjudication_queue_shows
 
     a, b = session(), session()
     assert next(t for t in a.text_input if t.label == "Reviewer").value == "sumcheck"  # the server's role
+    assert any(c.value.startswith("Summary 1 of 36 ·") for c in a.caption)  # not in the plan: every summary
     rate(a, "Dr A", 5, "yes", "4")
+    assert any(c.value.startswith("Summary 1 of 36 assigned to you") for c in a.caption)  # Next walks the plan
     rate(b, "Dr B", 2, "no", "NA")  # blind to Dr A's scores until saved
     raters = next(d.value for d in b.dataframe if "rater" in d.value.columns)
     assert {"Dr A", "Dr B"} <= set(raters["rater"])  # revealed after saving
