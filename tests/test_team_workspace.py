@@ -23,11 +23,11 @@ from engine.sample import ensure_sample
 
 
 def _digests(store) -> dict:
-    with store.connect() as con:
-        from engine.data.workspace_copy import _tables
+    from engine.data.workspace_copy import tables
 
+    with store.connect() as con:
         out = {}
-        for t in _tables(store):
+        for t in tables(store):
             cols = [c for c in columns(con, t) if c != "rowid"]
             out[t] = table_digest(con, t, cols)
         return out

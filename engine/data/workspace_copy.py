@@ -49,25 +49,17 @@ class CopyReport:
         return sum(t.rows_target for t in self.tables)
 
 
-def tables_of(con) -> list[str]:
-    """The workspace's tables in copying order."""
-    try:  # SQLite
-        names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' "
-                                           "AND name NOT LIKE 'sqlite_%'").fetchall()}
-    except Exception:  # PostgreSQL (its connection refuses sqlite_master)
-        names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
-                                           "WHERE table_schema = current_schema()").fetchall()}
-    names -= set(INTERNAL)
-    return [t for t in TABLE_ORDER if t in names] + sorted(names - set(TABLE_ORDER))
-
-
-def _tables(store) -> list[str]:
+def tables(store) -> list[str]:
+    """The workspace's tables in copying order (parents first)."""
     if store.pg is not None:
         with store.connect() as con:
-            return [t for t in TABLE_ORDER if t in store.pg.catalogue(con.raw).columns] + sorted(
-                set(store.pg.catalogue(con.raw).columns) - set(TABLE_ORDER) - set(INTERNAL))
-    with store.connect() as con:
-        return tables_of(con)
+            names = set(store.pg.catalogue(con.raw).columns)
+    else:
+        with store.connect() as con:
+            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                               "AND name NOT LIKE 'sqlite_%'").fetchall()}
+    names -= set(INTERNAL)
+    return [t for t in TABLE_ORDER if t in names] + sorted(names - set(TABLE_ORDER))
 
 
 def columns(con, table: str) -> list[str]:
@@ -98,8 +90,9 @@ def table_digest(con, table: str, cols: list[str]) -> tuple[int, str]:
 
 
 def is_empty(store) -> bool:
+    names = tables(store)
     with store.connect() as con:
-        return all(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is None for t in _tables(store))
+        return all(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is None for t in names)
 
 
 def copy_workspace(src, dst, force: bool = False) -> CopyReport:
@@ -111,21 +104,21 @@ def copy_workspace(src, dst, force: bool = False) -> CopyReport:
     if src.schema_version() != dst.schema_version():
         raise StoreError(f"the workspaces have different schema versions ({src.schema_version()} and "
                          f"{dst.schema_version()}); open both with this program first")
-    tables = _tables(src)
+    names, old = tables(src), tables(dst)
     replaced = not is_empty(dst)
     if replaced and not force:
         raise StoreError(f"the target workspace {dst.location} is not empty; nothing was copied. Copy into an empty "
                          "workspace, or pass --force to replace everything in it")
     with src.connect() as s:
         data = {}
-        for t in tables:
+        for t in names:
             cols = columns(s, t)
             data[t] = (cols, [tuple(r) for r in s.execute(f"SELECT {', '.join(cols)} FROM {t}").fetchall()])
     with dst.transaction() as d:
         if replaced:
-            for t in reversed(_tables(dst)):
+            for t in reversed(old):
                 d.execute(f"DELETE FROM {t}")
-        for t in tables:
+        for t in names:
             cols, rows = data[t]
             if rows:
                 d.executemany(f"INSERT INTO {t} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
@@ -135,7 +128,7 @@ def copy_workspace(src, dst, force: bool = False) -> CopyReport:
                           f"COALESCE(MAX({col}), 0) + 1, false) FROM {table}")
     checks = []
     with src.connect() as s, dst.connect() as d:
-        for t in tables:
+        for t in names:
             cols = data[t][0]
             n1, h1 = table_digest(s, t, cols)
             n2, h2 = table_digest(d, t, cols)
