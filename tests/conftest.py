@@ -1,6 +1,5 @@
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -94,16 +93,12 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-ru
                "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(tmp_path: Path, extra_env: dict | None = None):
     """The app as `make run` serves it (the repository's .streamlit/config.toml: 127.0.0.1, no usage
     statistics; both also given on the command line) on a free port; returns (process, url)."""
-    port = _free_port()
+    from engine.data.pg_server import free_port
+
+    port = free_port()
     env = {**os.environ, "SUMCHECK_WORKSPACE": str(tmp_path / "ws.sqlite"),
            "SUMCHECK_CONFIG": str(tmp_path / "settings.json"), **(extra_env or {})}
     log = tmp_path / "server.log"  # a file, not a pipe: a full pipe would block the server mid-test

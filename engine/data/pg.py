@@ -190,7 +190,6 @@ class PgConnection:
 
     def __init__(self, raw, workspace: "PgWorkspace"):
         self.raw, self.ws = raw, workspace
-        self.row_factory = None  # set by the store for sqlite3; rows here are always Row
 
     def _pragma(self, sql: str) -> _Result:
         body = sql.strip()[len("PRAGMA"):].strip()
