@@ -198,6 +198,9 @@ COLUMN_HELP = {
     "omission score": "How much of the notes the summary leaves uncovered (unit coverage: the estimated share of "
                       "the notes' facts left out, 0 to 1, comparable across cases): higher = more left out.",
     "flagged": "yes = the omission score is above the flag threshold: a likely omission worth reading.",
+    "note flags": "What the record may have lost whole: a note the summary never cites while citing others, and "
+                  "results the latest note says are still pending that no summary sentence says are pending. The "
+                  "Case page lists each flag above the uncovered regions, with its passage.",
     "mean support": "How well the notes back the summary's sentences: mean over its sentences of the best "
                     "source-sentence similarity (0 to 1). Low = content the notes may not support.",
     "notes stigmatizing": "The detector's answer to PDSQI-9 'Do the notes contain stigmatizing language?'.",

@@ -1,5 +1,7 @@
 """Case page: pick a case, read its notes, the summary with its citations, the rater scores and the evidence."""
 
+import hashlib
+
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, jobs_view, state
@@ -10,6 +12,7 @@ from engine.evidence.stigma_entries import workspace_entries
 from engine.core import untrusted
 from engine.evidence.alignment import alignment_cached
 from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, coverage_cached, merge_regions
+from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
 from engine.evidence.coverage_types import CoverageError, CoverageParams
 from engine.evidence.medomit import MedOmit, medomit_job, not_found_rows, omitted_fact_rows
 from engine.evidence.medomit_result import MedOmitResult
@@ -155,17 +158,24 @@ with tab_cov:
                              "content (see the README). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
-            rlabels = [f"\\[{r.score:.2f}\\]{' ◦' if r.salience < 1 else ''} Note {untrusted.md_inline(r.note_id)}: "
+            flags = omission_flags(case, ds.summary(sid).text, cov.units, thr, ds.citation_style())
+            if flags:
+                st.caption("⚑ Note-level flags come first: " + "; ".join(
+                    f"**{FLAG_KINDS[k].label}** — {FLAG_KINDS[k].meaning}" for k in dict.fromkeys(f.kind for f in flags)))
+            shown_items = [*flags, *regions]
+            rlabels = [f"⚑ {FLAG_KINDS[f.kind].label.capitalize()}: note {untrusted.md_inline(f.note_id)} — "
+                       f"{untrusted.md_inline(f.text or '(no scored content)', 80)}" for f in flags] + \
+                      [f"\\[{r.score:.2f}\\]{' ◦' if r.salience < 1 else ''} Note {untrusted.md_inline(r.note_id)}: "
                        f"{untrusted.md_inline(r.text, 80)}"
                        + (f" ★ *not in the summary: {untrusted.md_inline(', '.join(r.missing), 60)}*" if r.missing else "")
                        for r in regions]
             pick = st.radio("Region", rlabels, label_visibility="collapsed", on_change=_picked,
                             args=("coverage",)) if rlabels else None
         with right_c:
-            focus = regions[rlabels.index(pick)] if pick else None
+            focus = shown_items[rlabels.index(pick)] if pick else None
             shown = focus.note_id if focus else case.notes[0].note_id
             shown = st.selectbox("Note", [n.note_id for n in case.notes],
-                                 index=[n.note_id for n in case.notes].index(shown), key=f"heat_note_{sid}_{pick}")
+                                 index=[n.note_id for n in case.notes].index(shown), key=f"heat_note_{sid}_{hashlib.sha1(str(pick).encode()).hexdigest()[:12]}")
             coverage_view.render_heat_note(shown, case.note(shown).text,
                                            [u.__dict__ for u in cov.units if u.note_id == shown], thr, hi,
                                            (focus.start, focus.end) if focus and focus.note_id == shown else None,

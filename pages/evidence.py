@@ -8,6 +8,7 @@ from engine.evidence.alignment import combined_scores
 from engine.evidence.batch import evidence_job
 from engine.evidence.coverage import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
+from engine.evidence.omission_flags import describe, omission_flags
 from engine.evidence.medomit import MedOmit, dataset_rows, group_means, medomit_job
 
 st.title("Evidence")
@@ -71,6 +72,9 @@ emb_rows = [
     {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",
      "omission score": covs[s.summary_id].global_score if s.summary_id in covs else None,
      "flagged": covs[s.summary_id].flagged if s.summary_id in covs else None,
+     "note flags": describe(omission_flags(ds.case(s.case_id), s.text, covs[s.summary_id].units,
+                                           covs[s.summary_id].threshold, ds.citation_style()))
+     if s.summary_id in covs else None,
      "mean support": als[s.summary_id].mean_support if s.summary_id in als else None,
      "weak sentences": sum(a.weak for a in als[s.summary_id].sentences) if s.summary_id in als else None,
      "coverage": als[s.summary_id].coverage if s.summary_id in als else None,
@@ -88,7 +92,7 @@ else:
                                key="embedding_evidence")
 with st.expander("What the columns mean"):
     st.markdown(evidence_view.explain_columns(
-        ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
+        ["omission score", "flagged", "note flags", "mean support", "weak sentences", "coverage", "density", "combined g",
          "citation issues", "MED-OMIT weight", "omitted facts", "not found in the notes", "smoke-test model"]))
 
 # ------------------------------------------------------------------------------------------------- chart

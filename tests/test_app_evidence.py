@@ -13,7 +13,7 @@ from engine.core.untrusted import html
 from fakes import drop_stored_evidence
 
 TIMEOUT = 120
-EXPLAINED = ["omission score", "flagged", "mean support", "weak sentences", "coverage", "density", "combined g",
+EXPLAINED = ["omission score", "flagged", "note flags", "mean support", "weak sentences", "coverage", "density", "combined g",
              "citation issues", "MED-OMIT weight", "omitted facts"]
 
 
@@ -69,6 +69,10 @@ def test_evidence_page_is_readable_on_the_sample():
         assert not table.value.astype(object).isin(["None"]).any().any()
     shown = _shown(emb)  # the sample ships its embedding evidence: every summary has it
     assert (shown["mean support"] != "").all() and (shown["omission score"] != "").all()
+    flags = dict(zip(emb.value["summary"], shown["note flags"]))
+    assert flags["endo-02-s2"] == "note 4 never cited" and flags["neph-01-s2"] == "2 pending items not carried"
+    assert flags["pulm-01-s3"] == "notes 2, 4 never cited; 1 pending item not carried"
+    assert sum(v != "" for v in flags.values()) == 6 and all(flags[f"{c}-s1"] == "" for c in ("card-01", "neph-01"))
     assert med.value.loc[med.value["summary"] == sid, "status"].item() == "complete"
     import json as _json
 
@@ -202,3 +206,35 @@ def test_case_page_focus_escapes_hostile_notes():
     for raw in (payload.SCRIPT, payload.RAWIMG, payload.ANCHOR):
         assert raw in note and raw not in body and html(raw) in body
     assert html_lib.unescape(re.sub(r"<[^>]*>", "", body[: body.index("<script")])) == note
+
+
+def test_case_page_lists_note_level_flags_first_and_focuses_their_passage():
+    """endo-02-s2 never cites note 4 (a telephone encounter about a severe low); neph-01-s2 drops what its latest
+    note says is still pending. Each flag is listed above the ranked regions and picking it outlines its passage."""
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
+
+    for case_id, sid, label, words in (("endo-02", "endo-02-s2", "⚑ Note never cited: note 4", "38 mg/dL"),
+                                       ("neph-01", "neph-01-s2", "⚑ Pending in the latest note: note 4",
+                                        "electron microscopy")):
+        at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
+        at.query_params["dataset"] = "sample"
+        at.query_params["case"] = case_id
+        at.query_params["summary"] = sid
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.radio(key="case_summary").value == sid
+        radio = next(r for r in at.radio if r.label == "Region")
+        assert radio.options[0].startswith(label), radio.options[:3]
+        flagged = [o.startswith("⚑") for o in radio.options]
+        assert flagged == sorted(flagged, reverse=True)  # every flag above every ranked region
+        assert any("Note-level flags come first" in c.value for c in at.caption)
+        radio.set_value(radio.options[1]).run()  # away and back: a pick scrolls the page to the passage
+        radio = next(r for r in at.radio if r.label == "Region")
+        radio.set_value(radio.options[0]).run()
+        assert not at.exception, [e.value for e in at.exception]
+        focused = [h.proto.body for h in at.html if 'data-scroll="page"' in h.proto.body]
+        assert len(focused) == 1
+        assert words in re.search(r'<mark [^>]*data-scroll="page"[^>]*>([^<]*)</mark>', focused[0]).group(1)
+        note = Store(workspace_path()).load_dataset("sample").case(case_id).note("4").text
+        assert html(note) == re.sub(r"<[^>]*>", "", focused[0][: focused[0].index("<script")])

@@ -117,3 +117,15 @@ def test_transcript_talk_without_clinical_content_weighs_little():
     assert line_salience("[patient] oh, not bad, the parking garage is a bit of a maze though.", True) <= 0.3
     assert line_salience("[patient] my knee has been swelling for two weeks.", True) == 1.0
     assert line_salience("The parking garage is a bit of a maze.", False) == 1.0  # in a note it stays content
+
+
+def test_the_cli_lists_note_level_flags_with_the_regions(capsys, sample):
+    """endo-02-s2 cites notes 1, 2, 3 and 5 and never the telephone encounter (note 4) that reports a severe
+    hypoglycaemia; neph-01-s2 reports a preliminary biopsy as final while its latest note says IF/EM are pending."""
+    assert main(["omissions", str(BUNDLE), "--summary", "endo-02-s2", "--summary", "neph-01-s2", "--quiet"]) == 0
+    rows = {r["summary_id"]: r for r in (json.loads(x) for x in capsys.readouterr().out.splitlines()
+                                         if x.startswith("{"))}
+    endo = [f for f in rows["endo-02-s2"]["flags"] if f["kind"] == "uncited_note"]
+    assert [f["note_id"] for f in endo] == ["4"] and "38 mg/dL" in endo[0]["text"]
+    neph = [f for f in rows["neph-01-s2"]["flags"] if f["kind"] == "pending"]
+    assert neph and neph[0]["note_id"] == "4" and "electron microscopy" in neph[0]["text"]

@@ -69,6 +69,7 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
     from engine.evidence.coverage_types import CoverageError, CoverageParams
     from engine.evidence.coverage import score_coverage
     from engine.evidence.embeddings import Embedder
+    from engine.evidence.omission_flags import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
@@ -85,6 +86,8 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
                                                   "text": g.text, "score": g.score} for g in r.regions],
               "unsupported_summary_spans": [{"start": u.start, "end": u.end, "text": u.text, "score": u.score}
                                             for u in r.unsupported[:10]],
+              "flags": [f.to_dict() for f in omission_flags(ds.case(s.case_id), s.text, r.units, r.threshold,
+                                                             ds.citation_style())],
               "seconds": r.seconds})
     return 0
 

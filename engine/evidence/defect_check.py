@@ -16,7 +16,9 @@ Each defect is *found* when the evidence a reader is shown for it names it:
   (the cited note does not support it or does not give its values);
 * a wrong citation: a sentence overlapping the span has the verdict ``wrong`` or ``unknown``;
 * a missing citation: a sentence overlapping the span has the verdict ``missing``;
-* a dropped fact: one of the first :data:`TOP_REGIONS` uncovered regions overlaps the source span;
+* a dropped fact: one of the first :data:`TOP_REGIONS` uncovered regions overlaps the source span, or a note-level
+  omission flag (:mod:`engine.evidence.omission_flags`: a note never cited, a result still pending) points to a
+  passage overlapping it;
 * stigmatizing language: the lexicon detector marks a word inside the span;
 * redundancy (two spans saying the same thing): a sentence overlapping one span is marked as restating a sentence
   overlapping the other.
@@ -30,6 +32,7 @@ from typing import Mapping, Optional
 
 from engine.evidence.alignment import AlignmentResult
 from engine.evidence.coverage_types import CoverageResult
+from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
 from engine.core.models import Dataset
 
 TOP_REGIONS = 5
@@ -86,10 +89,18 @@ def check_defect(ds: Dataset, summary_id: str, defect: Mapping, alignment: Optio
         pos = note.text.find(span) if note is not None else -1
         rank = next((i for i, r in enumerate(coverage.regions) if note is not None and r.note_id == note.note_id
                      and r.start < pos + len(span) and r.end > pos), None) if pos >= 0 else None
-        found = rank is not None and rank < TOP_REGIONS
-        return DefectCheck(summary_id, kind, span, found,
-                           f"uncovered region {rank + 1} of {len(coverage.regions)}" if rank is not None
-                           else f"in none of the {len(coverage.regions)} stored uncovered regions")
+        where = (f"uncovered region {rank + 1} of {len(coverage.regions)}" if rank is not None
+                 else f"in none of the {len(coverage.regions)} stored uncovered regions")
+        if rank is not None and rank < TOP_REGIONS:
+            return DefectCheck(summary_id, kind, span, True, where)
+        flag = next((f for f in omission_flags(ds.case(summary.case_id), summary.text, coverage.units,
+                                               coverage.threshold, ds.citation_style())
+                     if note is not None and pos >= 0 and f.note_id == note.note_id
+                     and f.start < pos + len(span) and f.end > pos), None)
+        if flag is not None:
+            return DefectCheck(summary_id, kind, span, True, f"flag: {FLAG_KINDS[flag.kind].label} — {flag.reason} "
+                                                             f"({where})")
+        return DefectCheck(summary_id, kind, span, False, where)
     if kind == "stigmatizing_language":
         pos = summary.text.find(span)
         hits = [h for h in stigma.detect(summary.text).hits if pos >= 0 and h.start < pos + len(span) and h.end > pos]
