@@ -1,5 +1,5 @@
 """The committee walkthrough, replayed in headless Chromium on a fresh workspace with the sample: a link opens the
-same view, Case → Judge keeps the summary, a spot-check saved on the Spot-check page leaves every panel figure in
+same view, Case → Judge keeps the summary, a dropped encounter is flagged on the Case page, a spot-check saved on the Spot-check page leaves every panel figure in
 place, both report formats download from one generation, and the server logs no traceback."""
 import re
 import shutil
@@ -64,6 +64,10 @@ def test_committee_walkthrough(tmp_path):
             _nav(page, url, "judge", "Judge")
             page.get_by_role("heading", name="gi-01-s2").first.wait_for(timeout=60_000)
             assert "summary=gi-01-s2" in page.url
+            # the evidence of a dropped encounter: endo-02-s2 never cites note 4, flagged above the ranked regions
+            page.goto(url + "/case?dataset=sample&case=endo-02&summary=endo-02-s2", wait_until="domcontentloaded")
+            page.get_by_text("⚑ Note never cited: note 4").first.wait_for(timeout=150_000)
+            page.wait_for_function(IDLE, timeout=120_000)
             # the panel's figures before the spot-check
             _nav(page, url, "agreement", "Agreement")
             before = _verdicts(page)
