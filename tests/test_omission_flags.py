@@ -81,3 +81,12 @@ def test_flags_are_plain_data():
     flags = omission_flags(CASE, "Apixaban. <NoteID:1>", units_for(CASE), 0.5)
     assert flags and all(set(f.to_dict()) == {"kind", "note_id", "start", "end", "text", "reason"} for f in flags)
     assert {f.kind for f in flags} <= set(FLAG_KINDS)
+
+
+def test_a_note_saying_nothing_is_pending_raises_no_flag():
+    for text in ("Results pending: none.", "No labs pending at discharge.", "Nothing else pending today.",
+                 "Pending: N/A."):
+        case = Case("c", "Medicine", (Note("1", "Seen today."), Note("2", text)))
+        assert pending_flags(case, "Seen.") == [], text
+    case = Case("c", "Medicine", (Note("1", "Blood cultures pending; no growth so far."),))
+    assert kinds(pending_flags(case, "Seen.")) == [("pending", "1")]

@@ -57,6 +57,9 @@ class OmissionFlag:
 # A source sentence saying a result or report is still to come.
 PENDING = re.compile(r"\b(?:pending|awaiting|awaited|await|not yet (?:resulted|back|available|final)|"
                      r"results? to follow|to follow up on)\b", re.I)
+# ... unless it says nothing is ("Pending: none", "no results pending", "nothing outstanding pending").
+NOTHING_PENDING = re.compile(r"\b(?:pending|awaiting)\s*[:\-–]\s*(?:none|nil|n/?a|nothing)\b|"
+                             r"\b(?:no|nothing|none)\b(?:\W+\w+){0,3}\W+(?:pending|awaited|awaiting)\b", re.I)
 # A summary sentence saying something is still to come or provisional.
 CARRIED = re.compile(r"\b(?:pending|await\w*|preliminary|provisional|not yet|to follow|outstanding|"
                      r"final (?:report|pathology|results?|read)|expected)\b", re.I)
@@ -95,7 +98,7 @@ def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:
     latest = {n.note_id for n in latest_notes(case)}
     out = []
     for u in source_units(case):
-        if u.note_id not in latest or not PENDING.search(u.text):
+        if u.note_id not in latest or not PENDING.search(u.text) or NOTHING_PENDING.search(u.text):
             continue
         words = _content_words(u.text)
         if any(words & c for c in carriers):
