@@ -93,13 +93,15 @@ def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:
     from engine.evidence.sentences import split_sentences
     from engine.evidence.unitcov import source_units
 
+    latest = {n.note_id for n in latest_notes(case)}
+    pending = [u for u in source_units(case) if u.note_id in latest and PENDING.search(u.text)
+               and not NOTHING_PENDING.search(u.text)]
+    if not pending:  # most records: nothing to carry, and the summary is not read
+        return []
     plain = citations.strip(summary_text)
     carriers = [_content_words(s.text) for s in split_sentences(plain) if CARRIED.search(s.text)]
-    latest = {n.note_id for n in latest_notes(case)}
     out = []
-    for u in source_units(case):
-        if u.note_id not in latest or not PENDING.search(u.text) or NOTHING_PENDING.search(u.text):
-            continue
+    for u in pending:
         words = _content_words(u.text)
         if any(words & c for c in carriers):
             continue
@@ -124,9 +126,11 @@ def uncited_note_flags(case: Case, summary_text: str, units: Sequence[Unit], thr
     uncited = [nid for nid in ids if nid not in cited]
     if not uncited:
         return []
-    salience = unit_salience(case, units)
-    regions = merge_regions(case, units, threshold, len(units) or 1, salience=salience,
-                            summary_text=citations.strip(summary_text, style))
+    salience = unit_salience(case, units)  # read over the whole record (copied-forward lines need every note)
+    mine = [(u, w) for u, w in zip(units, salience) if u.note_id in uncited]
+    # regions never span notes, so ranking only the uncited notes' units gives each its first-ranked region
+    regions = merge_regions(case, [u for u, _ in mine], threshold, len(mine) or 1, salience=[w for _, w in mine],
+                            summary_text=citations.strip(summary_text, style)) if mine else []
     out = []
     for nid in uncited:
         first: Optional[Region] = next((r for r in regions if r.note_id == nid and r.salience > 0), None)
