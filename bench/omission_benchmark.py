@@ -141,14 +141,20 @@ def truncate(sents: list[str]) -> str:
     return "\n".join(" ".join(s.split()[: max(1, len(s.split()) // 2)]).rstrip(",;:") + "." for s in sents)
 
 
-def removal(item: Item, order: int, share: float) -> tuple[str, float, set[str]]:
-    """C without ``share`` of its fact-bearing sentences (seeded order; nested across shares): (text, true omission
-    rate, removed facts)."""
+def removed_sentences(item: Item, order: int, share: float) -> tuple[set[int], set[str]]:
+    """The indices of the ``share`` of C's fact-bearing sentences removed (seeded order; nested across shares) and
+    the facts no kept sentence states."""
     idx = [i for i, f in enumerate(item.sent_facts) if f]
     random.Random(1000 * order + len(item.case.case_id)).shuffle(idx)
     gone = set(idx[: round(len(idx) * share)])
     kept = {f for i, fs in enumerate(item.sent_facts) if i not in gone for f in fs}
-    removed = set(item.facts) - kept
+    return gone, set(item.facts) - kept
+
+
+def removal(item: Item, order: int, share: float) -> tuple[str, float, set[str]]:
+    """C without ``share`` of its fact-bearing sentences (:func:`removed_sentences`): (text, true omission rate,
+    removed facts)."""
+    gone, removed = removed_sentences(item, order, share)
     return "\n".join(s for i, s in enumerate(item.sents) if i not in gone), len(removed) / len(item.facts), removed
 
 

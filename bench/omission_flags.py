@@ -43,18 +43,6 @@ def cited_text(item: ob.Item, keep: set[int]) -> str:
     return "\n".join(out)
 
 
-def kept_indices(item: ob.Item, order: int, share: float) -> tuple[set[int], set[str]]:
-    """The same seeded removal as bench/omission_benchmark.py: (kept sentence indices, removed facts)."""
-    import random
-
-    idx = [i for i, f in enumerate(item.sent_facts) if f]
-    random.Random(1000 * order + len(item.case.case_id)).shuffle(idx)
-    gone = set(idx[: round(len(idx) * share)])
-    keep = {i for i in range(len(item.sents)) if i not in gone}
-    kept = {f for i in keep for f in item.sent_facts[i]}
-    return keep, set(item.facts) - kept
-
-
 def main() -> int:
     emb = Embedder()
     items = ob.load_conversations() + ob.load_note_cases()
@@ -65,7 +53,8 @@ def main() -> int:
         for it in splits[name]:
             for role, share, orders in (("complete", 0.0, (0,)), ("half", 0.5, ob.ORDERS)):
                 for order in orders:
-                    keep, removed = kept_indices(it, order, share)
+                    gone, removed = ob.removed_sentences(it, order, share)
+                    keep = set(range(len(it.sents))) - gone
                     text = cited_text(it, keep)
                     r = score_coverage(it.case, Summary("bench", it.case.case_id, text), emb,
                                        CoverageParams(method="unitcov"))

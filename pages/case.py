@@ -160,8 +160,9 @@ with tab_cov:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
             flags = omission_flags(case, ds.summary(sid).text, cov.units, thr, ds.citation_style())
             if flags:
+                kinds = dict.fromkeys(f.kind for f in flags)
                 st.caption("⚑ Note-level flags come first: " + "; ".join(
-                    f"**{FLAG_KINDS[k].label}** — {FLAG_KINDS[k].meaning}" for k in dict.fromkeys(f.kind for f in flags)))
+                    f"**{FLAG_KINDS[k].label}** — {FLAG_KINDS[k].meaning}" for k in kinds))
             shown_items = [*flags, *regions]
             rlabels = [f"⚑ {FLAG_KINDS[f.kind].label.capitalize()}: note {untrusted.md_inline(f.note_id)} — "
                        f"{untrusted.md_inline(f.text or '(no scored content)', 80)}" for f in flags] + \
@@ -175,7 +176,8 @@ with tab_cov:
             focus = shown_items[rlabels.index(pick)] if pick else None
             shown = focus.note_id if focus else case.notes[0].note_id
             shown = st.selectbox("Note", [n.note_id for n in case.notes],
-                                 index=[n.note_id for n in case.notes].index(shown), key=f"heat_note_{sid}_{hashlib.sha1(str(pick).encode()).hexdigest()[:12]}")
+                                 index=[n.note_id for n in case.notes].index(shown),
+                                 key=f"heat_note_{sid}_{hashlib.sha1(str(pick).encode()).hexdigest()[:12]}")
             coverage_view.render_heat_note(shown, case.note(shown).text,
                                            [u.__dict__ for u in cov.units if u.note_id == shown], thr, hi,
                                            (focus.start, focus.end) if focus and focus.note_id == shown else None,

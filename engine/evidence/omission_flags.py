@@ -137,9 +137,9 @@ def uncited_note_flags(case: Case, summary_text: str, units: Sequence[Unit], thr
         if first is not None:
             start, end, text = first.start, first.end, first.text
         else:  # nothing above the threshold: the note's least covered content unit
-            mine = [(u.score * w, u) for u, w in zip(units, salience) if u.note_id == nid and w > 0]
-            if mine:
-                u = max(mine, key=lambda x: x[0])[1]
+            scored = [(u.score * w, u) for u, w in zip(units, salience) if u.note_id == nid and w > 0]
+            if scored:
+                u = max(scored, key=lambda x: x[0])[1]
                 start, end = u.start, u.end
                 text = case.note(nid).text[start:end].strip()
             else:
