@@ -17,7 +17,7 @@ from engine.data.ratings import display_table, judge_cell
 from engine.data.reviews import (ADJUDICATION, KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed,
                                  history_rows, review_history, reviews_as_ratings, save_review)
 from engine.core.rubric import ITEMS, get_item
-from engine.data.assignments import assignments, disagreements, reviewer_queue
+from engine.data.assignments import disagreements, reviewer_queue
 from engine.data.store import StoreError
 
 
@@ -36,8 +36,12 @@ store = state.store()
 # every summary of the dataset in case order: Next / Previous (and the ] / [ keys) walk through all of them; a
 # reviewer named in the team's review plan walks through their assigned summaries only
 ORDER = [(c.case_id, s.summary_id) for c in ds.cases for s in ds.summaries_for(c.case_id)]
+if "reviewer_name" not in st.session_state and store.dialect == "postgresql":
+    # on a team server the reviewer is the role the server authenticated, unless they type another name
+    st.session_state["reviewer_name"] = state.guarded(store.database_user, default="")
 _me = str(st.session_state.get("reviewer_name") or "").strip()
-_assigned = {a.summary_id for a in state.guarded(assignments, store, name, _me, default=[])} if _me else set()
+queue = state.guarded(reviewer_queue, store, name, _me, default=[]) if _me else []
+_assigned = {e.summary_id for e in queue}
 if _assigned:
     ORDER = [(c, s) for c, s in ORDER if s in _assigned]
 
@@ -90,9 +94,6 @@ summary = ds.summary(sid)
 pos = ORDER.index((case_id, sid)) if (case_id, sid) in ORDER else 0
 
 c1, c2, c3 = st.columns([2, 2, 1])
-if "reviewer_name" not in st.session_state and store.dialect == "postgresql":
-    # on a team server the reviewer is the role the server authenticated, unless they type another name
-    st.session_state["reviewer_name"] = state.guarded(store.database_user, default="")
 reviewer = c1.text_input("Reviewer", key="reviewer_name", placeholder="Your name or initials").strip()
 kind = c2.radio("Kind", KINDS, format_func=KIND_LABELS.get, horizontal=True, key="review_kind",
                 help="A spot check adds you as a clinician rater; the adjudicated final score is the agreed "
@@ -102,7 +103,8 @@ blinded = c3.checkbox("Blinded", value=True, key="review_blinded",
                            "review for this summary.")
 
 if reviewer:
-    queue = state.guarded(reviewer_queue, store, name, reviewer, default=[])
+    if reviewer != _me:  # the name was typed after the queue above was read
+        queue = state.guarded(reviewer_queue, store, name, reviewer, default=[])
     if queue:
         todo = [e for e in queue if not e.done]
         with st.expander(f"Your assigned summaries: {len(todo)} to do of {len(queue)}", expanded=bool(todo)):

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from engine.core.models import Summary
 from engine.core.rubric import get_item
 from engine.core.stamps import now_iso
-from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews, has_reviewed
+from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
 from engine.data.schema import StoreError
 from engine.data.store import Store
 
@@ -116,8 +116,14 @@ def reviewers(store: Store, dataset: str) -> list[str]:
 
 def reviewer_queue(store: Store, dataset: str, reviewer: str) -> list[QueueEntry]:
     """The summaries assigned to ``reviewer``: the ones still to do first, then the done ones."""
-    out = [QueueEntry(a.summary_id, a.stratum, has_reviewed(store, dataset, a.summary_id, reviewer, SPOT_CHECK))
-           for a in assignments(store, dataset, reviewer)]
+    mine = assignments(store, dataset, reviewer)
+    if not mine:
+        return []
+    with store.connect() as con:  # one query for the whole queue, not one per summary
+        did = store._dataset_id(con, dataset)
+        done = {r[0] for r in con.execute("SELECT DISTINCT summary_id FROM reviews WHERE dataset_id=? AND "
+                                          "reviewer=? AND kind=?", (did, reviewer.strip(), SPOT_CHECK))}
+    out = [QueueEntry(a.summary_id, a.stratum, a.summary_id in done) for a in mine]
     return sorted(out, key=lambda e: (e.done, e.summary_id))
 
 
