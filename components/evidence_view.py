@@ -222,6 +222,12 @@ COLUMN_HELP = {
     "combined g": "½ (z(mean support) + z(coverage)), z over the summaries computed so far: above 0 = better "
                   "grounded than the average summary here.",
     "citation issues": "Citations that name a note that does not exist or that does not support the sentence.",
+    "unsupported claims": "Claims of the summary that the judge model, asked one yes/no question per claim, does "
+                          "not find in the record (P(supported) below the threshold chosen on real conversations; "
+                          "a number, side, age or drug the record contradicts or never gives caps it). Marked in "
+                          "orange on the Case page.",
+    "lowest P(supported)": "The least supported claim's probability that the record states it (0 to 1): low = "
+                           "the summary says something the record does not.",
 }
 
 
@@ -285,3 +291,48 @@ def group_chart(rows: list[dict], by: str, metrics: Sequence[str]):
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     fig.update_layout(showlegend=False)
     return fig, data
+
+
+def cut_around(primary: Sequence[tuple[int, int, str, str]], secondary: Sequence[tuple[int, int, str, str]]
+               ) -> list[tuple[int, int, str, str]]:
+    """``primary`` marks plus ``secondary`` ones cut into the pieces that do not overlap a primary mark (marks
+    never overlap on the page: a stigmatizing word inside an unsupported claim keeps its own colour)."""
+    out = list(primary)
+    for start, end, colour, title in secondary:
+        pieces = [(start, end)]
+        for a, b, _, _ in primary:
+            pieces = [q for (x, y) in pieces for q in ((x, min(y, a)), (max(x, b), y)) if q[1] > q[0]] \
+                if a < end and b > start else pieces
+        out += [(x, y, colour, title) for x, y in pieces]
+    return out
+
+
+def render_verification(view, case) -> None:
+    """A summary's claim verification (an ``engine.evidence.verification.view.VerificationView``): headline,
+    smoke-test mark, one row per claim (unsupported first) and the picked claim's passage in its note."""
+    st.caption(untrusted.md_inline(view.headline, 400))
+    res = view.result
+    if res is None or not view.rows:
+        return
+    if res.smoke_test:
+        smoke_badge(res.model, "verification probabilities")
+    render_table([{"sentence": r.sentence, "claim": r.claim, "verdict": r.verdict, "P(supported)": r.p_supported,
+                   "fact check": r.notes_say, "checked against": r.checked_against, "reason": r.reason}
+                  for r in view.rows], key="verification_claims")
+    labels = [f"{'✗' if r.verdict == 'unsupported' else ('?' if r.verdict == 'unscored' else '✓')} "
+              f"{r.sentence}\\. {untrusted.md_inline(r.claim, 100)}" for r in view.rows]
+    pick = st.selectbox("Show a claim's passage in its note", labels, key="verification_pick")
+    k = labels.index(pick)
+    where = view.focus[k]
+    if where is not None:
+        nid, a, b = where
+        try:
+            text = case.note(nid).text
+        except KeyError:
+            return
+        st.markdown(f"**Note {untrusted.md(nid)}** — the lines the claim was checked against, outlined")
+        render_focus_note(text, [], 260, (a, b), "verification")
+    st.caption("P(supported) is the judge model's probability of answering *yes* to \\"does the record state this?\\", "
+               "read from its first answer token; a fact-level check (a number, side, age or drug the record "
+               "contradicts or never gives) caps it. Chosen and measured on real conversations (README, *Claim "
+               "verification*).")

@@ -27,6 +27,12 @@ EVIDENCE_METHODS = (f"coverage:{DEFAULT_COVERAGE_METHOD}", "alignment")  # the d
 # matches what the current code would compute is never shown as current.
 SAMPLE_MEDOMIT = SAMPLE_ROOT / "medomit_results.jsonl"
 MEDOMIT_METHODS = ("medomit",)
+# The default judge's claim verification of the sample (`python -m engine verify sample` then
+# `python -m engine sample --export-verification sample_data/verification_results.jsonl`), keyed like any stored
+# verification (method and prompt version, model hash, parameters, content): `verify sample` reads them instead of
+# a 20-minute CPU run, and a row whose key no longer matches is simply recomputed.
+SAMPLE_VERIFY = SAMPLE_ROOT / "verification_results.jsonl"
+VERIFY_METHODS = ("verification",)
 SAMPLE_NAME = "sample"
 
 
@@ -54,6 +60,7 @@ def ensure_sample(store: Store) -> ImportResult | None:
                           stacklevel=2)
     import_shipped_evidence(store)
     import_shipped_evidence(store, SAMPLE_MEDOMIT, MEDOMIT_METHODS)
+    import_shipped_evidence(store, SAMPLE_VERIFY, VERIFY_METHODS)
     return res
 
 
@@ -78,15 +85,16 @@ def import_shipped_evidence(store: Store, path: Path = SAMPLE_EVIDENCE, methods:
     return n
 
 
-def export_evidence(store: Store, path: Path) -> int:
-    """Write the sample's stored evidence (latest per summary and method) as shipped rows; returns the count."""
+def export_evidence(store: Store, path: Path, methods: tuple = EVIDENCE_METHODS) -> int:
+    """Write the sample's stored evidence of ``methods`` (latest per summary and method) as shipped rows; returns
+    the count."""
     with store.connect() as con:
         rows = con.execute("SELECT e.method, e.cache_key, e.summary_id, e.status, e.result FROM evidence_results e "
                            "JOIN datasets d ON d.dataset_id = e.dataset_id WHERE d.name = ? ORDER BY e.method, "
                            "e.summary_id, e.created_at", (SAMPLE_NAME,)).fetchall()
     latest = {}
     for method, key, sid, status, result in rows:
-        if method in EVIDENCE_METHODS:
+        if method in methods:
             latest[(method, sid)] = {"method": method, "cache_key": key, "summary_id": sid, "status": status,
                                      "result": result}
     lines = [json.dumps(v, sort_keys=True) for _, v in sorted(latest.items())]

@@ -16,6 +16,9 @@ from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
 from engine.evidence.coverage_types import CoverageError, CoverageParams
 from engine.evidence.medomit import MedOmit, medomit_job, not_found_rows, omitted_fact_rows
 from engine.evidence.medomit_result import MedOmitResult
+from engine.evidence.kinds import stored_results
+from engine.evidence.verification.run import verification_job
+from engine.evidence.verification.view import summary_view
 from engine.judge.stored import latest_result
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.data.ratings import display_table, judge_cell
@@ -87,10 +90,16 @@ with right:
         (h.hit.start, h.hit.end, case_view.STIGMA_COLOURS.get(h.hit.category, case_view.STIGMA_DEFAULT_COLOUR),
          _stigma_title(h.hit, f" — carried forward from note {h.source.note_id}" if h.source is not None
                        else " — introduced by the summary")) for h in sstig.summary_hits]
+    verified = summary_view(state.guarded(stored_results, store, name, "verification", default={}).get(sid),
+                            s.text)
     case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
                              [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,
-                              "prompt": s.prompt_variant}, summary_marks)
+                              "prompt": s.prompt_variant}, evidence_view.cut_around(summary_marks, verified.marks))
+    if verified.marks:
+        st.caption(f"Orange: claims the record does not support ({untrusted.md_inline(verified.headline)}); hover "
+                   "a mark for the probability and the lines it was checked against, or see the Claim verification "
+                   "tab.")
     if sstig is not None and sstig.summary_hits:
         st.caption(f"Stigmatizing language in the summary: {len(sstig.carried)} carried forward from the notes, "
                    f"{len(sstig.introduced)} introduced by the summary (see the Evidence tab).")
@@ -120,8 +129,9 @@ if judged is not None and judged.status == "scored" and is_smoke_test(judged):
     evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
 
 st.markdown("#### Evidence")
-tab_cov, tab_align, tab_medomit, tab_stigma = st.tabs(["Uncovered source regions", "Sentence support",
-                                                       "Omitted facts (MED-OMIT)", "Stigmatizing language"])
+tab_cov, tab_align, tab_verify, tab_medomit, tab_stigma = st.tabs(
+    ["Uncovered source regions", "Sentence support", "Claim verification", "Omitted facts (MED-OMIT)",
+     "Stigmatizing language"])
 with tab_cov:
     c1, c2 = st.columns([1, 2])
     method = c1.selectbox("Method", list(METHODS), format_func=lambda k: METHODS[k].label,
@@ -200,7 +210,10 @@ with tab_align:
         m1.metric("Mean support", f"{al.mean_support:.2f}")
         m2.metric("Coverage (extractive)", f"{al.coverage:.2f}")
         m3.metric("Density", f"{al.density:.2f}")
-        m4.metric("Citation issues", len(al.citation_issues))
+        cites = [verified.citation_for(a.start, (a.citation_verdict, a.citation_detail)) for a in al.sentences]
+        m4.metric("Citation issues", sum(v not in ("ok", "") for v, _, _ in cites),
+                  help="Wrong, missing or unknown citations. Checked by the judge model where the summary's claims "
+                       "were verified (Claim verification tab), else by the word rule.")
         slabels = [("⚠ " if a.weak else "") + ("↻ " if a.restates is not None else "") + f"{a.index + 1}\\. "
                    + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]
@@ -208,8 +221,9 @@ with tab_align:
                         "one to see its support", slabels,
                         on_change=_picked, args=("support",))
         a = al.sentences[slabels.index(pick)]
-        st.markdown(coverage_view.verdict_badge(a.citation_verdict) + f" support {a.support:.2f}"
-                    + (f" — {untrusted.md(a.citation_detail)}" if a.citation_detail else ""),
+        c_verdict, c_detail, c_by = cites[slabels.index(pick)]
+        st.markdown(coverage_view.verdict_badge(c_verdict) + f" support {a.support:.2f}"
+                    + (f" — {untrusted.md(c_detail)}" if c_detail else "") + f" · citation checked by the {c_by}",
                     unsafe_allow_html=True)
         if a.weak:
             st.caption("⚠ Weak support: " + untrusted.md_inline(a.weak_reason or
@@ -230,6 +244,20 @@ with tab_align:
             evidence_view.render_focus_note(case.note(nid).text, spans, 260,
                                             (best.start, best.end) if best is not None and best.note_id == nid
                                             else None, "support", scroll_page)
+
+with tab_verify:
+    job_name = f"verify_{name}_{sid}"
+    if st.button("Verify this summary's claims", disabled=jobs_view.running(job_name),
+                 help="Each claim of each sentence is asked of the judge model as one yes/no question; the "
+                      "record is read once per case. Minutes on a CPU for a long record."):
+        loaded = state.judge_backend()
+        if loaded is not None:
+            backend, sha = loaded
+            jobs_view.start(job_name, verification_job(store, name, ds, [sid], lambda: backend,
+                                                       sha or backend.describe().get("model_file", "endpoint")),
+                            label=f"Claim verification of summary {sid}")
+    jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
+    evidence_view.render_verification(verified, case)
 
 with tab_medomit:
     job_name = f"medomit_{name}_{sid}"

@@ -67,6 +67,7 @@ jobs_view.panel("evidence_all", on_finish=lambda job: state.bump_data_version())
 
 covs = state.guarded(stored_results, store, name, f"coverage:{DEFAULT_METHOD}", default={})
 als = state.guarded(stored_results, store, name, "alignment", default={})
+ver = state.guarded(stored_results, store, name, "verification", default={})
 combined_scores(list(als.values()))
 emb_rows = [
     {"summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",
@@ -80,7 +81,9 @@ emb_rows = [
      "coverage": als[s.summary_id].coverage if s.summary_id in als else None,
      "density": als[s.summary_id].density if s.summary_id in als else None,
      "combined g": als[s.summary_id].combined if s.summary_id in als else None,
-     "citation issues": len(als[s.summary_id].citation_issues) if s.summary_id in als else None}
+     "citation issues": len(als[s.summary_id].citation_issues) if s.summary_id in als else None,
+     "unsupported claims": len(ver[s.summary_id].unsupported_claims) if s.summary_id in ver else None,
+     "lowest P(supported)": ver[s.summary_id].lowest_p if s.summary_id in ver else None}
     for s in ds.summaries]
 if not covs and not als:
     st.info("No embedding evidence for this dataset yet. Press 'Compute for every summary' to compute topic "
@@ -93,7 +96,7 @@ else:
 with st.expander("What the columns mean"):
     st.markdown(evidence_view.explain_columns(
         ["omission score", "flagged", "note flags", "mean support", "weak sentences", "coverage", "density", "combined g",
-         "citation issues", "MED-OMIT weight", "omitted facts", "not found in the notes", "smoke-test model"]))
+         "citation issues", "unsupported claims", "lowest P(supported)", "MED-OMIT weight", "omitted facts", "not found in the notes", "smoke-test model"]))
 
 # ------------------------------------------------------------------------------------------------- chart
 st.markdown("#### By generator and quality group")

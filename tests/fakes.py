@@ -464,3 +464,21 @@ class SlowFake(FakeBackendBase):
         self.active -= 1
         self.order.append(prompt)
         return Generation(json.dumps(REPLY), 10, 10, 0.0, 0.01, "stop")
+
+
+# ------------------------------------------------------------ one-step answers (claim verification logic)
+class AnswerBackend(FakeBackendBase):
+    """Answers ``next_token`` with ``answer(messages) -> {token: logprob}`` and records the questions; logic tests
+    of claim verification only (the feature is tested with the smoke-test model)."""
+
+    capabilities = Capabilities(next_token=True)
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.questions: list[str] = []
+
+    def next_token(self, messages, keep):
+        from engine.llm.backends import NextToken
+
+        self.questions.append(messages[-1]["content"])
+        return NextToken(dict(self.answer(messages)), 10, 10, 0.0)

@@ -10,6 +10,7 @@ from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd
                                       cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy,
                                       cmd_assign, cmd_queue, cmd_disagreements, cmd_redcap_export)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
+from engine.cli.verify_commands import cmd_verify
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
 from engine.cli.stats_commands import cmd_report, cmd_stats
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also store coverage and sentence support for every sample summary (taken from the shipped "
                          "sample_data/evidence_results.jsonl where current, computed otherwise)")
     sp.add_argument("--export-evidence", help="with --precompute: write the sample's evidence rows to this file")
+    sp.add_argument("--export-verification", help="write the sample's stored claim verification rows to this file")
     sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")
@@ -201,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="also write the JSON lines to this file")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_align)
+
+    sp = sub.add_parser("verify", help="claim-level verification with the judge model: per summary sentence its "
+                                       "claims, P(supported) and the passage checked; stored; one JSON line each")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
+    sp.add_argument("--out", help="also write the JSON lines to this file")
+    sp.add_argument("--model", help="GGUF file (default: the configured model)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp (it must give "
+                                       "log-probabilities)")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
+    sp.add_argument("--ctx", type=int, default=0)
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--quiet", action="store_true")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_verify)
 
     sp = sub.add_parser("stigma", help="stigmatizing language per summary (lexicon, no LLM): hits, carried forward "
                                        "or introduced, the two PDSQI-9 items")

@@ -118,6 +118,11 @@ def cmd_sample(args) -> int:
     store = open_store(args, write=True)
     res = ensure_sample(store)
     say("sample dataset already in workspace" if res is None else f"sample dataset imported: {res.counts}")
+    if args.export_verification:
+        from engine.sample import VERIFY_METHODS, export_evidence
+
+        n = export_evidence(store, Path(args.export_verification), VERIFY_METHODS)
+        say(f"{n} verification results written to {args.export_verification}")
     if args.precompute:
         from engine.evidence.embeddings import Embedder
         from engine.evidence.batch import evidence_job

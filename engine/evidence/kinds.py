@@ -1,9 +1,9 @@
 """The registry of evidence kinds: every kind of evidence the workspace stores per summary, reached by its key.
 
 A kind's key is the method name its results are stored under (``alignment``, ``coverage:<method>`` for each
-registered coverage method, ``medomit``). The CLI (``python -m engine evidence``), the pages, the committee
-report and the benchmarks read stored evidence through :func:`stored_results`, which turns the stored JSON into the
-kind's typed result.
+registered coverage method, ``medomit``, ``verification``). The CLI (``python -m engine evidence``), the pages,
+the committee report and the benchmarks read stored evidence through :func:`stored_results`, which turns the
+stored JSON into the kind's typed result.
 """
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from engine.evidence.alignment import result_from_dict as alignment_from
 from engine.evidence.coverage import COVERAGE_VERSION, METHODS
 from engine.evidence.coverage import result_from_dict as coverage_from
 from engine.evidence.medomit_result import METHOD_VERSION, MedOmitResult
+from engine.evidence.verification.result import VerificationResult
+from engine.evidence.verification.run import METHOD_KEY as VERIFY_KEY
+from engine.evidence.verification.run import METHOD_VERSION as VERIFY_VERSION
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ def _kinds() -> dict[str, EvidenceKind]:
                                               COVERAGE_VERSION, lambda t: coverage_from(json.loads(t)))
     out["medomit"] = EvidenceKind("medomit", "MED-OMIT omitted facts with importance weights", "LLM", METHOD_VERSION,
                                   MedOmitResult.from_json)
+    out[VERIFY_KEY] = EvidenceKind(VERIFY_KEY, "claim verification (P(supported) per claim)", "LLM", VERIFY_VERSION,
+                                   lambda t: VerificationResult.from_dict(json.loads(t)))
     return out
 
 

@@ -1,7 +1,8 @@
 """Per-summary evidence as numbers, for calibration and triage.
 
-Reads what the product already computed and stored (the default coverage method's estimated omission share and
-the sentence-support result with its citation verdicts) and adds what is cheap to compute here (stigmatizing-
+Reads what the product already computed and stored (the default coverage method's estimated omission share, the
+sentence-support result with its citation verdicts, and the claim verification's unsupported share and lowest
+P(supported) — a verification by the smoke-test model is never read) and adds what is cheap to compute here (stigmatizing-
 language hits of the summary, its length). Nothing in here calls the judge.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from engine.core.models import Dataset
 
 
-FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words")
+FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words", "unsupported",
+                 "lowest_supported")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Features:
     citation_problems: Optional[float] = None  # share of citations that are wrong or point to no note
     stigma_hits: Optional[float] = None  # stigmatizing terms the summary carries or introduces
     log_words: Optional[float] = None  # log(1 + words in the summary)
+    unsupported: Optional[float] = None  # share of the verified sentences with an unsupported claim
+    lowest_supported: Optional[float] = None  # the least supported claim's P(supported)
 
     def vector(self) -> list[Optional[float]]:
         return [getattr(self, n) for n in FEATURE_NAMES]
@@ -43,6 +47,8 @@ class EvidenceSummary:
     citation_problems: int
     citations: int
     stigma_terms: tuple[str, ...]
+    unsupported_sentences: int = 0
+    verified_sentences: int = 0
 
 
 def _json(text: Optional[str]) -> Optional[dict]:
@@ -60,6 +66,7 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
 
     cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
     ali = store.evidence_results(dataset, "alignment") if store is not None else {}
+    ver = store.evidence_results(dataset, "verification") if store is not None else {}
     lexicon = stigma.load_lexicon(extra_stigma)
     out: dict[str, EvidenceSummary] = {}
     wanted = None if summary_ids is None else set(summary_ids)
@@ -88,6 +95,20 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
         except (KeyError, ValueError):
             terms = ()
         words = len(s.text.split())
-        feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words))
-        out[s.summary_id] = EvidenceSummary(feats, flag, weak, n_sent, problems, n_cit, terms)
+        v_share, v_low, n_uns, n_ver = _verification(_json(ver.get(s.summary_id)))
+        feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words), v_share, v_low)
+        out[s.summary_id] = EvidenceSummary(feats, flag, weak, n_sent, problems, n_cit, terms, n_uns, n_ver)
     return out
+
+
+def _verification(v: Optional[dict]) -> tuple[Optional[float], Optional[float], int, int]:
+    """(unsupported share, lowest P(supported), unsupported sentences, scored sentences) of a stored verification;
+    Nones for none, one by the smoke-test model, or one with nothing scored."""
+    if not v or v.get("smoke_test") or not isinstance(v.get("sentences"), list):
+        return None, None, 0, 0
+    ps = [x.get("p_supported") for x in v["sentences"] if isinstance(x, dict)]
+    scored = [float(p) for p in ps if isinstance(p, (int, float))]
+    if not scored:
+        return None, None, 0, 0
+    n_uns = sum(1 for x in v["sentences"] if isinstance(x, dict) and x.get("verdict") == "unsupported")
+    return n_uns / len(scored), min(scored), n_uns, len(scored)

@@ -7,7 +7,8 @@ check it:
   calibration of this judge configuration exists (:mod:`engine.judge.calibration`), else the judge's expected score;
   0.5 when the summary has no judge result (unknown is not safe).
 * **evidence risk** = min(1, 0.4·[coverage flags an omission] + 0.4·(share of weakly supported sentences) +
-  0.3·(share of citation problems) + 0.3·[stigmatizing language in the summary]).
+  0.3·(share of citation problems) + 0.3·[stigmatizing language in the summary] + 0.4·(share of sentences with
+  a claim the record does not support, by claim verification)).
 
 priority = 0.6 · judge risk + 0.4 · evidence risk. The queue is sorted by priority; its thirds are the strata
 ("review first", "middle", "lowest risk") that a spot-check sample can be drawn across (:func:`stratified_sample`),
@@ -66,6 +67,10 @@ def _evidence_part(ev) -> tuple[float, list[str]]:
     if f.citation_problems:
         risk += 0.3 * f.citation_problems
         out.append(f"{ev.citation_problems} of {ev.citations} citations wrong or missing")
+    if f.unsupported:
+        risk += 0.4 * f.unsupported
+        out.append(f"{ev.unsupported_sentences} of {ev.verified_sentences} sentences state something the record "
+                   f"does not (claim verification, lowest P(supported) {f.lowest_supported:.2f})")
     if ev.stigma_terms:
         risk += 0.3
         out.append("stigmatizing language: " + ", ".join(f"“{t}”" for t in ev.stigma_terms[:3]))

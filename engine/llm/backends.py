@@ -51,6 +51,18 @@ class Capabilities:
     grammar: bool = True  # output constrained to the JSON schema (grammar or the server's response format)
     logprobs: bool = True  # asks for the rating tokens' log-probabilities (servers that omit them give none)
     reuse_batch: int = 1  # a reused prompt prefix is cut to a multiple of this many tokens
+    next_token: bool = False  # ``next_token(messages, keep)``: the next token's log-probabilities in one step, the
+    # first ``keep`` messages kept evaluated between calls (narrow yes/no questions about one record)
+
+
+@dataclass
+class NextToken:
+    """The log-probabilities of the token a model would write next (one decoding step, nothing sampled)."""
+
+    logprobs: dict[str, float]  # the most likely tokens' texts -> natural-log probability (empty: none given)
+    prompt_tokens: int
+    new_tokens: int  # of prompt_tokens, those evaluated by this call (the kept prefix was reused)
+    seconds: float
 
 
 class Backend(Protocol):
@@ -97,6 +109,18 @@ def render_segments(messages: Sequence[dict], render_text) -> RenderedPrompt:
     for k, part in enumerate(parts):
         segments.append((part, True) if k % 2 == 0 else (messages[int(part)]["content"], False))
     return RenderedPrompt(segments)
+
+
+def split_rendered(prompt: RenderedPrompt, keep: int) -> tuple[RenderedPrompt, RenderedPrompt]:
+    """``prompt`` cut just before the content of message number ``keep`` (0-based; every message's content must be
+    non-empty): the rendered first ``keep`` messages plus the template text that opens the next one, and the rest."""
+    seen = 0
+    for i, (_text, from_template) in enumerate(prompt.segments):
+        if not from_template:
+            if seen == keep:
+                return RenderedPrompt(prompt.segments[:i]), RenderedPrompt(prompt.segments[i:])
+            seen += 1
+    raise ValueError(f"the prompt has no message number {keep} with content")
 
 
 # Chat-template control strings of the common model families. Over HTTP the server applies its own template

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from engine.core.jobs import check_cancelled
-from engine.llm.backends import BackendError, Capabilities, Generation, TOP_LOGPROBS, neutralise_control_strings
+from engine.llm.backends import (BackendError, Capabilities, Generation, NextToken, TOP_LOGPROBS,
+                                 neutralise_control_strings)
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,10 @@ class OpenAIHTTPBackend:
 
     name = "openai-http"
     # a server takes several requests at once; counting tokens costs a request, so no run plan in tokens
-    capabilities = Capabilities(concurrent=True, tokenizer=False, saved_prefix=False, grammar=True, logprobs=True)
+    # one-step answers: the server keeps (or not) its own prompt cache; a server that omits log-probabilities
+    # gives an empty NextToken and the caller says so
+    capabilities = Capabilities(concurrent=True, tokenizer=False, saved_prefix=False, grammar=True, logprobs=True,
+                                next_token=True)
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", n_ctx: int = 8192, timeout: float = 600,
                  retries: int = 4, backoff: float = 0.5, probe: bool = True):
@@ -269,3 +273,25 @@ class OpenAIHTTPBackend:
                           completion_tokens=int(usage.get("completion_tokens", len(token_texts))),
                           prompt_seconds=0.0, decode_seconds=t1 - t0, finish_reason=choice.get("finish_reason", ""),
                           token_texts=token_texts, top_logprobs=top)
+
+    def next_token(self, messages: Sequence[dict], keep: int) -> NextToken:
+        """The first reply token's top log-probabilities (one token, greedy). ``keep`` is advisory: the server decides
+        what of the prompt it keeps evaluated. A server that gives no log-probabilities yields an empty mapping."""
+        check_cancelled()
+        body = {"messages": [{**m, "content": neutralise_control_strings(m["content"])} for m in messages],
+                "max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        if self.model:
+            body["model"] = self.model
+        t0 = time.perf_counter()
+        r = self._post("/v1/chat/completions", body)
+        try:
+            choice = r["choices"][0]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise BackendError(f"unexpected reply from {self.base}: {str(r)[:300]}") from exc
+        content = (choice.get("logprobs") or {}).get("content") or []
+        top = {t["token"]: float(t["logprob"]) for t in (content[0].get("top_logprobs") or [])} if content else {}
+        if content and not top and "token" in content[0] and "logprob" in content[0]:
+            top = {content[0]["token"]: float(content[0]["logprob"])}
+        usage = r.get("usage") or {}
+        n = int(usage.get("prompt_tokens", 0))
+        return NextToken(logprobs=top, prompt_tokens=n, new_tokens=n, seconds=time.perf_counter() - t0)

@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from engine.core.jobs import check_cancelled, current_cancel_token, report_tokens
+from engine.llm.next_token import NextTokenStep
 from engine.llm.prefix_cache import SavedPrefix
 from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
                                  TOP_LOGPROBS, render_segments)
@@ -52,7 +53,7 @@ def gpu_offload_supported() -> bool:
         return False
 
 
-class LlamaCppBackend(SavedPrefix):
+class LlamaCppBackend(SavedPrefix, NextTokenStep):
     """In-process llama.cpp through llama-cpp-python. Load once and reuse (the prompt prefix is cached).
 
     Prompt reuse: a new prompt reuses the longest common token prefix with what the context already holds, cut to
@@ -249,9 +250,10 @@ class LlamaCppBackend(SavedPrefix):
 
     @property
     def capabilities(self) -> Capabilities:
-        """One llama.cpp context: one generation at a time; tokenizer, saved prefix, grammar and log-probs."""
+        """One llama.cpp context: one generation at a time; tokenizer, saved prefix, grammar, log-probs and one-step
+        answers with the record kept evaluated."""
         return Capabilities(concurrent=False, tokenizer=True, saved_prefix=True, grammar=True, logprobs=True,
-                            reuse_batch=self._batch)
+                            reuse_batch=self._batch, next_token=True)
 
     def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
         """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).

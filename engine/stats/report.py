@@ -93,6 +93,7 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")
     als = stored_results(store, name, "alignment")
     meds = stored_results(store, name, "medomit")
+    vers = {k: v for k, v in stored_results(store, name, "verification").items() if not v.smoke_test and not v.reason}
 
     def groups(attr: str) -> list[dict]:
         by: dict[str, list] = {}
@@ -106,10 +107,13 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
                     for s in ss if s.summary_id in als]
             med = [meds[s.summary_id].document_weight for s in ss
                    if s.summary_id in meds and meds[s.summary_id].document_weight is not None]
+            ver = [vers[s.summary_id] for s in ss if s.summary_id in vers]
             mean = (lambda xs: round(sum(xs) / len(xs), 3) if xs else None)
             rows.append({"group": g, "summaries": len(ss), "with coverage": len(cov), "omission score": mean(cov),
                          "mean support": mean(sup), "weak sentences": mean(weak), "with MED-OMIT": len(med),
-                         "MED-OMIT weight": mean(med)})
+                         "MED-OMIT weight": mean(med), "verified": len(ver),
+                         "unsupported claims": sum(len(v.unsupported_claims) for v in ver) if ver else None,
+                         "with an unsupported claim": sum(bool(v.unsupported_claims) for v in ver) if ver else None})
         return rows
 
     return groups("generator_model"), groups("quality_group")
@@ -363,7 +367,9 @@ def render_html(d: ReportData) -> str:
     parts.append("<h2>7. Omission and sentence-support evidence</h2>"
                  "<p class=\"muted\">Means over the summaries whose evidence is stored in the workspace (Evidence "
                  "page). Omission score: unit coverage, the estimated share of the facts left out. Weak sentences: share of summary "
-                 "sentences with weak support in the notes.</p><h3>By generator</h3>" + _table(d.evidence_by_generator)
+                 "sentences with weak support in the notes. Unsupported claims: claims the judge model, asked one yes/no "
+                 "question per claim, does not find in the notes (claim verification; smoke-test model results are "
+                 "not counted), in total and the summaries with at least one.</p><h3>By generator</h3>" + _table(d.evidence_by_generator)
                  + "<h3>By quality group</h3>" + _table(d.evidence_by_quality))
     # disagreements
     parts.append("<h2>8. Largest disagreements between the LLM judge and the raters</h2>"

@@ -1,0 +1,241 @@
+"""The fact-controlled verification set, built from real conversations and the notes clinicians wrote from them.
+
+Source: ``../shared/realdev/`` — the MTS-Dialog training set (Ben Abacha et al., EACL 2023) and the ACI-BENCH
+training split (Yim et al., Scientific Data 2023), CC BY 4.0. Conversations are split by conversation id
+(sha256 of ``source:id``, even → development, odd → test) before anything is chosen.
+
+Items (a note sentence checked against a version of its conversation; label 1 = not supported):
+  supported      a note sentence against its full conversation                                            (0)
+  removed        the same kind of sentence against the conversation with the turns that state its facts
+                 taken out (its content words drop to at most half) — fact-controlled leave-N-out          (1)
+  edit:<kind>    a supported sentence with one fact changed, against the full conversation: number, side,
+                 negation, drug, an added age, an added setting                                           (1)
+  reference-unsupported  a note sentence that states a number or an age the conversation never gives: the
+                 clinician wrote it from other knowledge. Labelled by that rule, kept out of the main figures
+                 and reported on its own (label 1).
+The "supported" label is automatic: a note sentence with no number or age foreign to the conversation. A note
+can still say what the conversation never said in words (a setting, a history): such sentences are label noise
+in the supported class, which makes the figures conservative.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.evidence.lexical import content_stems, numbers
+from engine.evidence import specifics
+from engine.evidence.sentences import split_sentences
+
+REALDEV = Path(__file__).resolve().parents[2] / "shared" / "realdev"
+MTS_SECTIONS = ("GENHX", "PASTMEDICALHX", "FAM/SOCHX", "MEDICATIONS", "PASTSURGICAL", "ROS", "ALLERGY",
+                "ASSESSMENT", "CC", "DISPOSITION", "PLAN", "EDCOURSE")
+ACI_SECTIONS = ("HISTORY OF PRESENT ILLNESS", "ASSESSMENT AND PLAN", "RESULTS", "PHYSICAL EXAMINATION")
+DRUGS = ("metoprolol", "lisinopril", "atorvastatin", "warfarin", "amiodarone", "prednisone", "gabapentin",
+         "levothyroxine", "furosemide", "sertraline")
+AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Item:
+    conv_id: str  # "mts:123" / "aci:virtassist-D2N001"
+    split: str  # dev | test
+    source: str  # mts | aci
+    record: str  # the conversation as checked (full, or with turns removed)
+    variant: str  # "full" or "minus:<sentence index>"
+    sentence: str
+    label: int  # 1: not supported by the record
+    category: str
+
+
+def split_of(conv_id: str) -> str:
+    return "dev" if int(hashlib.sha256(conv_id.encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def _read(name: str) -> list[dict]:
+    csv.field_size_limit(1 << 30)
+    with open(REALDEV / name, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _foreign(sentence: str, conv: str) -> bool:
+    """The sentence states a number or an age the conversation never gives."""
+    if specifics.ages(sentence) and not (AGE_TALK.search(conv) or specifics.ages(conv)):
+        return True
+    return bool(numbers(sentence) - numbers(conv, generous=True) - {"1", "0"})
+
+
+def _coverage(stems: list[str], lines: list[str]) -> float:
+    have = set(s for ln in lines for s in content_stems(ln))
+    return sum(s in have for s in stems) / len(stems) if stems else 1.0
+
+
+def remove_turns(sentence: str, lines: list[str], max_removed: int = 4) -> tuple[list[str], list[int]] | None:
+    """The conversation without the turns that state the sentence's facts, or None when its content words stay
+    (more than half of them still present after ``max_removed`` turns go)."""
+    stems = content_stems(sentence)
+    if len(stems) < 3:
+        return None
+    keep = list(range(len(lines)))
+    removed: list[int] = []
+    while _coverage(stems, [lines[i] for i in keep]) > 0.5:
+        if len(removed) >= max_removed:
+            return None
+        best = max(keep, key=lambda i: (len(set(content_stems(lines[i])) & set(stems)), -i))
+        if not set(content_stems(lines[best])) & set(stems):
+            return None
+        keep.remove(best)
+        removed.append(best)
+    return [lines[i] for i in keep], sorted(removed)
+
+
+_NEG = [(r"\bdenies\b", "reports"), (r"\bdenied\b", "reported"), (r"\breports\b", "denies"),
+        (r"\bis not\b", "is"), (r"\bdoes not\b", "does"), (r"\bdid not\b", "did"), (r"\bno history of\b", "a history of"),
+        (r"\bnegative for\b", "positive for"), (r"\bhas\b", "has never had"), (r"\bwas\b", "was not")]
+
+
+def edit(sentence: str, conv: str, kind: str, rng: random.Random) -> str | None:
+    """``sentence`` with one fact of ``kind`` changed so the conversation no longer supports it (None: not
+    applicable to this sentence)."""
+    conv_nums = numbers(conv, generous=True)
+    low = conv.lower()
+    if kind == "number":
+        for m in re.finditer(r"\b\d+(?:\.\d+)?\b", sentence):
+            v = float(m.group(0))
+            new = v + max(2, round(v * 0.4)) if v < 1000 else v + 10
+            txt = str(int(new)) if new == int(new) else f"{new:g}"
+            if txt not in conv_nums:
+                return sentence[:m.start()] + txt + sentence[m.end():]
+        return None
+    if kind == "side":
+        m = re.search(r"\b(left|right)\b", sentence, re.I)
+        if not m:
+            return None
+        other = "right" if m.group(1).lower() == "left" else "left"
+        other = other.capitalize() if m.group(1)[0].isupper() else other
+        return sentence[:m.start()] + other + sentence[m.end():]
+    if kind == "negation":
+        for rx, rep in _NEG:
+            m = re.search(rx, sentence, re.I)
+            if m:
+                return sentence[:m.start()] + rep + sentence[m.end():]
+        return None
+    if kind == "drug":
+        words = re.findall(r"[A-Za-z]+", sentence)
+        drug = next((w for w in words if len(w) >= 6 and w.lower().endswith(specifics.DRUG_STEMS)), None)
+        if not drug:
+            return None
+        choices = [d for d in DRUGS if d not in low and d != drug.lower()]
+        return re.sub(rf"\b{re.escape(drug)}\b", rng.choice(choices), sentence, count=1) if choices else None
+    if kind == "age":
+        if AGE_TALK.search(conv) or specifics.ages(sentence):
+            return None
+        m = re.match(r"(?:The patient|Patient|She|He)\b", sentence)
+        if not m:
+            return None
+        age = rng.choice([34, 47, 58, 63, 71, 74])
+        return f"The {age}-year-old patient" + sentence[m.end():]
+    if kind == "setting":
+        if "emergency" in low or not sentence.rstrip().endswith("."):
+            return None
+        return sentence.rstrip()[:-1] + " in the emergency department."
+    raise ValueError(kind)
+
+
+EDIT_KINDS = ("number", "side", "negation", "drug", "age", "setting")
+
+
+def _note_sentences(text: str) -> list[str]:
+    out = []
+    for s in split_sentences(text):
+        t = re.sub(r"^[•\-*]\s*", "", s.clean).strip()
+        if len(t.split()) >= 5 and not t.isupper():
+            out.append(t)
+    return out
+
+
+def _conversation_items(conv_id: str, source: str, conv: str, sents: list[str], rng: random.Random,
+                        n_supported: int, n_removed: int, n_edits: int) -> list[Item]:
+    split = split_of(conv_id)
+    lines = [ln for ln in conv.splitlines() if ln.strip()]
+    items: list[Item] = []
+    good = []
+    for s in sents:
+        if _foreign(s, conv):
+            items.append(Item(conv_id, split, source, conv, "full", s, 1, "reference-unsupported"))
+        else:
+            good.append(s)
+    rng.shuffle(good)
+    removed_done = 0
+    used = set()
+    for i, s in enumerate(good):
+        if removed_done >= n_removed:
+            break
+        cut = remove_turns(s, lines)
+        if cut is None:
+            continue
+        rest, _ = cut
+        items.append(Item(conv_id, split, source, "\n".join(rest), f"minus:{i}", s, 1, "removed"))
+        items.append(Item(conv_id, split, source, conv, "full", s, 0, "supported"))
+        used.add(s)
+        removed_done += 1
+    others = [s for s in good if s not in used]
+    for s in others[:n_supported]:
+        items.append(Item(conv_id, split, source, conv, "full", s, 0, "supported"))
+    made = 0
+    for s in others[n_supported:] + others[:n_supported]:
+        if made >= n_edits:
+            break
+        start = rng.randrange(len(EDIT_KINDS) - 1)  # the setting edit (always applicable) comes last
+        kinds = list(EDIT_KINDS[start:-1] + EDIT_KINDS[:start]) + ["setting"]
+        for k in kinds:
+            e = edit(s, conv, k, rng)
+            if e and e != s:
+                items.append(Item(conv_id, split, source, conv, "full", e, 1, f"edit:{k}"))
+                made += 1
+                break
+    return items
+
+
+def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
+    """The whole set, both splits: up to ``n_mts`` MTS-Dialog and ``n_aci`` ACI-BENCH conversations per split."""
+    rng = random.Random(seed)
+    items: list[Item] = []
+    mts = [r for r in _read("mts_dialog_train.csv") if r["section_header"] in MTS_SECTIONS]
+    for split in ("dev", "test"):
+        rows = [r for r in mts if split_of(f"mts:{r['ID']}") == split]
+        random.Random(seed).shuffle(rows)
+        taken = 0
+        for r in rows:
+            if taken >= n_mts:
+                break
+            sents = _note_sentences(r["section_text"])
+            if not sents:
+                continue
+            items += _conversation_items(f"mts:{r['ID']}", "mts", r["dialogue"].strip(), sents, rng, 1, 1, 1)
+            taken += 1
+    aci = _read("aci_bench_train.csv")
+    for split in ("dev", "test"):
+        rows = [r for r in aci if split_of(f"aci:{r['dataset']}-{r['encounter_id']}") == split]
+        random.Random(seed).shuffle(rows)
+        for r in rows[:n_aci]:
+            sents = [s for s in _aci_sentences(r["note"])]
+            items += _conversation_items(f"aci:{r['dataset']}-{r['encounter_id']}", "aci", r["dialogue"].strip(),
+                                         sents, rng, 4, 2, 3)
+    return items
+
+
+def _aci_sentences(note: str) -> list[str]:
+    """Sentences of the note's narrative sections (history, results, exam, assessment and plan)."""
+    out, keep = [], False
+    for block in re.split(r"\n(?=[A-Z][A-Z /&]+\n)", note):
+        head = block.strip().split("\n", 1)[0].strip()
+        if head.isupper():
+            keep = head in ACI_SECTIONS
+            block = block.strip().split("\n", 1)[1] if "\n" in block.strip() else ""
+        if keep:
+            out += _note_sentences(block)
+    return out

@@ -1,0 +1,269 @@
+"""Verify summaries: every claim of every sentence asked of the model, the record read once per case.
+
+:func:`verify_summary` checks one summary; :func:`verify_cached` keeps its result in the workspace under a key of
+method version, prompt version, model, parameters, notes and summary; :func:`compute_verification` runs many
+(grouped by case, so each record is read once) through :func:`engine.core.batch.run_cached`, and
+:func:`verification_job` wraps that as a cancellable background job with progress.
+
+A claim's probability is the model's P(yes) (:mod:`.ask`), capped at :attr:`VerifyParams.finding_cap` when a
+fact-level check finds something the record contradicts or never gives (:func:`fact_findings`); below
+:attr:`VerifyParams.threshold` it is unsupported. The parameters were chosen on the development split of
+``bench/verify_bench.py``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Callable, Optional, Sequence
+
+from engine.core import citations as cit
+from engine.core.batch import run_cached
+from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
+from engine.core.models import Case, Dataset, Summary
+from engine.core.stamps import json_key
+from engine.evidence import specifics
+from engine.evidence.alignment import is_heading
+from engine.evidence.lexical import numbers
+from engine.evidence.sentences import split_sentences
+from engine.evidence.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
+                                              record_message)
+from engine.evidence.verification.claims import Claim, split_claims
+from engine.evidence.verification.passages import LineIndex, record_lines
+from engine.evidence.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+from engine.llm.backends import Backend, BackendError
+from engine.llm.modelfiles import is_smoke_test_model
+
+METHOD_VERSION = "verify-v1"
+METHOD_KEY = "verification"  # the evidence kind's key
+QUESTION_BUDGET = 384  # tokens kept free in the context for one question and its answer
+_AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3} ?y/?o)\b", re.I)
+
+
+@dataclass(frozen=True)
+class VerifyParams:
+    claims: bool = True  # ask about each claim of a sentence (False: the whole sentence)
+    excerpt: bool = False  # add the best-matching lines of the record to each question
+    finding_cap: Optional[float] = 0.2  # a fact-level finding caps the claim's probability here (None: ignored)
+    threshold: float = 0.5  # below it a claim is unsupported
+    citations: bool = True  # also ask whether a cited sentence's notes alone support each of its claims
+
+
+DEFAULT_PARAMS = VerifyParams()
+
+
+def fact_findings(claim: str, case: Case, record_numbers: frozenset) -> list[str]:
+    """What the record contradicts or never gives in ``claim``: the fact-level checks of
+    :func:`engine.evidence.specifics.check_sentence`, an age when the record mentions none, and a number the
+    record never states (digits or words)."""
+    notes = [(n.note_id, n.text) for n in case.notes]
+    out = [f.describe() for f in specifics.check_sentence(claim, notes)]
+    if specifics.ages(claim) and not any(_AGE_TALK.search(t) for _, t in notes):
+        out.append("the record gives no age")
+    foreign = sorted(numbers(claim) - record_numbers - {str(a) for a in specifics.ages(claim)})
+    out.extend(f"the record never states {x}" for x in foreign if x not in ("1", "0"))
+    return list(dict.fromkeys(out))
+
+
+def summary_sentences(summary: Summary, style: cit.CitationStyle = cit.DEFAULT_STYLE):
+    """The sentences a verification asks about: every sentence but section headings."""
+    return [s for s in split_sentences(summary.text, style) if not is_heading(s.clean)]
+
+
+class RecordReader:
+    """One case's record as the model reads it: whole when it fits the context, else as excerpts per sentence."""
+
+    def __init__(self, case: Case, backend: Backend):
+        self.case, self.backend = case, backend
+        self.index = LineIndex(record_lines(case))
+        self.numbers = frozenset(numbers(case.source_text, generous=True))
+        whole = record_message(case)
+        room = backend.n_ctx - QUESTION_BUDGET
+        self.tokens = (backend.count_tokens(whole) if backend.capabilities.tokenizer else len(whole) // 3 + 1)
+        self.whole = whole if self.tokens <= room else None
+        self.room = room
+
+    def record_for(self, claims: Sequence[str]) -> tuple[Optional[str], str]:
+        """The record message for a sentence's claims, or None and the reason when not even excerpts fit."""
+        if self.whole is not None:
+            return self.whole, ""
+        idx = sorted({i for c in claims for i in self.index.passage(c)})
+        while idx:
+            msg = record_message(self.case, self.index.refs(idx))
+            n = self.backend.count_tokens(msg) if self.backend.capabilities.tokenizer else len(msg) // 3 + 1
+            if n <= self.room:
+                return msg, ""
+            idx = idx[: len(idx) * 2 // 3]
+        return None, (f"the record ({self.tokens} tokens) is longer than the model's context ({self.backend.n_ctx}) "
+                      "and no line of it matches this sentence")
+
+
+def _ask(backend: Backend, record: str, question: str) -> Answer:
+    try:
+        nt = backend.next_token(messages(record, question), KEEP)
+    except BackendError as exc:
+        return Answer(None, f"the backend failed: {exc}")
+    return read_yes(nt)
+
+
+def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256: str = "",
+                   params: VerifyParams = DEFAULT_PARAMS, style: cit.CitationStyle = cit.DEFAULT_STYLE,
+                   reader: Optional[RecordReader] = None) -> VerificationResult:
+    """Every claim of every sentence of ``summary`` checked against ``case``'s record."""
+    t0 = time.perf_counter()
+    desc = backend.describe()
+    model = str(desc.get("model_file") or desc.get("model") or backend.name)
+    base = dict(summary_id=summary.summary_id, method_version=METHOD_VERSION, model=model,
+                model_sha256=model_sha256, smoke_test=is_smoke_test_model(model, model_sha256),
+                threshold=params.threshold, params={**asdict(params), "prompt": PROMPT_VERSION})
+    if not backend.capabilities.next_token:
+        return VerificationResult(**base, reason=f"the backend {backend.name} cannot answer in one step with "
+                                                 "log-probabilities")
+    sents = summary_sentences(summary, style)
+    if not sents:
+        return VerificationResult(**base, reason="the summary has no sentence to verify")
+    reader = reader or RecordReader(case, backend)
+    out, asked = [], 0
+    for s in sents:
+        check_cancelled()
+        claims = split_claims(s.clean) if params.claims else [Claim(s.clean, 0, len(s.clean))]
+        record, why = reader.record_for([c.text for c in claims])
+        checks = []
+        for c in claims:
+            passage = tuple(reader.index.refs(reader.index.passage(c.text)))
+            if record is None:
+                checks.append(ClaimCheck(c.text, c.start, c.end, None, "unscored", reason=why, passage=passage))
+                continue
+            q = question_message(c.text, s.clean, passage if params.excerpt else ())
+            ans = _ask(backend, record, q)
+            asked += 1
+            found = tuple(fact_findings(c.text, case, reader.numbers))
+            check = _claim_check(c, ans, found, passage, params)
+            if cited_known(s.citations, case) and params.citations and check.p_supported is not None \
+                    and reader.whole is not None:
+                on_cited = _ask(backend, record, question_message(c.text, s.clean, passage if params.excerpt else (),
+                                                                   cited=s.citations))
+                asked += 1
+                check = replace(check, p_cited=on_cited.p_yes)
+            checks.append(check)
+        scored = [c.p_supported for c in checks if c.p_supported is not None]
+        p = min(scored) if scored else None
+        verdict = "unscored" if p is None else ("unsupported" if p < params.threshold else "supported")
+        cv, detail = citation_verdict(s.citations, checks, case, params.threshold)
+        out.append(SentenceCheck(s.index, s.start, s.end, s.clean, p, verdict, tuple(checks), tuple(s.citations),
+                                 cv, detail))
+    return VerificationResult(**base, sentences=tuple(out), questions=asked, seconds=time.perf_counter() - t0,
+                              record_tokens=reader.tokens if reader.whole is not None else 0)
+
+
+def cited_known(cited: Sequence[str], case: Case) -> bool:
+    ids = {n.note_id for n in case.notes}
+    return bool(cited) and all(c in ids for c in cited)
+
+
+def citation_verdict(cited: Sequence[str], checks: Sequence[ClaimCheck], case: Case, threshold: float
+                     ) -> tuple[str, str]:
+    """A cited sentence's citation: *unknown* when it names a note the case lacks; *wrong* when a claim the record
+    supports is not supported by the cited notes alone (naming the note of its best-matching lines when that is
+    another one); *right* when every such claim is; "" when the sentence cites nothing or nothing was asked."""
+    if not cited:
+        return "", ""
+    ids = {n.note_id for n in case.notes}
+    missing = [c for c in cited if c not in ids]
+    if missing:
+        return "unknown", f"cites note {', '.join(missing)}, which is not in this case"
+    asked = [c for c in checks if c.p_cited is not None and c.verdict == "supported"]
+    if not asked:
+        return "", ""
+    bad = [c for c in asked if c.p_cited < threshold]
+    if not bad:
+        return "right", f"the cited note(s) support every claim (lowest P {min(c.p_cited for c in asked):.2f})"
+    c = min(bad, key=lambda x: x.p_cited)
+    elsewhere = [p.note_id for p in c.passage if p.note_id not in cited]
+    where = f"; its best-matching lines are in note {elsewhere[0]}" if elsewhere else ""
+    return "wrong", (f"note {', '.join(cited)} alone does not support \u201c{c.text}\u201d "
+                     f"(P {c.p_cited:.2f}){where}")
+
+
+def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: VerifyParams) -> ClaimCheck:
+    if ans.p_yes is None:
+        return ClaimCheck(c.text, c.start, c.end, None, "unscored", None, ans.reason, passage, found, ans.top)
+    p, reason = ans.p_yes, ""
+    if found and params.finding_cap is not None and p > params.finding_cap:
+        p, reason = params.finding_cap, "a fact-level check: " + "; ".join(found)
+    verdict = "unsupported" if p < params.threshold else "supported"
+    return ClaimCheck(c.text, c.start, c.end, p, verdict, ans.p_yes, reason, passage, found, ans.top)
+
+
+def verification_key(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> str:
+    return json_key({"v": METHOD_VERSION, "prompt": PROMPT_VERSION, "model": model_sha256, "params": asdict(params),
+                     "notes": [asdict(n) for n in case.notes], "summary": summary.text})
+
+
+def stored_verification(store, dataset: str, case: Case, summary: Summary, model_sha256: str,
+                        params: VerifyParams = DEFAULT_PARAMS) -> Optional[VerificationResult]:
+    if store is None:
+        return None
+    hit = store.get_evidence(dataset, METHOD_KEY, verification_key(case, summary, model_sha256, params),
+                             summary.summary_id)
+    return VerificationResult.from_dict(json.loads(hit)) if hit is not None else None
+
+
+@dataclass
+class VerifyBatch:
+    results: dict  # summary id -> VerificationResult
+    computed: int = 0
+
+
+def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence[str],
+                         backend: Callable[[], Backend], model_sha256: str, params: VerifyParams = DEFAULT_PARAMS,
+                         report: Callable[..., None] = lambda **kw: None) -> VerifyBatch:
+    """Verification of ``summary_ids`` (ordered by case so each record is read once), each computed once and kept
+    in the workspace. ``backend`` is called only when something must be computed. ``report`` gets keyword
+    arguments ``done, item, cached`` (the shape of :meth:`Job.report`)."""
+    order = sorted(summary_ids, key=lambda sid: (ds.summary(sid).case_id, list(summary_ids).index(sid)))
+    opened: dict = {}
+    readers: dict = {}
+
+    def lookup(sid: str) -> Optional[VerificationResult]:
+        s = ds.summary(sid)
+        return stored_verification(store, dataset, ds.case(s.case_id), s, model_sha256, params)
+
+    def compute(done: int, sid: str) -> VerificationResult:
+        s = ds.summary(sid)
+        case = ds.case(s.case_id)
+        report(done=done, item=sid, cached=False)
+        if "backend" not in opened:
+            opened["backend"] = backend()
+        be = opened["backend"]
+        if s.case_id not in readers and be.capabilities.next_token:
+            readers.clear()
+            readers[s.case_id] = RecordReader(case, be)
+        res = verify_summary(case, s, be, model_sha256, params, ds.citation_style(), readers.get(s.case_id))
+        if store is not None:
+            store.put_evidence(dataset, METHOD_KEY, verification_key(case, s, model_sha256, params), sid,
+                               "complete", json.dumps(res.to_dict()))
+        return res
+
+    batch = VerifyBatch({})
+    for item in run_cached(order, lookup=lookup, compute=compute, should_stop=is_cancelled,
+                           on_done=lambda done, sid, out, cached: report(done=done, item=sid, cached=cached)):
+        batch.results[item.item_id] = item.result
+        batch.computed += not item.from_cache
+    return batch
+
+
+def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], backend: Callable[[], Backend],
+                     model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> Job:
+    """:func:`compute_verification` as a background job (not started); ``job.results`` holds the results."""
+    def work(job: Job) -> None:
+        def report(done: Optional[int] = None, item: Optional[str] = None, cached: bool = False) -> None:
+            job.report(done=done, item=item, step="verifying claims", cached=cached)
+            if cached:
+                job.count(CACHED_COUNT)
+
+        batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report)
+        job.results.extend(batch.results.values())
+
+    return Job("Claim verification", len(summary_ids), work)

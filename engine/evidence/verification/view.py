@@ -1,0 +1,99 @@
+"""What the pages show of a summary's claim verification: marks on the summary, one row per claim, a headline.
+
+:func:`summary_view` turns a stored :class:`~.result.VerificationResult` into a :class:`VerificationView`: each
+unsupported claim is a mark on the summary text (found inside its sentence's span; the whole sentence where the
+claim cannot be found verbatim) whose hover text gives the probability, what a fact-level check found and the
+record's lines it was checked against; rows list every claim, unsupported first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from engine.evidence.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+
+UNSUPPORTED_COLOUR = "rgba(255,140,0,0.38)"
+UNSCORED_COLOUR = "rgba(140,149,159,0.25)"
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    sentence: int  # 1-based
+    claim: str
+    verdict: str
+    p_supported: Optional[float]
+    model_p_yes: Optional[float]
+    notes_say: str
+    checked_against: str  # the best-matching record lines, with their note ids
+    reason: str
+
+
+@dataclass(frozen=True)
+class VerificationView:
+    result: Optional[VerificationResult]
+    headline: str
+    marks: list = field(default_factory=list)  # (start, end, css background, title) on the summary text
+    rows: list = field(default_factory=list)  # ClaimRow, unsupported first, then by sentence
+    focus: list = field(default_factory=list)  # per row: (note id, start, end) of its best passage, or None
+    citations: dict = field(default_factory=dict)  # sentence start offset -> (verdict, detail) by the model
+
+    def citation_for(self, start: int, word_rule: tuple[str, str]) -> tuple[str, str, str]:
+        """(verdict, detail, by) for the sentence starting at ``start``: the model's citation check where it gave
+        one, else ``word_rule`` (the alignment's lexical verdict and detail)."""
+        if start in self.citations:
+            v, d = self.citations[start]
+            return ("ok" if v == "right" else v), d, "judge model"
+        return word_rule[0], word_rule[1], "word rule"
+
+
+def _passage_text(c: ClaimCheck) -> str:
+    return " · ".join(f"note {p.note_id}: {p.text}" for p in c.passage)
+
+
+def _title(c: ClaimCheck) -> str:
+    p = "no probability" if c.p_supported is None else f"P(supported) {c.p_supported:.2f}"
+    parts = [f"{'Unsupported' if c.verdict == 'unsupported' else 'Unscored'} claim ({p}): {c.text}"]
+    if c.notes_say:
+        parts.append("Fact check: " + "; ".join(c.notes_say))
+    if c.reason and c.verdict == "unscored":
+        parts.append(c.reason)
+    if c.passage:
+        parts.append("Checked against — " + _passage_text(c))
+    return "\n".join(parts)
+
+
+def _mark(summary_text: str, s: SentenceCheck, c: ClaimCheck) -> tuple[int, int]:
+    at = summary_text.find(c.text, s.start, max(s.end, s.start + len(c.text)) + 1)
+    return (at, at + len(c.text)) if at >= 0 else (s.start, s.end)
+
+
+def summary_view(result: Optional[VerificationResult], summary_text: str) -> VerificationView:
+    if result is None:
+        return VerificationView(None, "Claims have not been verified for this summary yet.")
+    if result.reason:
+        return VerificationView(result, f"Not verified: {result.reason}.")
+    marks, rows, focus = [], [], []
+    for s in result.sentences:
+        for c in s.claims:
+            if c.verdict in ("unsupported", "unscored"):
+                a, b = _mark(summary_text, s, c)
+                marks.append((a, b, UNSUPPORTED_COLOUR if c.verdict == "unsupported" else UNSCORED_COLOUR,
+                              _title(c)))
+            rows.append(ClaimRow(s.index + 1, c.text, c.verdict, c.p_supported, c.p_model, "; ".join(c.notes_say),
+                                 _passage_text(c), c.reason))
+            focus.append((c.passage[0].note_id, c.passage[0].start, c.passage[-1].end)
+                         if c.passage and all(p.note_id == c.passage[0].note_id for p in c.passage) else
+                         ((c.passage[0].note_id, c.passage[0].start, c.passage[0].end) if c.passage else None))
+    order = sorted(range(len(rows)), key=lambda i: ({"unsupported": 0, "unscored": 1}.get(rows[i].verdict, 2),
+                                                   rows[i].sentence))
+    n_claims = len(rows)
+    n_uns = sum(r.verdict == "unsupported" for r in rows)
+    n_unscored = sum(r.verdict == "unscored" for r in rows)
+    head = (f"{n_uns} of {n_claims} claims unsupported in {len(result.unsupported)} of {len(result.sentences)} "
+            f"sentences" + (f"; {n_unscored} unscored" if n_unscored else "")
+            + f" · model {result.model} · threshold {result.threshold:.2f}")
+    cites = {s.start: (s.citation_verdict, s.citation_detail) for s in result.sentences if s.citation_verdict}
+    wrong = sum(v == "wrong" for v, _ in cites.values())
+    if cites:
+        head += f" · citations checked by the model: {wrong} of {len(cites)} wrong"
+    return VerificationView(result, head, marks, [rows[i] for i in order], [focus[i] for i in order], cites)

@@ -1,0 +1,71 @@
+"""One decoding step of the in-process llama.cpp backend: the next token's log-probabilities after a prompt whose
+leading messages stay evaluated between calls.
+
+:class:`NextTokenStep` (a part of :class:`engine.llm.llama.LlamaCppBackend`) serves narrow yes/no questions
+about one record: the record's messages are evaluated once, and each question evaluates only its own tokens
+after them. The kept part is always evaluated the same way (from a batch boundary) and every question starts
+right after it, so an answer's probability never depends on which question came before. It relies on its host's
+llama context (``self.llm``, ``self._llama_cpp``), tokenizer (``self.tokenize``), renderer (``self.render``),
+batch size (``self._batch``), cancellable evaluation (``self._eval_cancellable``), its generation lock and its
+prompt cache (``self._cached_prompt``), which it invalidates.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Sequence
+
+import numpy as np
+
+from engine.core.jobs import check_cancelled
+from engine.llm.backends import BackendError, NextToken, TOP_LOGPROBS, split_rendered
+
+
+class NextTokenStep:
+    """``next_token(messages, keep)`` for the llama.cpp backend (mixed in)."""
+
+    def next_token(self, messages: Sequence[dict], keep: int) -> NextToken:
+        """Log-probabilities of the first token of the reply to ``messages``; the first ``keep`` messages (and the
+        template text opening the next) stay evaluated for the next call that starts with them."""
+        head, tail = split_rendered(self.render(messages), keep)
+        pre, post = self.tokenize(head), self.tokenize(tail)
+        if len(pre) + len(post) + 1 > self.n_ctx:
+            raise BackendError(f"prompt of {len(pre) + len(post)} tokens exceeds the context of {self.n_ctx} tokens")
+        while not self._gen_lock.acquire(timeout=0.2):
+            check_cancelled()
+        try:
+            t0 = time.perf_counter()
+            new = self._hold_prefix(pre)
+            self.llm.n_tokens = len(pre)
+            self._cached_prompt, self._cached_logits = None, None  # the context now ends elsewhere
+            self._eval_cancellable(post, 0, len(post))
+            logits = self._logits_now().astype(np.float64)
+            new += len(post)
+        finally:
+            self._gen_lock.release()
+        m = float(logits.max())
+        lse = m + math.log(float(np.exp(logits - m).sum()))
+        cand = np.argpartition(logits, -TOP_LOGPROBS)[-TOP_LOGPROBS:]
+        out: dict[str, float] = {}
+        for t in cand[np.argsort(-logits[cand])]:
+            piece = self._piece(int(t))
+            out.setdefault(piece, float(logits[t]) - lse)  # two ids may print alike: the likelier one counts
+        return NextToken(logprobs=out, prompt_tokens=len(pre) + len(post), new_tokens=new,
+                         seconds=time.perf_counter() - t0)
+
+    def _hold_prefix(self, pre: list[int]) -> int:
+        """Make the context hold exactly ``pre`` at its start (evaluating from the last batch boundary it already
+        holds); returns the tokens evaluated."""
+        n = int(self.llm.n_tokens)
+        held = self.llm.input_ids[:min(n, len(pre))]
+        common = 0
+        if len(held):
+            diff = np.flatnonzero(np.asarray(held) != np.asarray(pre[:len(held)]))
+            common = int(diff[0]) if len(diff) else len(held)
+        if common == len(pre):
+            return 0
+        common -= common % self._batch
+        self.llm.n_tokens = common
+        self._cached_prompt, self._cached_logits = None, None
+        self._eval_cancellable(pre, common, len(pre))
+        return len(pre) - common

@@ -1,0 +1,212 @@
+"""Claim-level verification: claims by rules, P(yes) from the answer token, the record kept evaluated, stated
+reasons instead of guessed probabilities, storage, the CLI, the evidence registry and the features it feeds.
+
+The model tests run the real smoke-test model (Gemma 3 270M) in process; the fakes only drive the logic of
+reading answers and citation verdicts."""
+import json
+import math
+
+import pytest
+
+from fakes import AnswerBackend
+from engine.core.models import Case, Dataset, Note, Summary
+from engine.evidence.verification.ask import read_yes
+from engine.evidence.verification.claims import split_claims
+from engine.evidence.verification.result import VerificationResult
+from engine.evidence.verification.run import (DEFAULT_PARAMS, VerifyParams, compute_verification, fact_findings,
+                                              verify_summary)
+from engine.evidence.verification.view import summary_view
+from engine.llm.backends import NextToken
+
+CASE = Case("c1", "Cardiology", (
+    Note("1", "67 y/o man with new atrial fibrillation, HR 112. Started metoprolol 25 mg daily and apixaban 5 mg "
+              "twice daily. Echo ordered.", "2024-01-09", "Progress note"),
+    Note("2", "Echo: LVEF 35%, moderate mitral regurgitation. Start sacubitril/valsartan. Follow-up in 4 weeks.",
+         "2024-01-20", "Imaging follow-up")))
+SUMMARY = Summary("c1-s1", "c1", "New atrial fibrillation on metoprolol and apixaban. <NoteID:1> Echo showed LVEF "
+                                 "35% with moderate MR; sacubitril/valsartan started. <NoteID:2>")
+
+
+# ----------------------------------------------------------------------------------------------- claims
+def test_a_demographic_head_a_relative_clause_and_a_presentation_are_three_claims():
+    got = [c.text for c in split_claims("A 74-year-old Filipino male who moved here in 1984 presents to the "
+                                        "emergency department with chest pain.")]
+    assert got == ["A 74-year-old Filipino male", "who moved here in 1984",
+                   "presents to the emergency department with chest pain."]
+
+
+def test_clauses_split_but_lists_stay_whole_and_offsets_point_into_the_sentence():
+    s = "The patient denies fever and reports a cough; she has a history of hypertension, diabetes and asthma."
+    claims = split_claims(s)
+    assert [c.text for c in claims] == ["The patient denies fever", "and reports a cough",
+                                        "she has a history of hypertension, diabetes and asthma."]
+    assert all(s[c.start:c.end] == c.text for c in claims)
+    assert [c.text for c in split_claims("Lisinopril 10 mg daily.")] == ["Lisinopril 10 mg daily."]
+
+
+# ----------------------------------------------------------------------------------------------- answers
+def test_p_yes_is_the_yes_mass_over_yes_and_no():
+    a = read_yes(NextToken({"Yes": math.log(0.6), "yes": math.log(0.1), "No": math.log(0.2), "The": math.log(0.1)},
+                           5, 5, 0.1))
+    assert a.p_yes == pytest.approx(0.7 / 0.9)
+
+
+def test_no_logprobs_or_neither_answer_is_unscored_with_the_reason():
+    none = read_yes(NextToken({}, 5, 5, 0.0))
+    assert none.p_yes is None and "no log-probabilities" in none.reason
+    odd = read_yes(NextToken({"The": -0.1, "I": -2.0}, 5, 5, 0.0))
+    assert odd.p_yes is None and "neither yes nor no" in odd.reason and "'The'" in odd.reason
+
+
+def test_a_model_that_answers_neither_leaves_claims_unscored_and_the_run_goes_on():
+    be = AnswerBackend(lambda m: {"Maybe": -0.05})
+    r = verify_summary(CASE, SUMMARY, be)
+    assert r.sentences and all(s.verdict == "unscored" and s.p_supported is None for s in r.sentences)
+    assert all("neither yes nor no" in c.reason for s in r.sentences for c in s.claims)
+
+
+def test_a_summary_with_no_sentence_is_unscored_as_a_whole():
+    r = verify_summary(CASE, Summary("e", "c1", "   \n"), AnswerBackend(lambda m: {"Yes": 0.0}))
+    assert r.reason == "the summary has no sentence to verify" and r.sentences == () and r.lowest_p is None
+
+
+def test_a_finding_caps_the_probability_and_says_what_the_notes_say():
+    s = Summary("x", "c1", "Started metoprolol 50 mg daily. <NoteID:1>")
+    r = verify_summary(CASE, s, AnswerBackend(lambda m: {"Yes": math.log(0.95), "No": math.log(0.05)}))
+    c = r.sentences[0].claims[0]
+    assert c.p_model == pytest.approx(0.95) and c.p_supported == DEFAULT_PARAMS.finding_cap
+    assert c.verdict == "unsupported" and any("25" in x for x in c.notes_say)
+
+
+def test_an_age_the_record_never_gives_and_a_foreign_number_are_findings():
+    talk = Case("t", "", (Note("1", "[doctor] how is your mother?\n[patient] she is fine, she is 53 now."),))
+    found = fact_findings("A 74-year-old man whose mother is 63.", talk, frozenset({"53"}))
+    assert "the record never states 63" in found
+    bare = Case("b", "", (Note("1", "[doctor] any pain?\n[patient] no."),))
+    assert "the record gives no age" in fact_findings("A 74-year-old man.", bare, frozenset())
+
+
+def test_a_citation_is_wrong_when_the_cited_note_alone_does_not_support_the_claim():
+    def answer(messages):  # supported by the record; "note 1 alone" says no for the echo sentence
+        q = messages[-1]["content"]
+        if "Consider only" in q and "Echo" in q:
+            return {"No": math.log(0.9), "Yes": math.log(0.1)}
+        return {"Yes": math.log(0.9), "No": math.log(0.1)}
+
+    s = Summary("w", "c1", "Echo showed moderate mitral regurgitation. <NoteID:1>")
+    r = verify_summary(CASE, s, AnswerBackend(answer))
+    sent = r.sentences[0]
+    assert sent.verdict == "supported" and sent.citation_verdict == "wrong"
+    assert "note 1 alone does not support" in sent.citation_detail and "note 2" in sent.citation_detail
+    view = summary_view(r, s.text)
+    assert view.citation_for(sent.start, ("ok", "")) == ("wrong", sent.citation_detail, "judge model")
+    assert view.citation_for(999, ("missing", "no citation")) == ("missing", "no citation", "word rule")
+
+
+def test_a_record_longer_than_the_context_is_read_as_the_matching_lines():
+    filler = " ".join(f"Line {i} says the weather was mild." for i in range(400))
+    case = Case("long", "", (Note("1", filler + " Apixaban 5 mg twice daily was started."),))
+    be = AnswerBackend(lambda m: {"Yes": 0.0})
+    be.n_ctx = 600
+    r = verify_summary(case, Summary("l", "long", "Apixaban was started."), be)
+    assert r.record_tokens == 0 and r.sentences[0].verdict == "supported"
+    assert "Apixaban 5 mg" in r.sentences[0].claims[0].passage[-1].text
+
+
+def test_results_round_trip_and_the_view_marks_unsupported_claims():
+    be = AnswerBackend(lambda m: {"No": math.log(0.8), "Yes": math.log(0.2)}
+                       if "sacubitril" in m[-1]["content"] else {"Yes": math.log(0.9), "No": math.log(0.1)})
+    r = verify_summary(CASE, SUMMARY, be)
+    back = VerificationResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    assert back == r
+    v = summary_view(back, SUMMARY.text)
+    assert v.marks and all("sacubitril" in SUMMARY.text[a:b] or "Echo" in SUMMARY.text[a:b] for a, b, _, _ in v.marks)
+    assert v.rows[0].verdict == "unsupported" and "claims unsupported" in v.headline
+
+
+# ----------------------------------------------------------------------------------------------- real model
+@pytest.fixture(scope="module")
+def smoke():
+    from engine.llm.llama import LlamaCppBackend
+    from engine.llm.modelfiles import SMOKE_EMBEDDED, embedded_model_path
+
+    return LlamaCppBackend(embedded_model_path(SMOKE_EMBEDDED), n_ctx=2048, n_threads=2)
+
+
+def test_the_record_is_evaluated_once_and_answers_do_not_depend_on_the_question_before(smoke):
+    from engine.evidence.verification.ask import KEEP, messages, question_message, record_message
+
+    rec = record_message(CASE)
+    first = smoke.next_token(messages(rec, question_message("Metoprolol was started.")), KEEP)
+    other = smoke.next_token(messages(rec, question_message("The echo showed an LVEF of 35%.")), KEEP)
+    again = smoke.next_token(messages(rec, question_message("Metoprolol was started.")), KEEP)
+    assert first.new_tokens > 100  # the record was read
+    assert other.new_tokens < first.new_tokens / 3 and again.new_tokens < first.new_tokens / 3  # the question only
+    assert again.logprobs == first.logprobs  # bit-identical whatever was asked in between
+
+
+def test_the_smoke_test_model_verifies_a_summary_with_probabilities_and_provenance(smoke):
+    r = verify_summary(CASE, SUMMARY, smoke)
+    assert r.smoke_test and r.model.startswith("gemma-3-270m") and r.questions >= 2
+    scored = [c for s in r.sentences for c in s.claims if c.p_supported is not None]
+    unscored = [c for s in r.sentences for c in s.claims if c.p_supported is None]
+    assert all(0.0 <= c.p_supported <= 1.0 for c in scored)
+    assert all(c.reason for c in unscored)  # never a guessed probability
+    assert all(c.passage for s in r.sentences for c in s.claims)
+
+
+def test_a_server_without_logprobs_gives_unscored_claims_with_the_reason():
+    from fakes import make_server
+    from engine.llm.http_backend import OpenAIHTTPBackend
+
+    srv, _seen = make_server({})
+    try:
+        be = OpenAIHTTPBackend(f"http://127.0.0.1:{srv.server_port}/v1", model="m", n_ctx=8192, probe=False)
+        r = verify_summary(CASE, SUMMARY, be)
+    finally:
+        srv.shutdown()
+    claims = [c for s in r.sentences for c in s.claims]
+    assert claims and all(c.verdict == "unscored" and "no log-probabilities" in c.reason for c in claims)
+
+
+# ----------------------------------------------------------------------------------------------- stored, CLI
+def test_verification_is_stored_by_content_and_read_back_through_the_registry(tmp_path):
+    from engine.data.store import Store
+    from engine.evidence.kinds import stored_results
+
+    store = Store(tmp_path / "ws.sqlite")
+    ds = Dataset(name="d", cases=[CASE], summaries=[SUMMARY])
+    store.import_dataset(ds, name="d")
+    calls = []
+
+    def backend():
+        calls.append(1)
+        return AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
+
+    first = compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
+    again = compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
+    assert first.computed == 1 and again.computed == 0 and len(calls) == 1
+    got = stored_results(store, "d", "verification")["c1-s1"]
+    assert isinstance(got, VerificationResult) and got == first.results["c1-s1"]
+    other = compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x", VerifyParams(threshold=0.95))
+    assert other.computed == 1  # other parameters: another key, computed again
+
+
+def test_cli_verify_writes_one_line_per_summary_with_the_smoke_test_model(tmp_path, capsys):
+    from engine.cli import main
+    from engine.llm.modelfiles import SMOKE_EMBEDDED, embedded_model_path
+
+    out = tmp_path / "v.jsonl"
+    assert main(["sample"]) == 0
+    rc = main(["verify", "sample", "--summary", "card-01-s1",
+               "--model", str(embedded_model_path(SMOKE_EMBEDDED)), "--ctx", "4096", "--threads", "2",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [d["summary_id"] for d in lines] == ["card-01-s1"]
+    d = lines[0]
+    assert d["smoke_test"] is True and d["sentences"]
+    for s in d["sentences"]:
+        assert set(s) >= {"text", "p_supported", "verdict", "claims"}
+        assert s["verdict"] in ("supported", "unsupported", "unscored")
+        assert (s["p_supported"] is None) == (s["verdict"] == "unscored")
