@@ -17,9 +17,12 @@ Prints, from one run:
      process with the saved rubric prefix (warmed by an earlier process), the three summaries of one sample case,
      one greedy pass each: seconds per summary for the first (the case's notes read) and the next two (the notes
      reused: the prompt puts everything the case's summaries share first), prompt and decode tokens per second.
+(h) claim verification with both embedded models, in one run: one sample summary of the case given to (g) (its
+     notes read once, then every claim asked as one yes/no question): seconds to read the record, median seconds per
+     question after it, questions per summary.
 (a)-(c) run without the saved prefix (no model hash is given), so they measure a cold prompt as before.
 (a)-(f) measure the model named by SUMCHECK_EMBEDDED_MODEL (default: the 1.5B).
-Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdefg]
+Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdefgh]
 """
 import argparse
 import json
@@ -355,7 +358,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--case-tokens", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--parts", default="abcdefg", help="which parts to run (a-c run together)")
+    ap.add_argument("--parts", default="abcdefgh", help="which parts to run (a-c run together)")
     ap.add_argument("--case", default="", help="(g) the sample case (default: the last one)")
     ap.add_argument("--latency", type=float, default=0.2, help="(d) the stand-in server's seconds per request")
     ap.add_argument("--summaries", type=int, default=24, help="(d) summaries judged at each concurrency")
@@ -373,6 +376,8 @@ def main() -> None:
         fresh_process_part(args)
     if "g" in args.parts:
         models_part(args)
+    if "h" in args.parts:
+        verification_part(args)
 
 
 if __name__ == "__main__":

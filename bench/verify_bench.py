@@ -243,7 +243,8 @@ def main():
     ap.add_argument("--json", default="", help="also write the figures here")
     a = ap.parse_args()
     if not verify_set.REALDEV.exists():
-        sys.exit(f"no development data at {verify_set.REALDEV} (the bench reads ../shared/realdev/)")
+        sys.exit(f"no development data at {verify_set.REALDEV} (the bench reads the realdev folder of the shared "
+                 "reference data)")
     items = [it for it in verify_set.build(a.mts, a.aci) if it.split == a.split]
     backend, model_id = open_backend(a.model, a.threads)
     OUT.mkdir(exist_ok=True)

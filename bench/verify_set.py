@@ -1,8 +1,9 @@
 """The fact-controlled verification set, built from real conversations and the notes clinicians wrote from them.
 
-Source: ``../shared/realdev/`` — the MTS-Dialog training set (Ben Abacha et al., EACL 2023) and the ACI-BENCH
-training split (Yim et al., Scientific Data 2023), CC BY 4.0. Conversations are split by conversation id
-(sha256 of ``source:id``, even → development, odd → test) before anything is chosen.
+Source: the ``realdev`` folder of the shared reference data beside the repository — the MTS-Dialog training
+set (Ben Abacha et al., EACL 2023) and the ACI-BENCH training split (Yim et al., Scientific Data 2023), CC BY
+4.0. Conversations are split by conversation id (sha256 of ``source:id``, even → development, odd → test) before
+anything is chosen.
 
 Items (a note sentence checked against a version of its conversation; label 1 = not supported):
   supported      a note sentence against its full conversation                                            (0)

@@ -332,7 +332,7 @@ def render_verification(view, case) -> None:
             return
         st.markdown(f"**Note {untrusted.md(nid)}** — the lines the claim was checked against, outlined")
         render_focus_note(text, [], 260, (a, b), "verification")
-    st.caption("P(supported) is the judge model's probability of answering *yes* to \\"does the record state this?\\", "
+    st.caption("P(supported) is the judge model's probability of answering *yes* to “does the record state this?”, "
                "read from its first answer token; a fact-level check (a number, side, age or drug the record "
                "contradicts or never gives) caps it. Chosen and measured on real conversations (README, *Claim "
                "verification*).")
