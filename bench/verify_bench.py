@@ -236,7 +236,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
     ap.add_argument("--model", default="default", choices=("default", "smoke"))
-    ap.add_argument("--configs", nargs="+", default=["claims"], choices=list(CONFIGS))
+    ap.add_argument("--configs", nargs="+", default=["sentence"], choices=list(CONFIGS))
     ap.add_argument("--mts", type=int, default=40, help="MTS-Dialog conversations per split")
     ap.add_argument("--aci", type=int, default=5, help="ACI-BENCH encounters per split")
     ap.add_argument("--threads", type=int, default=2)

@@ -51,7 +51,7 @@ def test_every_coverage_method_and_llm_evidence_is_a_registered_kind():
     from engine.evidence.coverage import METHODS
     from engine.evidence.kinds import KINDS, kind
 
-    assert {f"coverage:{k}" for k in METHODS} | {"alignment", "medomit"} == set(KINDS)
+    assert {f"coverage:{k}" for k in METHODS} | {"alignment", "medomit", "verification"} == set(KINDS)
     with pytest.raises(ValueError, match="registered: alignment"):
         kind("nope")
 
@@ -70,6 +70,10 @@ def test_shipped_evidence_reads_back_typed_through_the_registry(store):
     assert len(al) == 36 and all(isinstance(r, AlignmentResult) for r in al.values())
     assert len(cov) == 36 and all(isinstance(r, CoverageResult) for r in cov.values())
     assert med and all(isinstance(r, MedOmitResult) for r in med.values())
+    from engine.evidence.verification.result import VerificationResult
+
+    ver = stored_results(store, "sample", "verification")
+    assert len(ver) == 36 and all(isinstance(r, VerificationResult) for r in ver.values())
 
 
 def test_cli_lists_the_kinds_and_exports_one(tmp_path, capsys):

@@ -210,3 +210,31 @@ def test_cli_verify_writes_one_line_per_summary_with_the_smoke_test_model(tmp_pa
         assert set(s) >= {"text", "p_supported", "verdict", "claims"}
         assert s["verdict"] in ("supported", "unsupported", "unscored")
         assert (s["p_supported"] is None) == (s["verdict"] == "unscored")
+
+
+# ----------------------------------------------------------------------------------------------- features, triage
+def test_triage_and_calibration_read_the_unsupported_share_but_never_a_smoke_test_verification(tmp_path):
+    from dataclasses import replace as dc_replace
+
+    from engine.data.store import Store
+    from engine.evidence.verification.run import METHOD_KEY, verification_key
+    from engine.judge.features import evidence_for
+    from engine.judge.triage import queue
+
+    store = Store(tmp_path / "ws.sqlite")
+    other = Summary("c1-s2", "c1", "Started warfarin for a mechanical valve. <NoteID:1>")
+    ds = Dataset(name="d", cases=[CASE], summaries=[SUMMARY, other])
+    store.import_dataset(ds, name="d")
+    be = AnswerBackend(lambda m: {"No": math.log(0.9), "Yes": math.log(0.1)} if "warfarin" in m[-1]["content"]
+                       else {"Yes": math.log(0.9), "No": math.log(0.1)})
+    compute_verification(store, "d", ds, ["c1-s1", "c1-s2"], lambda: be, "sha-x")
+    ev = evidence_for(store, "d", ds)
+    assert ev["c1-s2"].features.unsupported == 1.0 and ev["c1-s2"].features.lowest_supported < 0.65
+    assert ev["c1-s1"].features.unsupported == 0.0
+    q = queue(ds.summaries, {}, "expected", ev)
+    assert q[0].summary_id == "c1-s2"
+    assert any("state something the record does not" in r for r in q[0].reasons)
+    smoke = dc_replace(verify_summary(CASE, other, be), smoke_test=True)
+    store.put_evidence("d", METHOD_KEY, verification_key(CASE, other, "sha-smoke"), "c1-s2", "complete",
+                       json.dumps(smoke.to_dict()))  # the newest result is a smoke-test one: not evidence
+    assert evidence_for(store, "d", ds)["c1-s2"].features.unsupported is None

@@ -5,10 +5,13 @@ method version, prompt version, model, parameters, notes and summary; :func:`com
 (grouped by case, so each record is read once) through :func:`engine.core.batch.run_cached`, and
 :func:`verification_job` wraps that as a cancellable background job with progress.
 
-A claim's probability is the model's P(yes) (:mod:`.ask`), capped at :attr:`VerifyParams.finding_cap` when a
-fact-level check finds something the record contradicts or never gives (:func:`fact_findings`); below
-:attr:`VerifyParams.threshold` it is unsupported. The parameters were chosen on the development split of
-``bench/verify_bench.py``.
+The model is asked about each whole sentence once (P(yes), :mod:`.ask`); the sentence's claims
+(:mod:`.claims`) share that answer and each carries its own fact-level findings (:func:`fact_findings`: what the
+record contradicts or never gives), which cap that claim's probability at :attr:`VerifyParams.finding_cap`; below
+:attr:`VerifyParams.threshold` a claim is unsupported, and a sentence is as supported as its least supported
+claim. The defaults were chosen on the development split of ``bench/verify_bench.py`` (real conversations):
+whole sentences ranked better than per-claim questions (AUROC 0.81 vs 0.78) and the best-matching lines in the
+question did not help (0.75); per-claim questions remain a parameter.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from engine.evidence.lexical import numbers
 from engine.evidence.sentences import split_sentences
 from engine.evidence.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
-from engine.evidence.verification.claims import Claim, split_claims
+from engine.evidence.verification.claims import split_claims
 from engine.evidence.verification.passages import LineIndex, record_lines
 from engine.evidence.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 from engine.llm.backends import Backend, BackendError
@@ -43,10 +46,10 @@ _AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3}
 
 @dataclass(frozen=True)
 class VerifyParams:
-    claims: bool = True  # ask about each claim of a sentence (False: the whole sentence)
+    claims: bool = False  # ask the model about each claim (False: the whole sentence once, shared by its claims)
     excerpt: bool = False  # add the best-matching lines of the record to each question
-    finding_cap: Optional[float] = 0.2  # a fact-level finding caps the claim's probability here (None: ignored)
-    threshold: float = 0.5  # below it a claim is unsupported
+    finding_cap: Optional[float] = 0.05  # a fact-level finding caps the claim's probability here (None: ignored)
+    threshold: float = 0.65  # below it a claim is unsupported
     citations: bool = True  # also ask whether a cited sentence's notes alone support each of its claims
 
 
@@ -127,26 +130,28 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
     out, asked = [], 0
     for s in sents:
         check_cancelled()
-        claims = split_claims(s.clean) if params.claims else [Claim(s.clean, 0, len(s.clean))]
-        record, why = reader.record_for([c.text for c in claims])
-        checks = []
-        for c in claims:
+        parts = split_claims(s.clean)
+        record, why = reader.record_for([c.text for c in parts])
+        checks: list[ClaimCheck] = []
+        whole = None  # the sentence's own answer, shared by its claims (params.claims False)
+        for c in parts:
             passage = tuple(reader.index.refs(reader.index.passage(c.text)))
             if record is None:
                 checks.append(ClaimCheck(c.text, c.start, c.end, None, "unscored", reason=why, passage=passage))
                 continue
-            q = question_message(c.text, s.clean, passage if params.excerpt else ())
-            ans = _ask(backend, record, q)
-            asked += 1
-            found = tuple(fact_findings(c.text, case, reader.numbers))
-            check = _claim_check(c, ans, found, passage, params)
-            if cited_known(s.citations, case) and params.citations and check.p_supported is not None \
-                    and reader.whole is not None:
-                on_cited = _ask(backend, record, question_message(c.text, s.clean, passage if params.excerpt else (),
-                                                                   cited=s.citations))
+            if params.claims or whole is None:
+                text = c.text if params.claims else s.clean
+                ans = _ask(backend, record, question_message(text, s.clean,
+                                                             passage if params.excerpt else ()))
                 asked += 1
-                check = replace(check, p_cited=on_cited.p_yes)
-            checks.append(check)
+                whole = ans if not params.claims else None
+            else:
+                ans = whole
+            found = tuple(fact_findings(c.text, case, reader.numbers))
+            checks.append(_claim_check(c, ans, found, passage, params))
+        if cited_known(s.citations, case) and params.citations and reader.whole is not None:
+            checks, n = _check_citations(backend, record, s, checks, params)
+            asked += n
         scored = [c.p_supported for c in checks if c.p_supported is not None]
         p = min(scored) if scored else None
         verdict = "unscored" if p is None else ("unsupported" if p < params.threshold else "supported")
@@ -155,6 +160,27 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
                                  cv, detail))
     return VerificationResult(**base, sentences=tuple(out), questions=asked, seconds=time.perf_counter() - t0,
                               record_tokens=reader.tokens if reader.whole is not None else 0)
+
+
+def _check_citations(backend: Backend, record: str, s, checks: list[ClaimCheck], params: VerifyParams
+                      ) -> tuple[list[ClaimCheck], int]:
+    """Ask whether the cited notes alone support what the record supports: per claim, or once for the whole
+    sentence (``params.claims`` False)."""
+    if params.claims:
+        out, n = [], 0
+        for c in checks:
+            if c.p_supported is None:
+                out.append(c)
+                continue
+            a = _ask(backend, record, question_message(c.text, s.clean, c.passage if params.excerpt else (),
+                                                       cited=s.citations))
+            out.append(replace(c, p_cited=a.p_yes))
+            n += 1
+        return out, n
+    if not any(c.p_supported is not None for c in checks):
+        return checks, 0
+    a = _ask(backend, record, question_message(s.clean, s.clean, cited=s.citations))
+    return [replace(c, p_cited=a.p_yes) if c.p_supported is not None else c for c in checks], 1
 
 
 def cited_known(cited: Sequence[str], case: Case) -> bool:

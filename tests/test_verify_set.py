@@ -1,0 +1,59 @@
+"""The fact-controlled verification set's construction (bench/verify_set.py), on three real MTS-Dialog rows copied
+into tests/data (CC BY 4.0): the split is fixed by the conversation id, a removal takes out the turns that state
+a sentence's facts, every edit changes one fact, and a sentence with a number the conversation never gives is
+labelled as such rather than as supported."""
+import json
+import random
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+from verify_set import (EDIT_KINDS, _conversation_items, _coverage, _foreign, _note_sentences, edit,  # noqa: E402
+                        remove_turns, split_of)
+from engine.evidence.lexical import content_stems  # noqa: E402
+
+ROWS = json.loads((Path(__file__).parent / "data" / "mts_dialog_excerpt.json").read_text())["rows"]
+
+
+def test_the_split_depends_on_the_conversation_id_only():
+    assert split_of("mts:0") == split_of("mts:0")
+    assert {split_of(f"mts:{i}") for i in range(40)} == {"dev", "test"}
+
+
+def test_a_removal_leaves_at_most_half_of_the_sentences_content_words():
+    r = ROWS[0]
+    lines = [ln for ln in r["dialogue"].splitlines() if ln.strip()]
+    done = 0
+    for s in _note_sentences(r["section_text"]):
+        cut = remove_turns(s, lines)
+        if cut is None:
+            continue
+        rest, removed = cut
+        assert removed and len(rest) == len(lines) - len(removed)
+        assert _coverage(content_stems(s), rest) <= 0.5 < _coverage(content_stems(s), lines)
+        done += 1
+    assert done >= 1
+
+
+def test_every_edit_changes_one_fact_or_does_not_apply():
+    rng = random.Random(0)
+    conv = ROWS[2]["dialogue"]
+    s = "Prescribed medications were Salmeterol inhaler, 2 puffs daily; she denies any side effects on the left."
+    made = {k: edit(s, conv, k, rng) for k in EDIT_KINDS}
+    assert made["number"] != s and "2 puffs" not in made["number"]
+    assert "right" in made["side"] and "reports any side effects" in made["negation"]
+    assert made["setting"].endswith("in the emergency department.")
+    assert made["drug"] is None or "Salmeterol" not in made["drug"]
+
+
+def test_items_keep_reference_sentences_with_foreign_numbers_out_of_the_supported_class():
+    r = ROWS[2]  # a medications conversation that never gives an age or a dose
+    sents = _note_sentences(r["section_text"]) + ["The patient is a 45-year-old man taking Salmeterol twice a day."]
+    items = _conversation_items("mts:3", "mts", r["dialogue"], sents, random.Random(1), 1, 1, 1)
+    ref = [i for i in items if i.category == "reference-unsupported"]
+    assert [i.sentence for i in ref] == [sents[-1]] and ref[0].label == 1
+    for i in items:
+        assert (i.label == 0) == (i.category == "supported")
+        assert not (i.category == "supported" and _foreign(i.sentence, i.record))
