@@ -41,6 +41,7 @@ class DatasetStatus:
     spot_checked: int = 0  # summaries with at least one spot check
     adjudicated: int = 0  # summaries with at least one adjudicated item
     next_steps: list[NextStep] = field(default_factory=list)
+    verified: int = 0  # summaries with a claim verification stored
 
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
@@ -67,6 +68,7 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
                         sorted({r.reviewer for r in reviews if r.kind == SPOT_CHECK}),
                         len({r.summary_id for r in reviews if r.kind == SPOT_CHECK}),
                         len({r.summary_id for r in reviews if r.kind == ADJUDICATION}))
+    out.verified = stored("verification")
     out.next_steps = next_steps(out)
     return out
 
@@ -104,8 +106,8 @@ def status_lines(s: DatasetStatus) -> list[str]:
         lines += [f"judge: {j.label}" + (" (smoke-test model)" if j.smoke_test else "") for j in s.judged]
     else:
         lines.append("judged: not yet")
-    lines.append(f"evidence: omissions {s.coverage}, sentence support {s.support}, MED-OMIT {s.medomit} of "
-                 f"{s.summaries}")
+    lines.append(f"evidence: omissions {s.coverage}, sentence support {s.support}, claim verification {s.verified}, "
+                 f"MED-OMIT {s.medomit} of {s.summaries}")
     lines.append(f"reviews: {s.spot_checked} summaries spot-checked"
                  + (f" by {', '.join(s.reviewers)}" if s.reviewers else "") + f", {s.adjudicated} adjudicated")
     lines += [f"next: {n.text}" + (f"  ({n.command})" if n.command else "") for n in s.next_steps]

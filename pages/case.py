@@ -248,8 +248,10 @@ with tab_align:
 with tab_verify:
     job_name = f"verify_{name}_{sid}"
     if st.button("Verify this summary's claims", disabled=jobs_view.running(job_name),
-                 help="Each claim of each sentence is asked of the judge model as one yes/no question; the "
-                      "record is read once per case. Minutes on a CPU for a long record."):
+                 help="Each sentence is asked of the judge model as one yes/no question (and, when it cites "
+                      "notes, whether those notes alone support it); its claims are checked for numbers, sides, "
+                      "ages and drugs the record does not give. The record is read once per case: minutes on a "
+                      "CPU for a long record."):
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded

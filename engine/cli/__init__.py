@@ -38,6 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--concurrency", type=concurrency_arg, default=None,
                         help="requests in flight to a server (1-32; default: the setting); in process always 1")
 
+    def add_model_opts(sp, model_help: str, endpoint_help: str):  # the LLM steps' model: a GGUF or a server
+        sp.add_argument("--model", help=model_help)
+        sp.add_argument("--endpoint", help=endpoint_help)
+        sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+        add_server_opts(sp)
+        sp.add_argument("--ctx", type=int, default=0)
+        sp.add_argument("--threads", type=int, default=0)
+
     def add_import_opts(sp):  # for commands that take a dataset name or a path to import first
         sp.add_argument("--mapping", help=argparse.SUPPRESS)
         sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
@@ -185,12 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--bandwidth", default="scott", help="kde: 'scott', 'silverman' or a number")
     sp.add_argument("--no-clean", action="store_true", help="kde: keep stopwords and short words")
     sp.add_argument("--threshold", type=float, default=None, help="region threshold (default: the method's)")
-    sp.add_argument("--model", help="GGUF file for MED-OMIT (default: the configured model)")
-    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
-    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
-    add_server_opts(sp)
-    sp.add_argument("--ctx", type=int, default=0)
-    sp.add_argument("--threads", type=int, default=0)
+    add_model_opts(sp, "GGUF file for MED-OMIT (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp")
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
     sp.add_argument("--quiet", action="store_true")
@@ -209,13 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
-    sp.add_argument("--model", help="GGUF file (default: the configured model)")
-    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp (it must give "
-                                       "log-probabilities)")
-    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
-    add_server_opts(sp)
-    sp.add_argument("--ctx", type=int, default=0)
-    sp.add_argument("--threads", type=int, default=0)
+    add_model_opts(sp, "GGUF file (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp (it must give log-probabilities)")
     sp.add_argument("--quiet", action="store_true")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_verify)

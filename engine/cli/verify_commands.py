@@ -15,6 +15,10 @@ def cmd_verify(args) -> int:
     from engine.evidence.verification.run import DEFAULT_PARAMS, compute_verification
     from engine.llm.backends import BackendError
 
+    if args.concurrency is not None:
+        say("error: --concurrency applies to 'judge' only: verification asks one question at a time, each after "
+            "the record it keeps evaluated", file=sys.stderr)
+        return 2
     try:
         store, ds, name, ids = dataset_and_ids(args)
     except DatasetInvalid as exc:
