@@ -8,9 +8,11 @@ used for a choice): Spearman ρ with −severity and AUROC defect vs clean for
 
   judge       the judge's Accurate expected score
   verify      −(share of unsupported sentences), ties broken by the lowest P(supported)
-  judge+verify  expected score − w · 4 · unsupported share, w chosen on the development split from a grid
+  judge+verify  expected score − w · 4 · unsupported share: w = 1 fixed before any run (an all-unsupported
+                summary loses the whole 1-5 range), or chosen on the development split from a grid (``--choose``,
+                which also verifies and judges the development cases)
 
-Usage: python bench/verify_validity.py [--threads 2]
+Usage: python bench/verify_validity.py [--threads 2] [--choose]
 """
 from __future__ import annotations
 
@@ -34,13 +36,14 @@ WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--choose", action="store_true", help="choose w on the development split (runs it too)")
     a = ap.parse_args()
     from engine.data.store import Store
     from engine.evidence.verification.run import DEFAULT_PARAMS, compute_verification
     from engine.judge.runner import open_llama_backend
     from engine.llm.modelfiles import DEFAULT_EMBEDDED
 
-    variants = [v for v in all_variants() if v.kind in ("clean", "accurate")]
+    variants = [v for v in all_variants() if v.kind in ("clean", "accurate") and (a.choose or v.split == "test")]
     OUT.mkdir(exist_ok=True)
     store = Store(OUT / "validity.sqlite")
     ds = dataset(variants, "verify-validity")
@@ -74,8 +77,12 @@ def main():
         ok = [v for v in vs if f(v.summary_id) is not None]
         return _spearman([f(v.summary_id) for v in ok], [-v.severity for v in ok])
 
-    w = max(WEIGHTS, key=lambda w: (rho(dev, lambda s: combined(s, w)) or -1, -w))
-    print(f"\nweight chosen on the development split: w = {w}")
+    if a.choose:
+        w = max(WEIGHTS, key=lambda w: (rho(dev, lambda s: combined(s, w)) or -1, -w))
+        print(f"\nweight chosen on the development split: w = {w}")
+    else:
+        w = 1.0
+        print("\nweight fixed before the run: w = 1")
     print(f"test split: {len(test)} summaries of {len({v.case_id for v in test})} cases")
     print(f"{'score':14} {'Spearman':>9} {'AUROC':>7}")
     for name, f in (("judge", judge), ("verify", vscore), ("judge+verify", lambda s: combined(s, w))):

@@ -212,8 +212,8 @@ with tab_align:
         m3.metric("Density", f"{al.density:.2f}")
         cites = [verified.citation_for(a.start, (a.citation_verdict, a.citation_detail)) for a in al.sentences]
         m4.metric("Citation issues", sum(v not in ("ok", "") for v, _, _ in cites),
-                  help="Wrong, missing or unknown citations. Checked by the judge model where the summary's claims "
-                       "were verified (Claim verification tab), else by the word rule.")
+                  help="Wrong, missing or unknown citations by the word rule; where the summary was verified, the "
+                       "judge model's own citation check is shown beside each verdict as a second opinion.")
         slabels = [("⚠ " if a.weak else "") + ("↻ " if a.restates is not None else "") + f"{a.index + 1}\\. "
                    + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]
@@ -223,7 +223,7 @@ with tab_align:
         a = al.sentences[slabels.index(pick)]
         c_verdict, c_detail, c_by = cites[slabels.index(pick)]
         st.markdown(coverage_view.verdict_badge(c_verdict) + f" support {a.support:.2f}"
-                    + (f" — {untrusted.md(c_detail)}" if c_detail else "") + f" · citation checked by the {c_by}",
+                    + (f" — {untrusted.md(c_detail)}" if c_detail else "") + f" · citation: {c_by}",
                     unsafe_allow_html=True)
         if a.weak:
             st.caption("⚠ Weak support: " + untrusted.md_inline(a.weak_reason or

@@ -14,9 +14,41 @@ from engine.llm.modelfiles import DEFAULT_EMBEDDED, embedded_sha256
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest
 
 TIMEOUT = 120
-# measured with the shipped results (README, Claim verification): the documented defects the verification surfaces
-FOUND_FACTS = set()
-FOUND_CITATIONS = set()
+# measured with the shipped results (README, Claim verification): every documented fabricated or falsified fact is
+# an unsupported claim (21 of the 22 through a fact-level check, 5 by the model's answer alone); the model's
+# citation check (a second opinion) flags these 6 of the 10 documented wrong citations
+FOUND_FACTS = {
+    ('card-01-s2', 'LVEF normalized to 55%'),
+    ('card-01-s3', 'he was started on amiodarone 200 mg daily to maintain sinus rhythm'),
+    ('card-02-s2', 'she now takes aspirin with prasugrel 10 mg daily'),
+    ('card-02-s3', 'a documented iodinated contrast allergy requiring premedication before catheterization'),
+    ('endo-01-s3', 'FNA cytology was benign (Bethesda II)'),
+    ('endo-01-s3', 'she was started on levothyroxine 50 mcg daily for fatigue'),
+    ('endo-02-s3', 'most recent A1c 6.9%'),
+    ('gi-01-s3', 'MELD-Na 12 was recorded in June'),
+    ('id-01-s2', '2.6 x 1.1 cm mobile tricuspid vegetation'),
+    ('id-01-s3', 'complicated by septic arthritis of the left knee'),
+    ('neph-01-s3', 'complicated by a perinephric hematoma requiring transfusion of 1 unit'),
+    ('neph-01-s3', 'start cyclophosphamide-based therapy after final pathology'),
+    ('neuro-01-s3', 'left optic neuritis in September 2023'),
+    ('neuro-01-s3', 'spinal imaging showed an enhancing T7 cord lesion'),
+    ('neuro-02-s3', 'apixaban 2.5 mg twice daily'),
+    ('neuro-02-s3', 'with petechial hemorrhagic transformation'),
+    ('onc-01-s3', '5.4 cm spiculated RUL mass'),
+    ('onc-01-s3', 'Brain MRI showed a 4 mm enhancing left cerebellar lesion'),
+    ('pulm-01-s3', 'FEV1 62% predicted'),
+    ('pulm-01-s3', 'molecular testing showed an EGFR exon 19 deletion'),
+    ('rheum-01-s2', 'a small pericardial effusion on echocardiogram'),
+    ('rheum-01-s3', 'class III lupus nephritis'),
+}
+FOUND_CITATIONS = {
+    ('card-01-s3', 'Left heart catheterization showed nonobstructive CAD with 30% mid-LAD stenosis.'),
+    ('card-02-s3', 'Empagliflozin 10 mg daily was started for diabetes with cardiovascular benefit.'),
+    ('neuro-01-s3', 'Cervical MRI showed a nonenhancing C3 dorsal column lesion.'),
+    ('onc-01-s3', 'PD-L1 TPS was 60%.'),
+    ('pulm-01-s3', 'PET-CT showed SUVmax 6.8 with no FDG-avid nodes or distant disease.'),
+    ('rheum-01-s3', 'Anti-dsDNA was 285 IU/mL with low complements.'),
+}
 
 
 def _sample():

@@ -99,7 +99,8 @@ def test_a_citation_is_wrong_when_the_cited_note_alone_does_not_support_the_clai
     assert sent.verdict == "supported" and sent.citation_verdict == "wrong"
     assert "note 1 alone does not support" in sent.citation_detail and "note 2" in sent.citation_detail
     view = summary_view(r, s.text)
-    assert view.citation_for(sent.start, ("ok", "")) == ("wrong", sent.citation_detail, "judge model")
+    verdict, detail, by = view.citation_for(sent.start, ("ok", ""))
+    assert verdict == "ok" and sent.citation_detail in detail and "judge model" in by  # a second opinion only
     assert view.citation_for(999, ("missing", "no citation")) == ("missing", "no citation", "word rule")
 
 

@@ -38,12 +38,15 @@ class VerificationView:
     citations: dict = field(default_factory=dict)  # sentence start offset -> (verdict, detail) by the model
 
     def citation_for(self, start: int, word_rule: tuple[str, str]) -> tuple[str, str, str]:
-        """(verdict, detail, by) for the sentence starting at ``start``: the model's citation check where it gave
-        one, else ``word_rule`` (the alignment's lexical verdict and detail)."""
-        if start in self.citations:
-            v, d = self.citations[start]
-            return ("ok" if v == "right" else v), d, "judge model"
-        return word_rule[0], word_rule[1], "word rule"
+        """(verdict, detail, by) for the sentence starting at ``start``. The verdict is ``word_rule``'s (the
+        alignment's lexical check): the model's citation check, measured on the sample, flags too many correct
+        citations to replace it, so where the model gave one it is added to the detail as a second opinion."""
+        verdict, detail = word_rule
+        if start not in self.citations:
+            return verdict, detail, "word rule"
+        v, d = self.citations[start]
+        second = f"judge model: {'the cited note supports it' if v == 'right' else d}"
+        return verdict, (f"{detail} · {second}" if detail else second), "word rule, with the judge model's opinion"
 
 
 def _passage_text(c: ClaimCheck) -> str:
@@ -95,5 +98,6 @@ def summary_view(result: Optional[VerificationResult], summary_text: str) -> Ver
     cites = {s.start: (s.citation_verdict, s.citation_detail) for s in result.sentences if s.citation_verdict}
     wrong = sum(v == "wrong" for v, _ in cites.values())
     if cites:
-        head += f" · citations checked by the model: {wrong} of {len(cites)} wrong"
+        head += f" · the model's citation check (a second opinion): {wrong} of {len(cites)} cited sentences not " \
+                "supported by their cited notes alone"
     return VerificationView(result, head, marks, [rows[i] for i in order], [focus[i] for i in order], cites)
