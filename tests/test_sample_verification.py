@@ -90,6 +90,7 @@ def test_the_shipped_verification_surfaces_the_documented_defects_it_surfaced_wh
 def test_verify_sample_reads_the_shipped_results_without_a_model(tmp_path, monkeypatch):
     from engine.cli import main
 
+    monkeypatch.setenv("SUMCHECK_EMBEDDED_MODEL", DEFAULT_EMBEDDED)  # the default judge, as on a user's machine
     monkeypatch.setenv("SUMCHECK_MODELS_DIR", str(tmp_path / "no-models"))  # the 1.5B is not there: never loaded
     out = tmp_path / "v.jsonl"
     assert main(["sample"]) == 0

@@ -70,7 +70,7 @@ def _evidence_part(ev) -> tuple[float, list[str]]:
     if f.unsupported:
         risk += 0.4 * f.unsupported
         out.append(f"{ev.unsupported_sentences} of {ev.verified_sentences} sentences state something the record "
-                   f"does not (claim verification, lowest P(supported) {f.lowest_supported:.2f})")
+                   "does not (claim verification)")
     if ev.stigma_terms:
         risk += 0.3
         out.append("stigmatizing language: " + ", ".join(f"“{t}”" for t in ev.stigma_terms[:3]))

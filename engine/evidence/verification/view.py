@@ -34,7 +34,7 @@ class VerificationView:
     headline: str
     marks: list = field(default_factory=list)  # (start, end, css background, title) on the summary text
     rows: list = field(default_factory=list)  # ClaimRow, unsupported first, then by sentence
-    focus: list = field(default_factory=list)  # per row: (note id, start, end) of its best passage, or None
+    focus: list = field(default_factory=list)  # per row: (note id, start, end) of its passage (within one note)
     citations: dict = field(default_factory=dict)  # sentence start offset -> (verdict, detail) by the model
 
     def citation_for(self, start: int, word_rule: tuple[str, str]) -> tuple[str, str, str]:
@@ -84,9 +84,9 @@ def summary_view(result: Optional[VerificationResult], summary_text: str) -> Ver
                               _title(c)))
             rows.append(ClaimRow(s.index + 1, c.text, c.verdict, c.p_supported, c.p_model, "; ".join(c.notes_say),
                                  _passage_text(c), c.reason))
-            focus.append((c.passage[0].note_id, c.passage[0].start, c.passage[-1].end)
-                         if c.passage and all(p.note_id == c.passage[0].note_id for p in c.passage) else
-                         ((c.passage[0].note_id, c.passage[0].start, c.passage[0].end) if c.passage else None))
+            one_note = c.passage and all(p.note_id == c.passage[0].note_id for p in c.passage)
+            last = c.passage[-1] if one_note else (c.passage[0] if c.passage else None)
+            focus.append((c.passage[0].note_id, c.passage[0].start, last.end) if c.passage else None)
     order = sorted(range(len(rows)), key=lambda i: ({"unsupported": 0, "unscored": 1}.get(rows[i].verdict, 2),
                                                    rows[i].sentence))
     n_claims = len(rows)
