@@ -141,7 +141,7 @@ def auroc(labels, scores):
     return roc_auc_score(ys, [s for _, s in pairs])
 
 
-def figures(items, answers, cap, threshold, lines):
+def figures(items, answers, cap, threshold):
     main = [k for k, it in enumerate(items) if it.category != "reference-unsupported"]
     y = [items[k].label for k in main]
     scores = {
@@ -259,7 +259,7 @@ def main():
             print(f"\n[{c}] chosen on dev: finding cap {cap}, threshold {thr} (dev AUROC {auc_d:.3f}, F1 {f1:.3f})")
         else:
             cap, thr = DEFAULT_PARAMS.finding_cap, DEFAULT_PARAMS.threshold
-        fig = figures(items, answers[c], cap, thr, None)
+        fig = figures(items, answers[c], cap, thr)
         report["configs"][c] = fig
         print(f"\n== {a.split} · {a.model} · {c} · n = {fig['n']}")
         cats = [k for k in fig["model"] if k not in ("AUROC",)]

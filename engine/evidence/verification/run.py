@@ -248,7 +248,8 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
     """Verification of ``summary_ids`` (ordered by case so each record is read once), each computed once and kept
     in the workspace. ``backend`` is called only when something must be computed. ``report`` gets keyword
     arguments ``done, item, cached`` (the shape of :meth:`Job.report`)."""
-    order = sorted(summary_ids, key=lambda sid: (ds.summary(sid).case_id, list(summary_ids).index(sid)))
+    position = {sid: i for i, sid in enumerate(summary_ids)}
+    order = sorted(summary_ids, key=lambda sid: (ds.summary(sid).case_id, position[sid]))
     opened: dict = {}
     readers: dict = {}
 
