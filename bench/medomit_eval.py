@@ -28,9 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.llm.backends import Capabilities, Generation  # noqa: E402
+from engine.llm.backends import Capabilities, Generation, NextToken  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.evidence.medomit import MedOmit, run_medomit  # noqa: E402
+from engine.evidence.medomit_result import MedOmitResult  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
 from engine.data.store import Store  # noqa: E402
 
@@ -48,10 +49,11 @@ def pertinent_facts(manifest: dict, case_id: str) -> list[dict]:
 
 
 class OracleBackend:
-    """Answers each MED-OMIT step from the manifest (upper bound of the pipeline)."""
+    """Answers each MED-OMIT step from the manifest (upper bound of the pipeline); the omission question "does the
+    summary state this fact?" is answered yes iff every key term of the fact is in the summary."""
 
     name = "oracle"
-    capabilities = Capabilities()
+    capabilities = Capabilities(next_token=True)
     n_ctx = 1_000_000
 
     def __init__(self, manifest, ds):
@@ -95,6 +97,17 @@ class OracleBackend:
         return Generation(json.dumps(out), 0, 0, 0.0, 0.0, "stop")
 
 
+def _oracle_next_token(self, messages, keep):
+    summary = messages[1]["content"].lower()
+    fact = re.search(r">(.*)</fact-", messages[3]["content"], re.S).group(1).strip()
+    d = self.by_text.get(fact)
+    stated = d is None or all(k.lower() in summary for k in d["key_terms"])
+    return NextToken({"yes": 0.0 if stated else -20.0, "no": -20.0 if stated else 0.0}, 0, 0, 0.0)
+
+
+OracleBackend.next_token = _oracle_next_token
+
+
 def _blocks(prompt: str):
     """The fenced data blocks of a MED-OMIT prompt (engine.llm.prompt_fence)."""
     from engine.llm.prompt_fence import read_blocks
@@ -123,18 +136,42 @@ def merge_shipped(path: Path, rows: list[str]) -> int:
     return len(kept)
 
 
-def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=None):
+def run_pipeline(mo, ds, sids, store_path):
+    """The whole pipeline, every step through the store at ``store_path`` (an interrupted run resumes)."""
     store = Store(store_path)
     if "eval" not in store.dataset_names():
         store.import_dataset(ds, name="eval")
-    mo = MedOmit(backend, model_id, cache=store)
+    mo.cache = store
+    yield from run_medomit(mo, ds, sids, store=store, dataset_name="eval")
+
+
+def decided_again(mo, ds, sids, shipped: Path):
+    """The shipped results' facts, differential, importance and clusters, decided again with today's decision."""
+    rows = {json.loads(x)["summary_id"]: json.loads(x) for x in shipped.read_text(encoding="utf-8").splitlines()
+            if x.strip()}
+    for sid in sids:
+        if sid not in rows:
+            print(f"  {sid}: no shipped row", file=sys.stderr)
+            continue
+        old = MedOmitResult._from_json(rows[sid]["result"])
+        s = ds.summary(sid)
+        t0 = time.perf_counter()
+        res = mo.decide_again(old, ds.case(s.case_id), s) if old.status == "complete" else old
+        print(f"  {sid}: {len(res.scores)} facts decided in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+              flush=True)
+        yield res
+
+
+def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
+    """``results_of(mo, ds, summary_ids)`` yields the results to measure (a full run, or decided again)."""
+    model_id = mo.model_id
     dropped = detected = present = false_reports = incomplete = 0
     weights = []
     per_case: dict[str, dict] = {}
     t0 = time.perf_counter()
     sids = [s.summary_id for s in ds.summaries if s.case_id in case_ids]
     results = []
-    for res in run_medomit(mo, ds, sids, store=store, dataset_name="eval"):
+    for res in results_of(mo, ds, sids):
         results.append(res)
         case = ds.case(res.case_id)
         pc = per_case.setdefault(res.case_id, {"t_end": time.perf_counter()})
@@ -179,7 +216,7 @@ def evaluate(label, backend, model_id, ds, manifest, case_ids, store_path, ship=
         for res in results:
             s = ds.summary(res.summary_id)
             rows.append(json.dumps({"method": "medomit", "summary_id": res.summary_id, "status": res.status,
-                                    "cache_key": result_key(model_id, ds.case(s.case_id), s),
+                                    "cache_key": result_key(model_id, ds.case(s.case_id), s, mo.decision),
                                     "result": res.to_json()}, sort_keys=True))
         kept = merge_shipped(Path(ship), rows)
         print(f"[{label}] {len(rows)} MED-OMIT results written to {ship} ({kept} rows of other summaries kept)")
@@ -194,6 +231,9 @@ def main():
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model key")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--ship", help="write the model's results as shipped sample rows to this file")
+    ap.add_argument("--decide-again", default="", metavar="ROWS",
+                    help="take facts, differential, importance and clusters from these shipped rows and run only "
+                         "today's omission decision")
     args = ap.parse_args()
     ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
     manifest = load_manifest()
@@ -206,16 +246,24 @@ def main():
         case_ids = [c for c in case_ids if c in wanted]
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
+    from engine.evidence.embeddings import Embedder
+
+    emb = Embedder()
     with tempfile.TemporaryDirectory() as tmp:
-        evaluate("oracle pipeline check (true by construction, not a result)", OracleBackend(manifest, ds), "oracle",
-                 ds, manifest, case_ids, Path(tmp) / "o.sqlite")
+        evaluate("oracle pipeline check (true by construction, not a result)",
+                 MedOmit(OracleBackend(manifest, ds), "oracle", embedder=emb), ds, manifest, case_ids,
+                 lambda mo, d, sids: run_pipeline(mo, d, sids, Path(tmp) / "o.sqlite"))
     if not args.oracle_only:
         from engine.judge.runner import open_llama_backend
         from engine.llm.modelfiles import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
-        evaluate(EMBEDDED[args.model].short_label, be, sha, ds, manifest, case_ids,
-                 out / f"medomit_{args.model}.sqlite", args.ship)
+        mo = MedOmit(be, sha, embedder=emb)
+        if args.decide_again:
+            of = lambda m, d, sids: decided_again(m, d, sids, Path(args.decide_again))  # noqa: E731
+        else:
+            of = lambda m, d, sids: run_pipeline(m, d, sids, out / f"medomit_{args.model}.sqlite")  # noqa: E731
+        evaluate(EMBEDDED[args.model].short_label, mo, ds, manifest, case_ids, of, args.ship)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from engine.evidence.alignment import alignment_cached
 from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, coverage_cached, merge_regions
 from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
 from engine.evidence.coverage_types import CoverageError, CoverageParams
-from engine.evidence.medomit import MedOmit, medomit_job, not_found_rows, omitted_fact_rows
+from engine.evidence.medomit import MedOmit, medomit_job
+from engine.evidence.medomit_rows import not_found_rows, omitted_fact_rows
 from engine.evidence.medomit_result import MedOmitResult
 from engine.evidence.kinds import stored_results
 from engine.evidence.verification.run import verification_job

@@ -9,7 +9,8 @@ from engine.evidence.batch import evidence_job
 from engine.evidence.coverage import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
 from engine.evidence.omission_flags import describe, omission_flags
-from engine.evidence.medomit import MedOmit, dataset_rows, group_means, medomit_job
+from engine.evidence.medomit import MedOmit, medomit_job
+from engine.evidence.medomit_rows import dataset_rows, group_means
 
 st.title("Evidence")
 name, ds = state.require_dataset()

@@ -100,10 +100,22 @@ def sample_results_as_smoke_test(store, dataset: str = "sample") -> int:
 
 # ------------------------------------------------------------ MED-OMIT: a backend that answers each step from a script
 class ScriptedBackend(FakeBackendBase):
-    """Answers each MED-OMIT step from a script keyed by what the prompt asks (logic test only)."""
+    """Answers each MED-OMIT step from a script keyed by what the prompt asks (logic test only). The omission
+    question ("does the summary state this fact?") is answered no for the nephrology referral and the invented
+    blood pressure, yes otherwise."""
 
     name = "scripted"
     quantization = None
+    capabilities = Capabilities(next_token=True)
+    NOT_STATED = ("Nephrology", "Blood pressure")
+
+    def next_token(self, messages, keep):
+        from engine.llm.backends import NextToken
+
+        q = messages[-1]["content"]
+        self.calls.append("omission-question")
+        gone = any(w in q for w in self.NOT_STATED)
+        return NextToken({"no": 0.0, "yes": -9.0} if gone else {"yes": 0.0, "no": -9.0}, 10, 10, 0.0)
 
     def __init__(self, fail_step=None, extra_facts=(), ddx=None, model_file="x", facts_cut_words=0, clusters_need=0):
         """``facts_cut_words``: a fact list of a note part longer than this many words is cut off (the reply
@@ -426,9 +438,17 @@ class RecordingBackend(FakeBackendBase):
     name = "recording"
     model_file = "x"
     quantization = None
+    capabilities = Capabilities(next_token=True)
 
     def __init__(self):
         self.prompts = []
+        self.questions = []  # the omission questions' messages
+
+    def next_token(self, messages, keep):
+        from engine.llm.backends import NextToken
+
+        self.questions.append([m["content"] for m in messages])
+        return NextToken({"no": 0.0, "yes": -5.0}, 10, 10, 0.0)
 
     def render(self, messages):
         self.prompts.append([m["content"] for m in messages])
@@ -445,7 +465,7 @@ class RecordingBackend(FakeBackendBase):
         elif all(isinstance(v, dict) and "enum" in v and "critical" in v["enum"] for v in props.values()):
             out = {k: "critical" for k in props}
         else:
-            out = {k: {"status": "omitted", "explanation": "e"} for k in props}
+            raise AssertionError(f"unexpected step: {sorted(props)}")
         return Generation(json.dumps(out), 10, 10, 0.0, 0.0, "stop")
 
 

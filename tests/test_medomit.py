@@ -133,7 +133,8 @@ def test_steps_are_cached_and_shared_between_summaries(store):
     mo = MedOmit(be, "m", cache=store)
     list(run_medomit(mo, ds, ["c1-s1", "c1-s2"], store=store))
     # case-level steps ran once; only the omission step and the summary DDx ran per summary
-    assert be.calls.count("facts") == 2 and be.calls.count("clusters") == 1 and be.calls.count("omissions") == 2
+    assert be.calls.count("facts") == 2 and be.calls.count("clusters") == 1
+    assert be.calls.count("omission-question") == 8  # one closed question per fact (4) and summary
     n = len(be.calls)
     again = list(run_medomit(mo, ds, ["c1-s1", "c1-s2"], store=store))
     assert len(be.calls) == n and all(r.status == "complete" for r in again)
@@ -168,7 +169,8 @@ def test_invented_fact_is_shown_apart_and_not_counted():
     assert r.omission_count == 1 and r.document_weight == 0.5  # only F4; the scripted "omitted" F5 is not counted
     assert [s.fact_id for s in r.omitted] == ["F4"] and "F5" not in {s.fact_id for s in r.scores}
     # the invented fact never reaches the importance, cluster or omission steps
-    assert all("F5" not in ids for step, ids in be.schemas if step in ("importance", "omissions"))
+    assert all("F5" not in ids for step, ids in be.schemas if step == "importance")
+    assert be.calls.count("omission-question") == 4  # F1-F4 only
     back = MedOmitResult.from_json(r.to_json())
     assert [f.fact_id for f in back.not_found] == ["F5"] and back.omission_count == 1
 

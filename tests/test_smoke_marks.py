@@ -123,7 +123,7 @@ def test_evidence_csv_export_has_the_column():
     import pandas as pd
 
     from engine.evidence.medomit_result import MedOmitResult
-    from engine.evidence.medomit import dataset_rows
+    from engine.evidence.medomit_rows import dataset_rows
     from engine.data.settings import workspace_path
     from engine.data.store import Store
     from engine.core.untrusted import dataframe_csv

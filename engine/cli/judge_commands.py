@@ -25,13 +25,16 @@ def cmd_calibrate(args) -> int:
     say(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
           + ("" if args.dry_run else f" · stored as version {cal.version}"))
     print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
-          "(95 % CIs)")
+          "(95 % CIs)" + ("; 'combination' the default combination with the evidence (no fitted parameter)"
+                          if cal.kind == "judge+evidence" else ""))
     for r in table_rows(cal):
         if r["status"] != "fitted":
             say(f"  {r['item']:<15} refused: {term(r['reason'])}")
             continue
+        comb = f" (combination {r['Spearman combination']})" if cal.kind == "judge+evidence" else ""
         say(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
-              f"{r['Spearman before']} -> {r['Spearman after']}; MAE {r['MAE before']} -> {r['MAE after']}")
+            f"{r['Spearman before']}{comb} -> {r['Spearman after']}; MAE {r['MAE before']} -> {r['MAE after']}; "
+            f"ranking {r['ranking']}")
     return 0
 
 

@@ -351,3 +351,13 @@ class Embedder:
         single = counts == 1
         out[~single] /= np.linalg.norm(out[~single], axis=1, keepdims=True) + 1e-12
         return out
+
+
+_DEFAULT: list = []
+
+
+def default_embedder() -> Embedder:
+    """The bundled model without a workspace cache, loaded once per process (for callers that pass none)."""
+    if not _DEFAULT:
+        _DEFAULT.append(Embedder())
+    return _DEFAULT[0]

@@ -3,7 +3,8 @@
 Method (Schumacher et al., MED-OMIT):
  1. atomic facts from the source, each linked back to the note and character span it came from;
  2. a differential diagnosis (DDx) from the source: ≤ 10 ranked conditions, probable / possible / unlikely;
- 3. per fact: omitted from the summary or not (strict: any missing part counts);
+ 3. per fact: omitted from the summary or not (:mod:`engine.evidence.medomit_decision`: one closed question per
+    fact, the summary read once, combined with the fact's coverage by the summary's words);
  4. importance of each fact against the DDx: critical = 1, important = 0.5, other = 0.1;
  5. facts clustered as supporting / refuting each diagnosis, sub-clustered by mechanism;
     a fact's uniqueness in a sub-cluster S is 1/|S|;
@@ -24,6 +25,7 @@ content (echoed instructions, placeholders, a DDx of one repeated name or of lik
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
 
@@ -32,6 +34,7 @@ from engine.core.jobs import CACHED_COUNT, Job
 from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
 from engine.evidence.medomit_checks import check_ddx, check_facts
+from engine.evidence.medomit_decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
 from engine.evidence.medomit_result import (Cluster, Diagnosis, Fact, IMPORTANCE_WEIGHT, MedOmitResult,
                                             METHOD_VERSION, StepRecord, compare_ddx, link_fact, merge_facts,
                                             score_document)
@@ -98,13 +101,6 @@ DDX_SCHEMA = {"type": "object", "properties": {"diagnoses": {"type": "array", "m
     "required": ["name", "likelihood", "reason"]}}}, "required": ["diagnoses"]}
 
 
-def _omission_schema(ids: Sequence[str]) -> dict:
-    return {"type": "object", "properties": {i: {"type": "object", "properties": {
-        "status": {"type": "string", "enum": ["present", "omitted"]},
-        "explanation": {"type": "string", "maxLength": 120}}, "required": ["status", "explanation"]} for i in ids},
-        "required": list(ids)}
-
-
 def _importance_schema(ids: Sequence[str]) -> dict:
     return {"type": "object", "properties": {i: {"type": "string", "enum": list(IMPORTANCE_WEIGHT)} for i in ids},
             "required": list(ids)}
@@ -160,8 +156,10 @@ class MedOmit:
     """Runs the MED-OMIT pipeline with one backend; every LLM step is cached in ``cache`` (the workspace)."""
 
     def __init__(self, backend: Backend, model_id: str, cache: Optional[StepCache] = None,
-                 options: MedOmitOptions = MedOmitOptions()):
+                 options: MedOmitOptions = MedOmitOptions(), embedder=None,
+                 decision: DecisionParams = DEFAULT_DECISION):
         self.backend, self.model_id, self.cache, self.opt = backend, model_id, cache, options
+        self._embedder, self.decision = embedder, decision
 
     def _step(self, name, messages, schema, max_tokens, check=None) -> StepResult:
         r = run_step(self.backend, self.model_id, name, messages, schema, max_tokens, self.cache, check)
@@ -303,27 +301,73 @@ class MedOmit:
         return [Cluster(c["diagnosis"], c["polarity"], c["mechanism"].strip(), sorted(set(c["facts"])))
                 for c in r.value["clusters"] if c["facts"]]
 
-    def omissions(self, summary: Summary, facts, records) -> Optional[tuple[dict[str, bool], dict[str, str]]]:
-        replies = self._batched(
-            f"omissions[{summary.summary_id}]", facts, records,
-            "You are a medical expert testing how thorough a summary is. A fact is omitted when any part of it is "
-            "missing from the summary (strict: 'severe pain' is omitted if the summary says only 'pain'); it does "
-            "not need to appear word for word to be present.",
-            lambda part: _fenced(lambda fence: f"{fence.block('summary', summary.text)}\n{_fact_list(fence, part)}\n\n"
-                                 'For every fact, say whether it is "present" in the summary or "omitted", with a '
-                                 'short explanation, as {"F1": {"status": ..., "explanation": ...}, ...}.',
-                                 [summary.text] + _fact_data(part)),
-            _omission_schema, self.opt.max_tokens_facts)
-        if replies is None:
-            return None
-        items = [(fid, v) for r in replies for fid, v in r.items()]
-        return ({fid: v["status"] == "omitted" for fid, v in items},
-                {fid: v["explanation"].strip() for fid, v in items})
+    def embedder(self):
+        """The embedding model for the coverage signal: the one given, else the bundled model loaded once."""
+        if self._embedder is None:
+            from engine.evidence.embeddings import default_embedder
+
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def omissions(self, summary: Summary, facts: Sequence[Fact], records: list[StepRecord],
+                  progress: Callable[[str], None] = lambda s: None) -> list[FactDecision]:
+        """Each fact decided present or omitted (:func:`engine.evidence.medomit_decision.decide`): one closed
+        question per fact with the summary read once, and the fact's coverage by the summary's words."""
+        t0 = time.perf_counter()
+        dec = decide([f.fact_id for f in facts], [f.text for f in facts], summary.text, self.embedder(),
+                     self.backend, self.decision)
+        asked = sum(d.p_stated is not None for d in dec)
+        records.append(StepRecord(f"omissions[{summary.summary_id}]", True, False,
+                                  f"{len(dec)} facts decided, {asked} with the model's answer, "
+                                  f"{time.perf_counter() - t0:.1f} s"))
+        return dec
+
+    def _scored(self, case: Case, summary: Summary, facts, ddx, clusters, importance: dict[str, str],
+                records: list[StepRecord], progress: Callable[[str], None], sddx=None,
+                prov: Optional[dict] = None) -> MedOmitResult:
+        """The result from the case-level outputs: the omission decision for this summary, the scores and, unless
+        given, the summary's differential."""
+        linked = [f for f in facts if f.link != "unlinked"]
+        progress("omissions")
+        dec = {d.fact_id: d for d in self.omissions(summary, linked, records)}
+        scores, weight, count = score_document([f.fact_id for f in facts], {k: d.omitted for k, d in dec.items()},
+                                               importance, clusters, {k: d.explanation for k, d in dec.items()},
+                                               unlinked=[f.fact_id for f in facts if f.link == "unlinked"])
+        for s in scores:
+            d = dec.get(s.fact_id)
+            if d is not None:
+                s.p_omitted, s.p_stated, s.coverage = d.p_omitted, d.p_stated, d.coverage
+        if sddx is None:
+            progress("summary DDx")
+            sddx = self.ddx(f"ddx[summary {summary.summary_id}]", lambda fence: fence.block("summary", summary.text),
+                            [summary.text], records)
+        comparison = compare_ddx(ddx, sddx) if sddx is not None else None
+        prov = {**(prov or self._provenance())}
+        return MedOmitResult(summary.summary_id, case.case_id, "complete", "", "" if sddx is not None else
+                             "the summary DDx step failed; the alternative metric is missing", facts, ddx, clusters,
+                             scores, weight, count, sddx or [], comparison, records, prov, now_iso())
+
+    def _provenance(self) -> dict:
+        emb = self._embedder.name if self._embedder is not None else "bundled"
+        return {"method": METHOD_VERSION, "model": self.model_id, **self.backend.describe(),
+                "decision": self.decision.key(), "embedding": emb}
+
+    def decide_again(self, result: MedOmitResult, case: Case, summary: Summary) -> MedOmitResult:
+        """A complete result of an earlier method decided again with today's omission decision: its facts,
+        differential, importance, clusters and summary differential are kept (no other LLM step runs)."""
+        if result.status != "complete":
+            raise ValueError("only a complete result can be decided again")
+        importance = {s.fact_id: s.importance for s in result.scores if s.importance}
+        records = list(result.steps)
+        prov = {**self._provenance(), "decided_again_from": (result.provenance or {}).get("method"),
+                "case_steps_model": (result.provenance or {}).get("model")}
+        return self._scored(case, summary, result.facts, result.ddx, result.clusters, importance, records,
+                            lambda m: None, sddx=result.summary_ddx, prov=prov)
 
     # -- the whole pipeline
     def run(self, case: Case, summary: Summary, progress: Callable[[str], None] = lambda s: None) -> MedOmitResult:
         records: list[StepRecord] = []
-        prov = {"method": METHOD_VERSION, "model": self.model_id, **self.backend.describe()}
+        prov = self._provenance()
 
         def incomplete(facts=(), ddx=(), clusters=()):
             failed = next(r for r in reversed(records) if not r.ok)
@@ -355,19 +399,7 @@ class MedOmit:
         clusters = self.clusters(linked, ddx, records)
         if clusters is None:
             return incomplete(facts, ddx)
-        progress("omissions")
-        om = self.omissions(summary, linked, records)
-        if om is None:
-            return incomplete(facts, ddx, clusters)
-        scores, weight, count = score_document([f.fact_id for f in facts], om[0], imp, clusters, om[1],
-                                               unlinked=[f.fact_id for f in facts if f.link == "unlinked"])
-        progress("summary DDx")
-        sddx = self.ddx(f"ddx[summary {summary.summary_id}]", lambda fence: fence.block("summary", summary.text),
-                        [summary.text], records)
-        comparison = compare_ddx(ddx, sddx) if sddx is not None else None
-        return MedOmitResult(summary.summary_id, case.case_id, "complete", "", "" if sddx is not None else
-                             "the summary DDx step failed; the alternative metric is missing", facts, ddx, clusters,
-                             scores, weight, count, sddx or [], comparison, records, prov, now_iso())
+        return self._scored(case, summary, facts, ddx, clusters, imp, records, progress)
 
 
 def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
@@ -385,7 +417,7 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
         if sid not in placed:
             summary = ds.summary(sid)
             case = ds.case(summary.case_id)
-            placed[sid] = (case, summary, result_key(medomit.model_id, case, summary))
+            placed[sid] = (case, summary, result_key(medomit.model_id, case, summary, medomit.decision))
         return placed[sid]
 
     def lookup(sid: str) -> Optional[MedOmitResult]:
@@ -436,47 +468,6 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
     return Job("MED-OMIT", len(summary_ids), work, n_steps=len(MEDOMIT_STEPS))
 
 
-def result_key(model_id: str, case: Case, summary: Summary) -> str:
-    return json_key({"method": METHOD_VERSION, "model": model_id, "notes": [asdict(n) for n in case.notes],
+def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION) -> str:
+    return json_key({"method": METHOD_VERSION, "model": model_id, "decision": decision.key(), "notes": [asdict(n) for n in case.notes],
                      "specialty": case.target_specialty, "summary": summary.text})
-
-
-def omitted_fact_rows(result: MedOmitResult) -> list[dict]:
-    """Plain rows for the UI: the omitted facts, heaviest first."""
-    rows = []
-    for s in result.omitted:
-        f = result.fact(s.fact_id)
-        rows.append({"fact_id": f.fact_id, "text": f.text, "weight": s.score, "importance": s.importance,
-                     "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
-                     "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})
-    return rows
-
-
-def not_found_rows(result: MedOmitResult) -> list[dict]:
-    """Plain rows for the UI: the facts not found in the notes (never scored)."""
-    return [{"fact_id": f.fact_id, "text": f.text, "best match": f.link_score} for f in result.not_found]
-
-
-def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[dict]:
-    """One row per summary with its MED-OMIT weight and count (None when not run or incomplete), the facts not
-    found in the notes (not counted) and whether the smoke-test model computed it."""
-    rows = []
-    for s in ds.summaries:
-        r = results.get(s.summary_id)
-        rows.append({"summary": s.summary_id, "case": s.case_id, "generator": s.generator_model or "",
-                     "quality group": s.quality_group or "", "status": r.status if r else "not run",
-                     "MED-OMIT weight": r.document_weight if r else None,
-                     "omitted facts": r.omission_count if r else None,
-                     "not found in the notes": len(r.not_found) if r else None,
-                     "smoke-test model": (r.smoke_test if r else None)})
-    return rows
-
-
-def group_means(rows: list[dict], by: str) -> list[dict]:
-    groups: dict[str, list[dict]] = {}
-    for r in rows:
-        if r["MED-OMIT weight"] is not None:
-            groups.setdefault(r[by] or "(none)", []).append(r)
-    return [{by: g, "summaries": len(v), "mean weight": round(sum(x["MED-OMIT weight"] for x in v) / len(v), 3),
-             "mean omitted facts": round(sum(x["omitted facts"] for x in v) / len(v), 2)}
-            for g, v in sorted(groups.items())]

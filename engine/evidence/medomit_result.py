@@ -9,7 +9,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-METHOD_VERSION = "medomit-v3"  # v3: unlinked facts are never scored; empty replies fail
+METHOD_VERSION = "medomit-v4"  # v4: omission decided per fact by a closed question and coverage; v3: unlinked
+# facts are never scored, empty replies fail
 IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
 LIKELIHOOD_WEIGHT = {"probable": 1.0, "possible": 0.5, "unlikely": 0.1}
 
@@ -51,6 +52,9 @@ class FactScore:
     score: float
     clusters: list[str]  # "supporting Dx / mechanism" labels
     explanation: str = ""
+    p_omitted: Optional[float] = None  # the decision's P(omitted) (engine.evidence.medomit_decision); None: older
+    p_stated: Optional[float] = None  # the model's P(yes) "the summary states it"; None: not asked / no answer
+    coverage: Optional[float] = None  # how much of the fact the summary's words carry
 
 
 @dataclass
@@ -131,7 +135,8 @@ class MedOmitResult:
             {k: s.importance for k, s in old.items() if s.importance}, self.clusters,
             {k: s.explanation for k, s in old.items()}, unlinked=[f.fact_id for f in self.not_found])
         self.scores = scores
-        self.provenance = {**self.provenance, "rescored_from": self.provenance.get("method"),
+        self.provenance = {"decision": "older: the model listed present / omitted for a batch of facts",
+                           **self.provenance, "rescored_from": self.provenance.get("method"),
                            "method": METHOD_VERSION}
 
     @classmethod

@@ -143,7 +143,7 @@ pound pounds percent millimeter millimeters centimeter centimeters inch inches u
 liters""".split()})
 
 
-def _summary_units(text: str) -> list[str]:
+def summary_units(text: str) -> list[str]:
     out = [p.strip() for s in split_sentences(text) for p in s.clean.split("\n") if p.strip()]
     return out or [text.strip()]
 
@@ -168,7 +168,7 @@ KEY_TERM_CAP = True
 KEY_TERM_BASE = 0.3  # the cap is KEY_TERM_BASE + (1 - KEY_TERM_BASE) x the share of key terms the summary writes
 
 
-def _key_share(unit_text: str, summary_text: str) -> float:
+def key_share(unit_text: str, summary_text: str) -> float:
     """Share of the unit's key terms (engine.evidence.specifics.key_terms) the summary writes; 1.0 when it has none."""
     from engine.evidence.specifics import key_terms, missing_key_terms
 
@@ -195,13 +195,13 @@ def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     if not units:
         raise CoverageError("the source notes have no text to score")
     X = emb.sentence_embeddings([u.text for u in units])
-    Y = emb.sentence_embeddings(_summary_units(stext))
+    Y = emb.sentence_embeddings(summary_units(stext))
     sem = (X @ Y.T).max(axis=1)
     have = lexical_set(stext)
     lex = np.array([len(ls & have) / len(ls) if ls else 0.0 for ls in (lexical_set(u.text) for u in units)])
     cov = np.clip(np.maximum(sem, lex), 0.0, 1.0)
     if KEY_TERM_CAP:
-        cov = np.minimum(cov, np.array([_key_share(u.text, stext) for u in units]) * (1.0 - KEY_TERM_BASE)
+        cov = np.minimum(cov, np.array([key_share(u.text, stext) for u in units]) * (1.0 - KEY_TERM_BASE)
                          + KEY_TERM_BASE)
     sal = np.array(unit_salience(case, units), dtype=float)
     weight = float(sal.sum())

@@ -4,17 +4,28 @@ A small judge ranks summaries usefully by its **expected score** (:func:`engine.
 the raters' scale: it may put every summary between 4.3 and 4.9 where the raters use 2 to 5. Per 1-5 item,
 :func:`fit` learns a monotone map from the judge's expected score to the raters' median score:
 
-* ``judge``: isotonic regression (scikit-learn ``IsotonicRegression``, increasing, clipped to 1-5) of the human
-  median on the expected score.
-* ``judge+evidence``: the expected score together with evidence the product computes without the judge
-  (:class:`Features`: estimated omission share, weak-support share, wrong/missing citation share, stigmatizing
-  hits, length) are first combined by a ridge regression (standardised features) into one predictor, and the
-  isotonic map is fitted on that predictor. The map stays monotone in the combined predictor.
+* ``judge``: the predictor is the expected score.
+* ``judge+evidence``: the predictor is the item's default combination of the expected score with its own evidence
+  (:mod:`engine.judge.combination`, fixed weights, no raters needed) plus a ridge correction on the standardised
+  evidence (:class:`Features`) fitted to the raters' residuals and shrunk towards zero (:data:`PRIOR_ALPHA`): on
+  a few dozen rated summaries the fit stays close to the default combination instead of learning a new weighting
+  from scratch.
+
+The map from predictor to the raters' scale is **strictly increasing**, so it never ties or reorders summaries
+the predictor ranks apart (:func:`monotone_knots`, :func:`monotone_apply`): isotonic regression (scikit-learn
+``IsotonicRegression``) gives the levels, each block of equal fitted level becomes one knot at its mean predictor,
+the map interpolates linearly between knots and bends smoothly towards 1 and 5 beyond them; with a single block a
+small slope (:data:`TIE_SLOPE`) keeps the order.
 
 Validity is estimated by **leave-one-case-out** cross-validation (every summary of the held-out case is predicted
 by a map fitted on the other cases), and reported before (raw expected score) and after (cross-validated
 calibrated score) as ICC(2,1) absolute agreement with its F-based 95 % CI, Spearman's ρ and mean absolute error,
-each with a 95 % percentile CI from a bootstrap over cases.
+each with a 95 % percentile CI from a bootstrap over cases. Because the map is strictly increasing, the calibrated
+score ranks summaries exactly as its predictor does: the "after" Spearman is that of the held-out predictor (for
+``judge`` it equals "before" by construction; for ``judge+evidence`` the correction is fitted without the held-out
+case). Pooling the held-out *mapped* scores instead would mix in how far each fold's levels sit from the others
+(a fold that leaves out a well-rated case fits lower levels), which reorders summaries of different cases and
+is not a property of any one calibration.
 
 A calibration is refused, per item, with the reason when there is too little to learn from: fewer than
 :data:`MIN_RATED` rated summaries with a judge score, fewer than two distinct levels, or a level inside the
@@ -36,7 +47,9 @@ from engine.judge.features import Features
 from engine.core.rubric import ITEMS
 
 MIN_RATED = 20
-CALIBRATION_VERSION = "calib-v1"
+CALIBRATION_VERSION = "calib-v2"  # v2: strictly increasing map; judge+evidence starts from the default combination
+PRIOR_ALPHA = 50.0  # ridge penalty of the correction to the default combination (in standardised units)
+TIE_SLOPE = 0.05  # with a single isotonic block: calibrated = level ± this × tanh(standardised predictor)
 KINDS = ("judge+evidence", "judge")  # the first is the default
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
 N_BOOT = 1000
@@ -70,6 +83,8 @@ class ItemCalibration:
     status: str  # "fitted" or "refused"
     reason: str = ""
     kind: str = "judge"
+    map_kind: str = "step"  # "step": the isotonic step function (calib-v1); "strict": strictly increasing (v2)
+    spread: float = 1.0  # the predictor's standard deviation on the fitted data (the strict map's tails)
     n_rated: int = 0
     levels: dict = field(default_factory=dict)  # human level -> count
     # the fitted map on all rated summaries: predictor knots -> calibrated score (isotonic step function)
@@ -82,21 +97,40 @@ class ItemCalibration:
     scales: list = field(default_factory=list)
     before: Optional[Validity] = None
     after: Optional[Validity] = None
+    combination: Optional[Validity] = None  # the default combination (no fitted parameter), judge+evidence only
+
+    @property
+    def keeps_ranking(self) -> Optional[bool]:
+        """Whether the calibrated score ranks at least as well as the raw expected score (leave-one-case-out
+        Spearman); None when either is undefined."""
+        b = self.before.spearman.value if self.before else None
+        a = self.after.spearman.value if self.after else None
+        if b is None or a is None or not (math.isfinite(a) and math.isfinite(b)):
+            return None
+        return a >= b - 1e-9
 
     def predictor(self, expected: float, feats: Optional[Features]) -> Optional[float]:
         if self.kind == "judge":
             return expected
-        row = [expected, *(feats or Features()).vector()]
+        row = [*(feats or Features()).vector()]
         z = []
         for v, m, s in zip(row, self.means, self.scales):
             z.append(0.0 if v is None else (v - m) / s)  # a missing feature takes the mean
-        return float(self.intercept + np.dot(self.coef, z))
+        if self.map_kind == "step":  # calib-v1: a ridge on [expected, *features] from scratch
+            z = [(expected - self.means[0]) / self.scales[0]] + [
+                0.0 if v is None else (v - m) / s for v, m, s in zip(row, self.means[1:], self.scales[1:])]
+            return float(self.intercept + np.dot(self.coef, z))
+        from engine.judge.combination import combine
+
+        return float(combine(self.item, expected, feats).value + self.intercept + np.dot(self.coef, z))
 
     def apply(self, expected: Optional[float], feats: Optional[Features] = None) -> Optional[float]:
         if self.status != "fitted" or expected is None:
             return None
         x = self.predictor(expected, feats)
-        return float(np.interp(x, self.x_knots, self.y_knots))
+        if self.map_kind == "step":
+            return float(np.interp(x, self.x_knots, self.y_knots))
+        return monotone_apply(x, self.x_knots, self.y_knots, self.spread)
 
 
 @dataclass
@@ -129,7 +163,7 @@ class Calibration:
         d = json.loads(text)
         items = {}
         for k, v in d["items"].items():
-            for side in ("before", "after"):
+            for side in ("before", "after", "combination"):
                 if v.get(side):
                     s = v[side]
                     v[side] = Validity(s["n"], *(Metric(s[m]["value"], tuple(s[m]["ci"]) if s[m]["ci"] else None)
@@ -147,10 +181,48 @@ class CalibrationRefused(ValueError):
 
 
 def isotonic_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    """The isotonic step function's thresholds (a step map: summaries on one step tie)."""
     from sklearn.isotonic import IsotonicRegression
 
     iso = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(x, y)
     return [float(v) for v in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
+
+
+def monotone_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    """Knots of the strictly increasing map: one per block of equal isotonic level, at the block's mean predictor
+    (levels strictly increase from block to block, so linear interpolation between knots is strictly increasing);
+    levels are pulled :data:`TIE_SLOPE` inside 1-5 so the tails stay strictly increasing."""
+    from sklearn.isotonic import IsotonicRegression
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    fitted = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True).fit(x, y).predict(x)
+    xs, ys = [], []
+    for level in np.unique(np.round(fitted, 9)):
+        xs.append(float(np.mean(x[np.isclose(fitted, level)])))
+        ys.append(float(1.0 + TIE_SLOPE + (level - 1.0) * (4.0 - 2 * TIE_SLOPE) / 4.0))  # inside [1.05, 4.95]:
+        # the tails keep room to bend towards 1 and 5 without reaching them
+    order = np.argsort(xs)
+    return [xs[i] for i in order], [ys[i] for i in order]
+
+
+def monotone_apply(x: float, xk: Sequence[float], yk: Sequence[float], spread: float) -> float:
+    """The strictly increasing map through the knots: linear between them; beyond them it continues with the end
+    segment's slope and bends towards 1 (below) or 5 (above) without reaching them (:func:`_bend`); a single knot gets a small
+    slope around its level (:data:`TIE_SLOPE`)."""
+    spread = spread if spread > 0 else 1.0
+    if len(xk) == 1:
+        return float(yk[0] + TIE_SLOPE * math.tanh((x - xk[0]) / spread))
+    if xk[0] <= x <= xk[-1]:
+        return float(np.interp(x, xk, yk))
+    if x > xk[-1]:
+        return float(yk[-1] + _bend((yk[-1] - yk[-2]) / (xk[-1] - xk[-2]), x - xk[-1], 5.0 - yk[-1]))
+    return float(yk[0] - _bend((yk[1] - yk[0]) / (xk[1] - xk[0]), xk[0] - x, yk[0] - 1.0))
+
+
+def _bend(slope: float, d: float, room: float) -> float:
+    """room · s·d / (room + s·d): starts with the end segment's slope and approaches ``room`` without reaching it
+    (slowly enough to stay strictly increasing in floating point far beyond the knots)."""
+    return room * slope * d / (room + slope * d)
 
 
 def _ridge(rows: np.ndarray, y: np.ndarray, alpha: float = 1.0):
@@ -168,16 +240,27 @@ def _ridge(rows: np.ndarray, y: np.ndarray, alpha: float = 1.0):
     return m.coef_.tolist(), float(m.intercept_), means.tolist(), scales.tolist()
 
 
+def _features(row: np.ndarray) -> Features:
+    return Features(*[None if np.isnan(v) else float(v) for v in row])
+
+
+def _combined(item: str, expected: np.ndarray, feats: np.ndarray) -> np.ndarray:
+    from engine.judge.combination import combine
+
+    return np.array([combine(item, float(e), _features(f)).value for e, f in zip(expected, feats)])
+
+
 def _fit_item(item: str, kind: str, expected: np.ndarray, feats: np.ndarray, y: np.ndarray) -> ItemCalibration:
-    ic = ItemCalibration(item, "fitted", kind=kind, n_rated=len(y))
+    ic = ItemCalibration(item, "fitted", kind=kind, map_kind="strict", n_rated=len(y))
     if kind == "judge+evidence":
-        rows = np.column_stack([expected, feats])
-        ic.coef, ic.intercept, ic.means, ic.scales = _ridge(rows, y)
-        pred = np.array([ic.predictor(e, Features(*[None if np.isnan(v) else float(v) for v in f]))
-                         for e, f in zip(expected, feats)])
+        base = _combined(item, expected, feats)
+        ic.coef, ic.intercept, ic.means, ic.scales = _ridge(feats, y - base, alpha=PRIOR_ALPHA)
+        ic.intercept = 0.0  # the map's levels carry the offset; the correction only reorders
+        pred = np.array([ic.predictor(e, _features(f)) for e, f in zip(expected, feats)])
     else:
         pred = expected
-    ic.x_knots, ic.y_knots = isotonic_knots(pred, y)
+    ic.spread = float(np.std(pred)) or 1.0
+    ic.x_knots, ic.y_knots = monotone_knots(pred, y)
     return ic
 
 
@@ -221,9 +304,11 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> Optional[float]:
 
 
 def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: int = N_BOOT,
-             seed: int = 0) -> Validity:
+             seed: int = 0, rank_score: Optional[np.ndarray] = None) -> Validity:
     """ICC(2,1) (absolute agreement, F-based CI), Spearman ρ and MAE of ``score`` against ``human``, the last two
-    with a case-bootstrap CI."""
+    with a case-bootstrap CI. ``rank_score``: rank by this instead of ``score`` for Spearman (the predictor of a
+    strictly increasing map, whose ranking the calibrated score has)."""
+    ranked = score if rank_score is None else rank_score
     icc = Metric(None)
     if len(score) >= 3 and not (np.all(score == score[0]) and np.all(human == human[0])):
         try:
@@ -231,8 +316,8 @@ def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: i
             icc = Metric(float(e.value), e.ci)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             icc = Metric(None)
-    sp = Metric(_spearman(score, human),
-                _cluster_boot(lambda i: _spearman(score[i], human[i]), groups, n_boot, seed))
+    sp = Metric(_spearman(ranked, human),
+                _cluster_boot(lambda i: _spearman(ranked[i], human[i]), groups, n_boot, seed))
     mae = Metric(float(np.mean(np.abs(score - human))) if len(score) else None,
                  _cluster_boot(lambda i: float(np.mean(np.abs(score[i] - human[i]))), groups, n_boot, seed))
     return Validity(len(score), icc, sp, mae)
@@ -264,6 +349,7 @@ def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Opti
         feats = np.array([[np.nan if v is None else v for v in (f or Features()).vector()] for *_, f in sel],
                          dtype=float)
         cv = np.full(len(y), np.nan)
+        cvp = np.full(len(y), np.nan)  # the held-out predictor: the calibrated score's ranking
         for g in np.unique(groups):
             test = groups == g
             train = ~test
@@ -271,12 +357,15 @@ def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Opti
                 continue
             m = _fit_item(key, kind, x[train], feats[train], y[train])
             for i in np.flatnonzero(test):
-                cv[i] = m.apply(float(x[i]), Features(*[None if np.isnan(v) else float(v) for v in feats[i]]))
+                cv[i] = m.apply(float(x[i]), _features(feats[i]))
+                cvp[i] = m.predictor(float(x[i]), _features(feats[i]))
         ic = _fit_item(key, kind, x, feats, y)
         ic.levels = levels
         ok = ~np.isnan(cv)
         ic.before = validity(x, y, groups, n_boot, seed)
-        ic.after = validity(cv[ok], y[ok], groups[ok], n_boot, seed)
+        ic.after = validity(cv[ok], y[ok], groups[ok], n_boot, seed, rank_score=cvp[ok])
+        if kind == "judge+evidence":
+            ic.combination = validity(_combined(key, x, feats), y, groups, n_boot, seed)
         items[key] = ic
         used.update(sid for sid, *_ in sel)
     if not any(v.status == "fitted" for v in items.values()):
@@ -376,8 +465,13 @@ def table_rows(cal: Calibration) -> list[dict]:
             rows.append({"item": label, "n": ic.n_rated, "status": "refused", "reason": ic.reason})
             continue
         b, a = ic.before, ic.after
+        keeps = ic.keeps_ranking
         rows.append({"item": label, "n": ic.n_rated, "status": "fitted",
                      "ICC before": b.icc.text(), "ICC after": a.icc.text(),
-                     "Spearman before": b.spearman.text(), "Spearman after": a.spearman.text(),
-                     "MAE before": b.mae.text(), "MAE after": a.mae.text(), "reason": ""})
+                     "Spearman before": b.spearman.text(),
+                     "Spearman combination": ic.combination.spearman.text() if ic.combination else "—",
+                     "Spearman after": a.spearman.text(),
+                     "MAE before": b.mae.text(), "MAE after": a.mae.text(),
+                     "ranking": {True: "kept", False: "LOST: triage keeps the uncalibrated ranking",
+                                 None: "—"}[keeps], "reason": ""})
     return rows

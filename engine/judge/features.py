@@ -1,8 +1,8 @@
 """Per-summary evidence as numbers, for calibration and triage.
 
 Reads what the product already computed and stored (the default coverage method's estimated omission share, the
-sentence-support result with its citation verdicts, and the claim verification's unsupported share and lowest
-P(supported) — a verification by the smoke-test model is never read) and adds what is cheap to compute here (stigmatizing-
+sentence-support result with its citation verdicts and restatements, the claim verification's unsupported share
+and lowest P(supported), MED-OMIT's omitted weight share — results of the smoke-test model are never read) and adds what is cheap to compute here (stigmatizing-
 language hits of the summary, its length). Nothing in here calls the judge.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from engine.core.models import Dataset
 
 
 FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words", "unsupported",
-                 "lowest_supported")
+                 "lowest_supported", "medomit_share", "restated")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class Features:
     log_words: Optional[float] = None  # log(1 + words in the summary)
     unsupported: Optional[float] = None  # share of the verified sentences with an unsupported claim
     lowest_supported: Optional[float] = None  # the least supported claim's P(supported)
+    medomit_share: Optional[float] = None  # MED-OMIT: omitted facts' weight / all linked facts' weight
+    restated: Optional[float] = None  # share of summary sentences that restate an earlier one
 
     def vector(self) -> list[Optional[float]]:
         return [getattr(self, n) for n in FEATURE_NAMES]
@@ -67,6 +69,7 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
     cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
     ali = store.evidence_results(dataset, "alignment") if store is not None else {}
     ver = store.evidence_results(dataset, "verification") if store is not None else {}
+    med = store.evidence_results(dataset, "medomit") if store is not None else {}
     lexicon = stigma.load_lexicon(extra_stigma)
     out: dict[str, EvidenceSummary] = {}
     wanted = None if summary_ids is None else set(summary_ids)
@@ -80,7 +83,7 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
             thr = c.get("flag_threshold")
             flag = bool(omission > thr) if isinstance(thr, (int, float)) else None
         weak = n_sent = problems = n_cit = 0
-        weak_share = cit_share = None
+        weak_share = cit_share = restated = None
         if a and isinstance(a.get("sentences"), list):
             sents = [x for x in a["sentences"] if isinstance(x, dict)]
             n_sent = len(sents)
@@ -89,6 +92,7 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
             problems = sum(1 for x in sents if x.get("citation_verdict") in ("wrong", "missing", "unknown"))
             weak_share = weak / n_sent if n_sent else None
             cit_share = problems / n_cit if n_cit else None
+            restated = sum(1 for x in sents if x.get("restates") is not None) / n_sent if n_sent else None
         try:
             st = stigma.assess(ds.case(s.case_id), s, lexicon=lexicon)
             terms = tuple(h.hit.text for h in st.summary_hits)
@@ -96,7 +100,8 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
             terms = ()
         words = len(s.text.split())
         v_share, v_low, n_uns, n_ver = _verification(_json(ver.get(s.summary_id)))
-        feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words), v_share, v_low)
+        feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words), v_share, v_low,
+                         _medomit_share(_json(med.get(s.summary_id))), restated)
         out[s.summary_id] = EvidenceSummary(feats, flag, weak, n_sent, problems, n_cit, terms, n_uns, n_ver)
     return out
 
@@ -112,3 +117,20 @@ def _verification(v: Optional[dict]) -> tuple[Optional[float], Optional[float], 
         return None, None, 0, 0
     n_uns = sum(1 for x in v["sentences"] if isinstance(x, dict) and x.get("verdict") == "unsupported")
     return n_uns / len(scored), min(scored), n_uns, len(scored)
+
+
+def _medomit_share(m: Optional[dict]) -> Optional[float]:
+    """Omitted weight / total weight of the scored facts of a complete MED-OMIT result; None for none, an incomplete
+    one, or one by the smoke-test model."""
+    from engine.evidence.medomit_result import MedOmitResult
+
+    if not m or m.get("status") != "complete":
+        return None
+    try:
+        res = MedOmitResult.from_json(json.dumps(m))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if res.smoke_test:
+        return None
+    total = sum(s.score for s in res.scores if s.fact_id not in {f.fact_id for f in res.not_found})
+    return float(res.document_weight or 0.0) / total if total > 0 else None

@@ -3,9 +3,11 @@
 Each summary gets a priority in [0, 1] (higher = review first) from two parts, documented here so a reviewer can
 check it:
 
-* **judge risk** = the worst 1-5 item's shortfall, (5 − score) / 4, where the score is the calibrated score when a
-  calibration of this judge configuration exists (:mod:`engine.judge.calibration`), else the judge's expected score;
-  0.5 when the summary has no judge result (unknown is not safe).
+* **judge risk** = the worst 1-5 item's shortfall, (5 − score) / 4, where the score is the one
+  :mod:`engine.judge.used_scores` picks per item: the calibrated score when a calibration of this judge
+  configuration fitted the item without losing ranking, else the item's default combination of the judge with its
+  evidence (:mod:`engine.judge.combination`), else the judge's expected score; 0.5 when the summary has no judge
+  result (unknown is not safe).
 * **evidence risk** = min(1, 0.4·[coverage flags an omission] + 0.4·(share of weakly supported sentences) +
   0.3·(share of citation problems) + 0.3·[stigmatizing language in the summary] + 0.4·(share of sentences with
   a claim the record does not support, by claim verification)).
@@ -118,8 +120,9 @@ def stratified_sample(entries: Sequence[TriageEntry], n: int, seed: int = 0) -> 
 def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple[list[TriageEntry], str]:
     """The queue of a stored dataset for one judge configuration (default: the one covering most summaries), with
     its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
-    from engine.judge.calibration import calibrated_scores
+    from engine.judge.calibration import latest
     from engine.judge.features import evidence_for
+    from engine.judge.used_scores import choices, source_text, used_scores
     from engine.judge.stored import stored_judge_results
     from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
@@ -128,15 +131,14 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     config = find(configurations(results), config_key)
     scores: dict = {}
     source = "no judge results"
+    evidence = evidence_for(store, name, ds)
     if config is not None:
         mine = [r for r in results_for(results, config.key) if r.status == "scored"]
-        cal, calibrated = calibrated_scores(store, name, config.key, mine)
+        cal = latest(store, name, config.key)
         raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()} for r in mine}
-        if cal is not None:
-            scores = {sid: {k: (calibrated.get(sid, {}).get(k) if calibrated.get(sid, {}).get(k) is not None
-                                else raw[sid].get(k)) for k in raw[sid]} for sid in raw}
-            source = f"{cal.label}, v{cal.version}"
-        else:
-            scores, source = raw, "expected score, not calibrated"
-    entries = queue(ds.summaries, scores, source, evidence_for(store, name, ds))
+        picks = choices(LIKERT, cal)
+        scores = {sid: used_scores(raw[sid], evidence[sid].features if sid in evidence else None, cal, picks)
+                  for sid in raw}
+        source = source_text({k: v for k, v in picks.items() if any(k in r for r in raw.values())})
+    entries = queue(ds.summaries, scores, source, evidence)
     return entries, source

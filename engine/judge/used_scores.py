@@ -1,0 +1,74 @@
+"""Which score stands for each PDSQI-9 item where decisions are made (triage, the committee report), and why.
+
+Per item, in this order:
+  1. **calibrated** — the stored calibration of this judge configuration, when it fitted the item and its
+     leave-one-case-out ranking is at least the raw expected score's
+     (:attr:`engine.judge.calibration.ItemCalibration.keeps_ranking`);
+  2. **combination** — the item's default combination of the judge with its own evidence
+     (:mod:`engine.judge.combination`), when the item has one;
+  3. **judge** — the judge's expected score.
+A calibration that loses ranking is never used: the item falls back to 2 — or to 3 when on the same raters the
+combination ranked worse than the judge alone (both have no fitted parameter) — and the reason says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from engine.judge.calibration import Calibration
+from engine.judge.combination import combine, has_combination
+from engine.judge.features import Features
+
+
+@dataclass(frozen=True)
+class ScoreChoice:
+    item: str
+    source: str  # "calibrated" | "combination" | "judge"
+    why: str
+
+
+def choices(items, cal: Optional[Calibration]) -> dict[str, ScoreChoice]:
+    """item -> which score is used for it and why."""
+    out = {}
+    for item in items:
+        ic = cal.items.get(item) if cal is not None else None
+        fallback = "combination" if has_combination(item) else "judge"
+        if ic is not None and ic.status == "fitted" and ic.keeps_ranking is not False:
+            out[item] = ScoreChoice(item, "calibrated", f"{cal.label} (v{cal.version}, {cal.kind})")
+        elif ic is not None and ic.status == "fitted":
+            comb = ic.combination.spearman.value if ic.combination else None
+            judge = ic.before.spearman.value if ic.before else None
+            if fallback == "combination" and comb is not None and judge is not None and comb < judge:
+                fallback = "judge"  # on these raters the evidence made the ranking worse
+            out[item] = ScoreChoice(item, fallback, "the calibration ranks worse than the judge (leave-one-case-out "
+                                    "Spearman): not used")
+        elif ic is not None:
+            out[item] = ScoreChoice(item, fallback, f"not calibrated: {ic.reason}")
+        else:
+            out[item] = ScoreChoice(item, fallback, "no calibration stored" if cal is None else "not calibrated")
+    return out
+
+
+def used_scores(expected: Mapping[str, Optional[float]], feats: Optional[Features], cal: Optional[Calibration],
+                picks: Mapping[str, ScoreChoice]) -> dict[str, Optional[float]]:
+    """item -> the score used for one summary (``expected``: item -> the judge's expected score)."""
+    out: dict[str, Optional[float]] = {}
+    for item, e in expected.items():
+        pick = picks.get(item)
+        if e is None or pick is None or pick.source == "judge":
+            out[item] = e
+        elif pick.source == "calibrated":
+            out[item] = cal.items[item].apply(e, feats)
+        else:
+            c = combine(item, e, feats)
+            out[item] = c.value if c is not None else e
+    return out
+
+
+def source_text(picks: Mapping[str, ScoreChoice]) -> str:
+    """One line: which items use which score."""
+    groups: dict[str, list[str]] = {}
+    for p in picks.values():
+        groups.setdefault(p.source, []).append(p.item)
+    names = {"calibrated": "calibrated", "combination": "judge + evidence combination", "judge": "judge's score"}
+    return "; ".join(f"{names[k]}: {', '.join(v)}" for k, v in groups.items())
