@@ -38,13 +38,13 @@ GOAL_ITEMS = ("thorough", "accurate", "cited", "succinct", "organized")
 OUT = ROOT / "bench" / "out"
 
 
-def run_model(key: str, samples: int, variants, store, threads: int) -> dict[str, dict]:
+def run_model(key: str, samples: int, variants, store, threads: int, ds_name: str = "") -> dict[str, dict]:
     from engine.judge.runner import Judge, open_llama_backend, run_batch
     from engine.judge.results import JudgeParams
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
     judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
-    ds = dataset(variants, f"validity-{key}-{samples}")
+    ds = dataset(variants, ds_name or f"validity-{key}-{samples}")
     if ds.name not in store.dataset_names():
         store.import_dataset(ds, name=ds.name)
     ids = [v.summary_id for v in variants]

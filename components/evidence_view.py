@@ -163,7 +163,12 @@ def render_fact_detail(fact: dict, note_text: str | None) -> None:
     st.caption(f"importance: {untrusted.md_inline(fact['importance'] or 'uncategorised')} · uniqueness: "
                f"{', '.join(f'{u:.2g}' for u in fact['uniqueness']) or 'in no cluster'} · link to source: "
                f"{untrusted.md_inline(fact['link'])}")
-    if fact["explanation"]:
+    if fact.get("P(omitted)") is not None:
+        p = fact.get("P(stated) by the model")
+        st.caption(f"decision: P(omitted) {fact['P(omitted)']:.2f} from the summary's coverage of this fact "
+                   f"({fact['coverage']:.2f})" + (f" and the model's P(the summary states it) {p:.2f}" if p is not None
+                                                  else "; the model was not asked (the coverage decides)"))
+    elif fact["explanation"]:
         st.markdown(f"*Model's explanation:* {untrusted.md(fact['explanation'])}")
     if fact["clusters"]:
         st.markdown("Clusters: " + "; ".join(untrusted.md_inline(c) for c in fact["clusters"]))

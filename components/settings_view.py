@@ -19,3 +19,8 @@ def render_validity(figures: dict[str, list[dict]], labels: dict[str, str]) -> N
                          "ρ expected": _f(r.get("spearman_raw")), "ρ calibrated": _f(r.get("spearman_calibrated")),
                          "AUROC": _f(r.get("auroc")), "s / summary": _f(r.get("sec_per_summary_median"))})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def render_rows(rows: list[dict]) -> None:
+    """A plain table of engine rows."""
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

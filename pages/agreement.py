@@ -3,7 +3,7 @@ seconds, the full tables a click away, one judge configuration at a time, and th
 import streamlit as st
 
 from components import agreement_view as av, state
-from engine.judge import calibration
+from engine.judge import calibration, used_scores
 from engine.core import untrusted
 from engine.stats.items import LIKERT
 from engine.stats.detector import detector_agreement
@@ -171,6 +171,8 @@ with t_cal:
                        "expected score, 'after' the cross-validated calibrated score; ICC(2,1) with its F-based 95% "
                        "CI, Spearman ρ and mean absolute error with case-bootstrap 95% CIs.")
             av.table(calibration.table_rows(current), "calibration")
+        st.markdown("**Which score stands for each item** in triage and spot-check sampling, and how valid it is")
+        av.table(state.guarded(used_scores.for_configuration, store, name, config, default=[]), "scores_used")
 with t_dis:
     c1, c2, c3, c4 = st.columns(4)
     item = c1.selectbox("Item", ["all"] + LIKERT, key="dis_item",

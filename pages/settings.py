@@ -12,6 +12,7 @@ from engine.llm.backends import BackendError
 from engine.llm.llama import gpu_offload_supported
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm.local_models import lmstudio_dirs, ollama_dirs
+from engine.judge import used_scores
 from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
 from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
                                   SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
@@ -87,6 +88,9 @@ if source == SOURCE_EMBEDDED:
     st.markdown("Measured validity of the embedded models (our own labelled set, test split: Spearman of the "
                 "score with the known defect severity, AUROC defect vs clean; higher is better)")
     settings_view.render_validity({k: validity_figures(k) for k in keys}, {k: EMBEDDED[k].short_label for k in keys})
+    st.markdown(f"Which score stands for each item in triage before any calibration ({chosen_model.short_label}); "
+                "a calibration that keeps the ranking replaces it (Agreement page)")
+    settings_view.render_rows(used_scores.defaults(chosen_model.key))
 elif source == SOURCE_GGUF:
     model_path = st.text_input("Path to a .gguf file", key="set_gguf_path",
                                placeholder="/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf").strip()

@@ -18,7 +18,7 @@ def test_shipped_medomit_rows_are_the_default_judges_and_import_with_the_sample(
         res = MedOmitResult.from_json(stored[r["summary_id"]])
         assert res.provenance["model"] == QWEN_SHA256 and not res.smoke_test
         s = ds.summary(r["summary_id"])
-        assert r["cache_key"] == result_key(QWEN_SHA256, ds.case(s.case_id), s)  # keyed by content and model hash
+        assert r["cache_key"] == result_key(QWEN_SHA256, ds.case(s.case_id), s)  # keyed by content, model hash, decision
         assert res.facts and res.status in ("complete", "incomplete")
 
 
@@ -33,3 +33,48 @@ def test_case_page_names_the_medomit_model():
 
     captions = " ".join(c.value for c in at.caption)
     assert "MED-OMIT by " + untrusted.md("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf") in captions, captions[-800:]
+
+
+def _manifest_totals(rows, old_decision=None):
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from medomit_eval import manifest_figures
+
+    from engine.data.loading import load_paths
+    from engine.sample import SAMPLE_BUNDLE, load_manifest
+
+    ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
+    manifest = load_manifest()
+    tot = [0, 0, 0, 0]
+    for r in rows:
+        res = MedOmitResult._from_json(r["result"])
+        if res.status != "complete":
+            continue
+        fig = manifest_figures(res, ds, manifest, None if old_decision is None else old_decision[r["summary_id"]])
+        tot = [a + b for a, b in zip(tot, fig[:4])]
+    return tot
+
+
+def test_the_earlier_decision_found_almost_no_documented_omission():
+    """The failure this decision replaces: with the 1.5B listing present / omitted for a batch of facts, 1 of the 16
+    documented dropped facts was reported (the same extracted facts as the shipped rows)."""
+    from conftest import ROOT
+
+    rows = [json.loads(x) for x in SAMPLE_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
+    old = json.loads((ROOT / "tests" / "data" / "medomit_v3_omitted.json").read_text(encoding="utf-8"))["omitted"]
+    detected, dropped, wrong, present = _manifest_totals(rows, old)
+    assert (detected, dropped) == (1, 16) and wrong <= 1
+
+
+def test_shipped_rows_report_the_documented_omissions():
+    """The shipped rows (the 1.5B's facts, decided with the closed question and coverage): at least 12 of the 16
+    documented dropped facts reported, at most 2 of the 21 documented facts the summary states reported omitted."""
+    rows = [json.loads(x) for x in SAMPLE_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert all(MedOmitResult._from_json(r["result"]).provenance["method"] == "medomit-v4" for r in rows
+               if r["status"] == "complete")
+    detected, dropped, wrong, present = _manifest_totals(rows)
+    assert dropped == 16 and present == 21
+    assert detected >= 12 and wrong <= 2, (detected, wrong)

@@ -10,8 +10,11 @@ Two signals per fact, each in [0, 1], higher = more likely stated:
     (:func:`engine.evidence.unitcov.lexical_set`), capped by the share of its key terms the summary writes
     (:func:`engine.evidence.unitcov.key_share`), as unit coverage scores a source unit.
 The fact is *omitted* when ``P(omitted) = w · (1 − p_stated) + (1 − w) · (1 − coverage)`` reaches the threshold
-(:class:`DecisionParams`). A fact whose question got no probability (a backend without log-probabilities, an
-answer that is neither yes nor no) is decided on its coverage alone, and the decision says so.
+(:class:`DecisionParams`). The model is asked only when its answer can change the decision: a fact whose coverage
+alone puts P(omitted) at or above the threshold even with P(stated) = 1 is omitted, one that stays below it even
+with P(stated) = 0 is present (:func:`model_decides`); the decision is the same as asking, at a fraction of the
+questions. A fact whose question got no probability (a backend without log-probabilities, an answer that is
+neither yes nor no) is decided with P(stated) = ½, i.e. on its coverage, and the decision says so.
 """
 from __future__ import annotations
 
@@ -40,8 +43,8 @@ ACK = "I have read the summary. Ask me about one fact."
 class DecisionParams:
     """The decision rule (chosen on the development split of the real-text omission set)."""
 
-    model_weight: float = 0.5  # w in P(omitted) = w (1 - p_stated) + (1 - w) (1 - coverage)
-    threshold: float = 0.5  # omitted when P(omitted) >= threshold
+    model_weight: float = 0.25  # w in P(omitted) = w (1 - p_stated) + (1 - w) (1 - coverage)
+    threshold: float = 0.35  # omitted when P(omitted) >= threshold
     use_model: bool = True  # ask the model (False: coverage alone)
 
     def key(self) -> dict:
@@ -60,13 +63,15 @@ class FactDecision:
     p_omitted: float
     coverage: float
     p_stated: Optional[float]  # None: the model was not asked or gave no probability
-    basis: str  # "model+coverage" | "coverage"
+    basis: str  # "model+coverage" | "coverage" (no model answer) | "coverage decides" (the answer could not change it)
     note: str = ""  # why the model's probability is missing ("" when present or not asked)
     seconds: float = 0.0
 
     @property
     def explanation(self) -> str:
-        model = f"P(stated) {self.p_stated:.2f}" if self.p_stated is not None else "no model answer"
+        model = (f"P(stated) {self.p_stated:.2f}" if self.p_stated is not None else
+                 "the coverage decides whatever the model answers" if self.basis == "coverage decides" else
+                 "no model answer")
         return (f"{'omitted' if self.omitted else 'present'}: P(omitted) {self.p_omitted:.2f} "
                 f"({model}; coverage {self.coverage:.2f})" + (f"; {self.note}" if self.note else ""))
 
@@ -121,6 +126,10 @@ def decide(fact_ids: Sequence[str], fact_texts: Sequence[str], summary_text: str
     for k, (fid, text) in enumerate(zip(fact_ids, fact_texts)):
         c = float(cov[k])
         p, note, secs = None, "", 0.0
+        if ask and not model_decides(c, params):
+            out.append(combine(fid, c, None, params, "", 0.0, decisive=True))
+            progress(k + 1, len(fact_ids))
+            continue
         if ask:
             t0 = time.perf_counter()
             ans = ask_stated(backend, summary_text, text)
@@ -132,15 +141,20 @@ def decide(fact_ids: Sequence[str], fact_texts: Sequence[str], summary_text: str
     return out
 
 
+def model_decides(coverage: float, params: DecisionParams = DEFAULT_DECISION) -> bool:
+    """Whether the model's answer can change the decision for a fact of this coverage."""
+    w = params.model_weight
+    rest = (1.0 - w) * (1.0 - coverage)
+    return w > 0 and rest < params.threshold <= rest + w
+
+
 def combine(fact_id: str, coverage: float, p_stated: Optional[float], params: DecisionParams = DEFAULT_DECISION,
-            note: str = "", seconds: float = 0.0) -> FactDecision:
-    """The decision from the two signals (coverage alone when there is no model probability)."""
-    if p_stated is None:
-        p_om = 1.0 - coverage
-        basis = "coverage"
-    else:
-        w = params.model_weight
-        p_om = w * (1.0 - p_stated) + (1.0 - w) * (1.0 - coverage)
-        basis = "model+coverage"
+            note: str = "", seconds: float = 0.0, decisive: bool = False) -> FactDecision:
+    """The decision from the two signals. Without a model probability (not asked because the coverage decides
+    whatever it answers — ``decisive`` —, or no answer) P(stated) counts as ½ in P(omitted)."""
+    w = params.model_weight
+    p = 0.5 if p_stated is None else p_stated
+    p_om = w * (1.0 - p) + (1.0 - w) * (1.0 - coverage)
+    basis = "model+coverage" if p_stated is not None else "coverage decides" if decisive else "coverage"
     return FactDecision(fact_id, p_om >= params.threshold, round(float(p_om), 4), round(float(coverage), 4),
                         None if p_stated is None else round(float(p_stated), 4), basis, note, round(seconds, 3))

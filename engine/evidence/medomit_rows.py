@@ -11,6 +11,7 @@ def omitted_fact_rows(result: MedOmitResult) -> list[dict]:
     for s in result.omitted:
         f = result.fact(s.fact_id)
         rows.append({"fact_id": f.fact_id, "text": f.text, "weight": s.score, "importance": s.importance,
+                     "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
                      "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
                      "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})
     return rows

@@ -12,8 +12,10 @@ combination ranked worse than the judge alone (both have no fitted parameter) �
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
 
 from engine.judge.calibration import Calibration
 from engine.judge.combination import combine, has_combination
@@ -72,3 +74,68 @@ def source_text(picks: Mapping[str, ScoreChoice]) -> str:
         groups.setdefault(p.source, []).append(p.item)
     names = {"calibrated": "calibrated", "combination": "judge + evidence combination", "judge": "judge's score"}
     return "; ".join(f"{names[k]}: {', '.join(v)}" for k, v in groups.items())
+
+
+COMBINATION_VALIDITY = Path(__file__).resolve().parents[1] / "resources" / "combination_validity.json"
+VALIDITY_SET = "our judge-validity set, test split (7 cases with graded defects we wrote; not clinicians' ratings)"
+
+
+def combination_validity() -> dict[str, dict]:
+    """item -> the combination's measured figures (``bench/combination_validity.py``), empty when not measured."""
+    try:
+        d = json.loads(COMBINATION_VALIDITY.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {r["item"]: r for r in d.get("items", []) if isinstance(r, dict) and "item" in r}
+
+
+def _fmt(v: Optional[float]) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def validity_rows(items, cal: Optional[Calibration], judge_figures: Sequence[dict] = ()) -> list[dict]:
+    """Per item: the score used where decisions are made, why, its measured validity and on what data.
+    ``judge_figures``: the judge model's rows from its validity benchmark (item, spearman_raw, …)."""
+    from engine.core.rubric import get_item
+
+    picks = choices(items, cal)
+    comb = combination_validity()
+    judge = {r["item"]: r for r in judge_figures if r.get("samples", 1) == 1}
+    rows = []
+    for item in items:
+        p = picks[item]
+        if p.source == "calibrated":
+            ic = cal.items[item]
+            fig = (f"ρ {_fmt(ic.after.spearman.value)}, ICC {_fmt(ic.after.icc.value)} (judge alone: ρ "
+                   f"{_fmt(ic.before.spearman.value)})")
+            on = f"this dataset's raters, leave-one-case-out ({ic.n_rated} summaries)"
+        elif p.source == "combination" and item in comb:
+            c = comb[item]
+            fig = f"ρ {_fmt(c.get('spearman_combination'))} (judge alone: ρ {_fmt(c.get('spearman_judge'))})"
+            on = VALIDITY_SET
+        elif item in judge:
+            fig = f"ρ {_fmt(judge[item].get('spearman_raw'))}"
+            on = VALIDITY_SET
+        else:
+            fig, on = "not measured", "—"
+        rows.append({"item": get_item(item).label, "score used": p.source, "why": p.why, "validity": fig,
+                     "measured on": on})
+    return rows
+
+
+def for_configuration(store, dataset: str, config) -> list[dict]:
+    """:func:`validity_rows` for one judge configuration (a :class:`engine.judge.configs.JudgeConfig`) of a stored
+    dataset: its newest calibration, and the judge's own figures when it is an embedded model."""
+    from engine.judge.calibration import LIKERT_KEYS, latest
+    from engine.llm.modelfiles import embedded_key_of, validity_figures
+
+    key = embedded_key_of(config.model_sha256 or config.model)
+    return validity_rows(LIKERT_KEYS, latest(store, dataset, config.key), validity_figures(key) if key else [])
+
+
+def defaults(model_key: str) -> list[dict]:
+    """:func:`validity_rows` before any calibration, for an embedded judge model."""
+    from engine.judge.calibration import LIKERT_KEYS
+    from engine.llm.modelfiles import validity_figures
+
+    return validity_rows(LIKERT_KEYS, None, validity_figures(model_key))

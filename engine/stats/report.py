@@ -17,7 +17,7 @@ import math
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
@@ -72,6 +72,7 @@ class ReportData:
     evidence_by_quality: list[dict]
     disagreements: list[dict]
     provenance: dict
+    scores_used: list[dict] = field(default_factory=list)  # per item: the score decisions use and its validity
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -158,7 +159,14 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
                       _counts(ds.case(s.case_id).target_specialty for s in ds.summaries),
                       _counts(s.generator_model for s in ds.summaries),
                       sorted((r, g, n) for (r, g), n in raters.items()), config, configs, rep, headline(rep),
-                      by_gen, by_q, top, prov)
+                      by_gen, by_q, top, prov, _scores_used(store, name, config))
+
+
+def _scores_used(store, name: str, config: Optional[JudgeConfig]) -> list[dict]:
+    """Per 1-5 item: the score triage uses (calibrated, combination or the judge's), why, and its validity."""
+    from engine.judge.used_scores import for_configuration
+
+    return for_configuration(store, name, config) if config is not None else []
 
 
 # ----------------------------------------------------------------------------------------------- SVG
@@ -353,6 +361,11 @@ def render_html(d: ReportData) -> str:
     else:
         parts.append('<h2>4. LLM judge vs raters</h2><p class="muted">No LLM judge results in this dataset: run the '
                      "judge first.</p>")
+    if d.scores_used:
+        parts.append("<p><b>Which score stands for each item</b> in triage and spot-check sampling: the calibrated "
+                     "score where a calibration of this judge configuration keeps the judge's ranking, else the "
+                     "item's fixed combination of the judge with its own evidence, else the judge's expected "
+                     "score.</p>" + _table(d.scores_used))
     # distributions
     parts.append("<h2>5. Score distributions</h2><p class=\"muted\">Share of summaries per score: raters' median "
                  "(blue) and LLM judge (red).</p>" + _distributions(rep))

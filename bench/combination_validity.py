@@ -1,0 +1,118 @@
+"""Default item combinations on the judge-validity set (bench/validity_set.py: our own writing, graded defects).
+
+For every variant of the **test split** (cases never used for a choice; the combination weights were fixed before
+this ran, see engine.judge.combination): the default 1.5B judge's expected score (one greedy pass, cached in
+``bench/out/validity.sqlite``), the evidence the product stores — unit coverage, sentence support with citation
+verdicts and restatements, claim verification (clean and Accurate variants), MED-OMIT decided with today's
+decision on the case's shipped facts, differential, importance and clusters (clean and Thorough variants) — and
+the product's feature reader (engine.judge.features.evidence_for). Printed per item: Spearman ρ with −severity
+over each test case's clean control and that item's variants, for the judge's score and for the combination, and
+AUROC defect vs clean. A calibrated score is a strictly increasing map of its predictor, so on these variants it
+ranks exactly as the judge's score (kind ``judge``) or the combination (``judge+evidence`` without a correction):
+its ρ is not a separate measurement and is not printed.
+
+Usage: python bench/combination_validity.py [--threads 2] [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from judge_validity import OUT, _auroc, _score, _spearman, fmt, run_model  # noqa: E402
+from validity_set import ITEM_OF_KIND, all_variants, dataset  # noqa: E402
+
+ITEMS = ("thorough", "accurate", "cited", "succinct", "organized", "comprehensible")
+SHIPPED_MEDOMIT = ROOT / "sample_data" / "medomit_results.jsonl"
+
+
+def medomit_for(store, ds, variants, backend, sha, emb) -> int:
+    """Today's decision on each variant, from its case's shipped case-level outputs; stored as the product does."""
+    from engine.evidence.medomit import MedOmit, result_key
+    from engine.evidence.medomit_result import MedOmitResult
+
+    rows = [json.loads(x) for x in SHIPPED_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
+    by_case: dict[str, MedOmitResult] = {}
+    for r in rows:
+        res = MedOmitResult._from_json(r["result"])
+        if res.status == "complete":
+            by_case.setdefault(res.case_id, res)
+    mo = MedOmit(backend, sha, embedder=emb)
+    done = 0
+    for v in variants:
+        s, case = ds.summary(v.summary_id), ds.case(v.case_id)
+        key = result_key(sha, case, s, mo.decision)
+        if store.get_evidence(ds.name, "medomit", key, s.summary_id) is not None or v.case_id not in by_case:
+            continue
+        base = by_case[v.case_id]
+        res = mo.decide_again(base, case, s)
+        store.put_evidence(ds.name, "medomit", key, s.summary_id, res.status, res.to_json())
+        done += 1
+        print(f"  medomit {v.summary_id}: {res.omission_count} omitted", file=sys.stderr, flush=True)
+    return done
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", default=str(OUT / "combination_validity.json"))
+    a = ap.parse_args()
+    from dataclasses import replace
+
+    from engine.data.store import Store
+    from engine.evidence.batch import compute_evidence
+    from engine.evidence.embeddings import Embedder
+    from engine.evidence.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.judge.combination import COMBINATIONS, WEIGHTS_NOTE, combine
+    from engine.judge.features import evidence_for
+    from engine.judge.runner import open_llama_backend
+    from engine.llm.modelfiles import DEFAULT_EMBEDDED
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    store = Store(OUT / "validity.sqlite")
+    variants = [v for v in all_variants() if v.split == "test"]
+    ds = dataset(variants, "combination-validity-test")
+    if ds.name not in store.dataset_names():
+        store.import_dataset(ds, name=ds.name)
+    t0 = time.perf_counter()
+    judged = run_model(DEFAULT_EMBEDDED, 1, variants, store, a.threads, ds_name="validity-test-1.5b-1")
+    print(f"judged in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr)
+    emb = Embedder(store=store)
+    compute_evidence(store, ds.name, ds, [v.summary_id for v in variants], emb)
+    backend, sha = open_llama_backend("", n_ctx=8192, n_threads=a.threads, embedded_key=DEFAULT_EMBEDDED)
+    acc = [v.summary_id for v in variants if v.kind in ("clean", "accurate")]
+    compute_verification(store, ds.name, ds, acc, lambda: backend, sha, replace(DEFAULT_PARAMS, citations=False),
+                         lambda **kw: None)
+    medomit_for(store, ds, [v for v in variants if v.kind in ("clean", "thorough")], backend, sha, emb)
+    ev = evidence_for(store, ds.name, ds)
+    report = {"weights": {k: v for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": []}
+    print(f"Test split, {len({v.case_id for v in variants})} cases; Spearman with −severity, AUROC defect vs clean")
+    print(f"{'item':<16} {'n':>3} {'ρ judge':>8} {'ρ comb.':>8} {'AUROC judge':>12} {'AUROC comb.':>12}")
+    for item in ITEMS:
+        kinds = [k for k, it in ITEM_OF_KIND.items() if it == item]
+        rel = [v for v in variants if (v.kind == "clean" or v.kind in kinds) and judged.get(v.summary_id)]
+        raw = {v.summary_id: _score(judged[v.summary_id], item, "expected") for v in rel}
+        rel = [v for v in rel if raw[v.summary_id] is not None]
+        comb = {v.summary_id: combine(item, raw[v.summary_id], ev[v.summary_id].features).value for v in rel}
+        sev = [-v.severity for v in rel]
+        defect = [int(v.severity > 0) for v in rel]
+        row = {"item": item, "n": len(rel),
+               "spearman_judge": _spearman([raw[v.summary_id] for v in rel], sev),
+               "spearman_combination": _spearman([comb[v.summary_id] for v in rel], sev),
+               "auroc_judge": _auroc([raw[v.summary_id] for v in rel], defect),
+               "auroc_combination": _auroc([comb[v.summary_id] for v in rel], defect)}
+        report["items"].append(row)
+        print(f"{item:<16} {row['n']:>3} {fmt(row['spearman_judge']):>8} {fmt(row['spearman_combination']):>8} "
+              f"{fmt(row['auroc_judge']):>12} {fmt(row['auroc_combination']):>12}")
+    Path(a.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
