@@ -58,11 +58,8 @@ def medomit_for(store, ds, variants, backend, sha, emb) -> int:
     return done
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json", default=str(OUT / "combination_validity.json"))
-    a = ap.parse_args()
+def figures(threads: int = 2) -> dict:
+    """Judge, evidence and the per-item figures of the test split (see the module docstring)."""
     from dataclasses import replace
 
     from engine.data.store import Store
@@ -81,19 +78,18 @@ def main() -> int:
     if ds.name not in store.dataset_names():
         store.import_dataset(ds, name=ds.name)
     t0 = time.perf_counter()
-    judged = run_model(DEFAULT_EMBEDDED, 1, variants, store, a.threads, ds_name="validity-test-1.5b-1")
+    judged = run_model(DEFAULT_EMBEDDED, 1, variants, store, threads, ds_name="validity-test-1.5b-1")
     print(f"judged in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr)
     emb = Embedder(store=store)
     compute_evidence(store, ds.name, ds, [v.summary_id for v in variants], emb)
-    backend, sha = open_llama_backend("", n_ctx=8192, n_threads=a.threads, embedded_key=DEFAULT_EMBEDDED)
+    backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=DEFAULT_EMBEDDED)
     acc = [v.summary_id for v in variants if v.kind in ("clean", "accurate")]
     compute_verification(store, ds.name, ds, acc, lambda: backend, sha, replace(DEFAULT_PARAMS, citations=False),
                          lambda **kw: None)
     medomit_for(store, ds, [v for v in variants if v.kind in ("clean", "thorough")], backend, sha, emb)
     ev = evidence_for(store, ds.name, ds)
-    report = {"weights": {k: v for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": []}
-    print(f"Test split, {len({v.case_id for v in variants})} cases; Spearman with −severity, AUROC defect vs clean")
-    print(f"{'item':<16} {'n':>3} {'ρ judge':>8} {'ρ comb.':>8} {'AUROC judge':>12} {'AUROC comb.':>12}")
+    report = {"weights": {k: v for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": [],
+              "cases": len({v.case_id for v in variants})}
     for item in ITEMS:
         kinds = [k for k, it in ITEM_OF_KIND.items() if it == item]
         rel = [v for v in variants if (v.kind == "clean" or v.kind in kinds) and judged.get(v.summary_id)]
@@ -108,9 +104,34 @@ def main() -> int:
                "auroc_judge": _auroc([raw[v.summary_id] for v in rel], defect),
                "auroc_combination": _auroc([comb[v.summary_id] for v in rel], defect)}
         report["items"].append(row)
-        print(f"{item:<16} {row['n']:>3} {fmt(row['spearman_judge']):>8} {fmt(row['spearman_combination']):>8} "
+    return report
+
+
+def print_figures(report: dict) -> None:
+    print(f"Test split, {report['cases']} cases; Spearman with −severity, AUROC defect vs clean. A calibrated score "
+          "ranks as its predictor (strictly increasing map): its ρ is the judge's or the combination's.")
+    print(f"{'item':<16} {'n':>3} {'ρ judge':>8} {'ρ comb.':>8} {'AUROC judge':>12} {'AUROC comb.':>12}")
+    for row in report["items"]:
+        print(f"{row['item']:<16} {row['n']:>3} {fmt(row['spearman_judge']):>8} {fmt(row['spearman_combination']):>8} "
               f"{fmt(row['auroc_judge']):>12} {fmt(row['auroc_combination']):>12}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", default=str(OUT / "combination_validity.json"))
+    ap.add_argument("--record", action="store_true",
+                    help="also write the figures to engine/resources/combination_validity.json (shown where the "
+                         "score is used)")
+    a = ap.parse_args()
+    report = figures(a.threads)
+    print_figures(report)
     Path(a.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    if a.record:
+        from engine.judge.used_scores import COMBINATION_VALIDITY
+
+        COMBINATION_VALIDITY.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        print(f"recorded in {COMBINATION_VALIDITY}")
     return 0
 
 

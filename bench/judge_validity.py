@@ -11,6 +11,11 @@ so an interrupted run resumes) and prints, per item, on the **test split** (case
 * seconds per summary.
 
     python bench/judge_validity.py [--models qwen2.5-coder-1.5b gemma3-270m] [--samples 1 3] [--split test]
+                                   [--combination]
+
+``--combination`` adds, on the test split, the default combination of the judge with each item's own evidence
+(bench/combination_validity.py); a calibrated score ranks as its predictor, so its ρ is the judge's or the
+combination's.
 
 A figure here is measured on data we wrote ourselves; it says whether the judge moves with the defects we put in,
 not how it agrees with clinicians on real summaries.
@@ -130,6 +135,9 @@ def main(argv=None) -> int:
                     help="which variants to judge: test only (no calibrated figure), or dev and test")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default=str(OUT / "judge_validity.json"))
+    ap.add_argument("--combination", action="store_true",
+                    help="also the default combinations of the judge with each item's evidence on the test split "
+                         "(bench/combination_validity.py)")
     ap.add_argument("--record", action="store_true",
                     help="also write these models' rows into engine/resources/judge_validity.json (shown on Settings)")
     args = ap.parse_args(argv)
@@ -158,6 +166,11 @@ def main(argv=None) -> int:
               f"{fmt(r['spearman_calibrated']):>6} {fmt(r['spearman_median']):>6} {fmt(r['auroc']):>6} "
               f"{fmt(r['sec_per_summary_median']):>9}")
     Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    if args.combination:
+        import combination_validity
+
+        print()
+        combination_validity.print_figures(combination_validity.figures(args.threads or 2))
     if args.record:
         from engine.llm.modelfiles import VALIDITY_FILE
 

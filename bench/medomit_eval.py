@@ -290,6 +290,12 @@ def main():
         from engine.llm.modelfiles import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
+        if args.decide_again:  # the closed questions' answers are kept on disk (a rerun asks only what is new)
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from verify_bench import CachedAnswers
+
+            be = CachedAnswers(be, sha, out / "omit_answers.jsonl")
+            be.generate = be.b.generate
         mo = MedOmit(be, sha, embedder=emb)
         if args.decide_again:
             of = lambda m, d, sids: decided_again(m, d, sids, Path(args.decide_again))  # noqa: E731

@@ -14,11 +14,15 @@ split, Yim et al., Scientific Data 2023; CC BY 4.0), split by conversation id be
               omissions on real clinical wording and gives a per-summary ranking.
 Scores per fact (higher = more likely omitted): coverage (1 − coverage), model (1 − P(stated)), and the
 combination ``w (1 − P) + (1 − w)(1 − coverage)`` for w in 0.25 / 0.5 / 0.75. On the paraphrase set's development
-split the weight and threshold are chosen (best F1, ties to the lower weight); the test split reports the shipped
+split the weight and threshold are chosen (the most recall with at most 10 % of the stated facts reported omitted,
+:func:`choose`); the test split reports the shipped
 decision (engine.evidence.medomit_decision.DEFAULT_DECISION). On the removed set the model is asked only where
 the shipped decision asks (its coverage alone does not decide), so only the shipped figures are reported there. Figures: AUROC per fact; recall, false-report rate and
 precision at the threshold; for ``removed``, Spearman per summary of the number of facts decided omitted with
 the true share of facts taken out; seconds per question after the summary is read.
+With ``--benchmark`` also the omission benchmark's labelled facts (bench/omission_benchmark.py: our own sample notes
+and conversations, its own case split) in the same way as the removed set, with the written telegraphic rewrite
+as a summary that states every fact in other words.
 Answers are cached on disk (``bench/out/omit_answers.jsonl``) by model and messages.
 Usage: python bench/omission_realdev.py [--split dev|test] [--model default|smoke] [--mts 30] [--aci 3]
 """
@@ -103,6 +107,28 @@ def removed_from(rows: list[dict], n_notes: int, seed: int = 11) -> list[FactIte
     return out
 
 
+def benchmark_items(split: str, kinds: tuple = ("notes", "conversation")) -> list[FactItem]:
+    """The omission benchmark's labelled facts (bench/omission_benchmark.py: our own sample notes and conversations,
+    its own case split): per case the complete reference summary, half of its fact-bearing sentences removed, and
+    the written telegraphic rewrite (every fact, other words)."""
+    import omission_benchmark as ob
+
+    out = []
+    for item in ob.split(ob.load_note_cases() + ob.load_conversations())[split]:
+        if item.kind not in kinds:
+            continue
+        texts = [("complete", "\n".join(item.sents), set())]
+        for name, share in (("half", 0.5),):
+            text, _, removed = ob.removal(item, 0, share)
+            texts.append((name, text, removed))
+        texts += [("rewrite", t, set()) for _, t, rate, style in item.written if style == "telegraphic" and rate == 0]
+        for name, text, removed in texts:
+            for fid, f in item.facts.items():
+                out.append(FactItem(f"benchmark-{item.kind}", item.case.case_id, f"{item.case.case_id}|{name}", text,
+                                    f["text"], int(fid in removed), len(removed) / len(item.facts)))
+    return out
+
+
 def score(items: list[FactItem], emb, backend, band_only: bool = False) -> tuple[np.ndarray, list]:
     """Coverage of every fact and the model's P(stated) — for every fact, or with ``band_only`` only where the
     shipped decision asks (engine.evidence.medomit_decision.model_decides): the shipped figures are exact, the
@@ -150,16 +176,25 @@ def p_omitted(cov, p, w) -> list:
             for c, q in zip(cov, p)]
 
 
+FALSE_REPORT_CAP = 0.10  # a decision may report at most this share of stated facts as omitted
+
+
 def choose(items, cov, p) -> tuple[float, float, float]:
+    """(weight, threshold, recall): the most recall with at most FALSE_REPORT_CAP of the stated facts reported
+    omitted (ties: fewer false reports, then the lower weight). A reviewer reads every reported omission, so false
+    reports are bounded first; best F1 alone chose w 0.25, threshold 0.35, which reported 9 of the sample's 21
+    documented stated facts as omitted."""
     y = [it.omitted for it in items]
-    best = (-1.0, 0.0, 0.5)
+    best = (-1.0, 1.0, 0.0, 0.5)
     for w in WEIGHTS:
         s = p_omitted(cov, p, w)
         for t in np.round(np.arange(0.2, 0.81, 0.025), 3):
-            f = f1(y, [x >= t for x in s])
-            if f > best[0] + 1e-9:
-                best = (f, w, float(t))
-    return best[1], best[2], best[0]
+            r = at_threshold(y, [x >= t for x in s])
+            if r["false_report"] > FALSE_REPORT_CAP:
+                continue
+            if (r["recall"], -r["false_report"]) > (best[0] + 1e-9, -best[1]):
+                best = (r["recall"], r["false_report"], w, float(t))
+    return best[2], best[3], best[0]
 
 
 def per_summary(items, decided) -> float:
@@ -181,6 +216,9 @@ def main():
     ap.add_argument("--aci", type=int, default=3, help="ACI-BENCH encounters per split (paraphrase set)")
     ap.add_argument("--notes", type=int, default=12, help="MTS-Dialog note sections per split (removed set)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--benchmark", nargs="*", default=None, metavar="KIND",
+                    help="also the omission benchmark's labelled facts (our own writing, its own split) of these "
+                         "source kinds (notes, conversation; none named: both)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     from engine.evidence.embeddings import Embedder
@@ -193,10 +231,12 @@ def main():
         backend = CachedAnswers(b, model_id, OUT / "omit_answers.jsonl")
     report = {"split": a.split, "model": a.model, "sets": {}}
     sets = {"paraphrase": paraphrase_items(a.split, a.mts, a.aci), "removed": removed_items(a.split, a.notes)}
+    if a.benchmark is not None:
+        sets["benchmark"] = benchmark_items(a.split, tuple(a.benchmark) or ("notes", "conversation"))
     for name, items in sets.items():
         print(f"\n== {name} · {a.split}: {len(items)} facts ({sum(i.omitted for i in items)} omitted) from "
               f"{len({i.conv_id for i in items})} conversations / notes, {len({i.summary for i in items})} summaries")
-        band = name == "removed"
+        band = name != "paraphrase"
         cov, p = score(items, emb, backend, band_only=band)
         y = [it.omitted for it in items]
         fig = {"n": len(items), "omitted": sum(y), "AUROC": {"coverage": auroc(y, list(1 - cov))}}
@@ -209,8 +249,9 @@ def main():
             fig["unscored"] = sum(q is None for q in p)
         if a.split == "dev" and not band:
             w, t, best = choose(items, cov, p) if backend is not None else (0.0, *choose(items, cov, [None] * len(p))[1:])
-            fig["chosen"] = {"model_weight": w, "threshold": t, "F1": round(best, 3)}
-            print(f"chosen on dev: w = {w}, threshold = {t} (F1 {best:.3f})")
+            fig["chosen"] = {"model_weight": w, "threshold": t, "recall": round(best, 3)}
+            print(f"chosen on dev: w = {w}, threshold = {t} (recall {best:.3f} at ≤ {FALSE_REPORT_CAP:.0%} false "
+                  "reports)")
         w, t = DEFAULT_DECISION.model_weight, DEFAULT_DECISION.threshold
         s = p_omitted(cov, p, w)
         dec = [x >= t for x in s]
@@ -218,7 +259,7 @@ def main():
                           "AUROC": auroc(y, s)}
         cov_dec = [1 - c >= t for c in cov]
         fig["coverage_alone_at_threshold"] = at_threshold(y, cov_dec)
-        if name == "removed":
+        if name != "paraphrase":
             fig["spearman_per_summary"] = {"shipped": per_summary(items, dec), "coverage": per_summary(items, cov_dec)}
         report["sets"][name] = fig
         print(json.dumps(fig, indent=1))

@@ -43,8 +43,8 @@ ACK = "I have read the summary. Ask me about one fact."
 class DecisionParams:
     """The decision rule (chosen on the development split of the real-text omission set)."""
 
-    model_weight: float = 0.25  # w in P(omitted) = w (1 - p_stated) + (1 - w) (1 - coverage)
-    threshold: float = 0.35  # omitted when P(omitted) >= threshold
+    model_weight: float = 0.5  # w in P(omitted) = w (1 - p_stated) + (1 - w) (1 - coverage)
+    threshold: float = 0.4  # omitted when P(omitted) >= threshold
     use_model: bool = True  # ask the model (False: coverage alone)
 
     def key(self) -> dict:

@@ -1,0 +1,52 @@
+"""The default item combinations (engine.judge.combination) and the evidence features they read."""
+import json
+
+import pytest
+
+from engine.judge.combination import COMBINATIONS, SIGNALS, combine, combined_scores, has_combination
+from engine.judge.features import FEATURE_NAMES, Features, _medomit_share
+
+
+def test_every_signal_reads_a_feature_that_exists_and_maps_onto_the_scale():
+    for sig in SIGNALS.values():
+        assert sig.feature is None or sig.feature in FEATURE_NAMES
+        for v in (0.0, 0.1, 0.5, 1.0):
+            assert 1.0 <= sig.to_scale(v if sig.feature else 1 + 4 * v) <= 5.0
+    for item, weights in COMBINATIONS.items():
+        assert set(weights) <= set(SIGNALS) and "judge" in weights and sum(weights.values()) == pytest.approx(1.0)
+        assert weights["judge"] == pytest.approx(0.5)  # fixed: the judge and the evidence weigh half each
+
+
+def test_combination_renormalises_over_the_signals_present():
+    # Thorough: judge 4.6, coverage share 0.125 (-> 4.0), MED-OMIT share 0.5 (-> 3.0)
+    c = combine("thorough", 4.6, Features(omission=0.125, medomit_share=0.5))
+    assert c.value == pytest.approx(0.5 * 4.6 + 0.25 * 4.0 + 0.25 * 3.0)
+    assert [p.signal for p in c.parts] == ["judge", "coverage", "medomit"] and c.uses_evidence
+    assert "0.50 × judge's expected score" in c.label
+    only = combine("thorough", 4.6, Features(omission=0.125))
+    assert only.value == pytest.approx((0.5 * 4.6 + 0.25 * 4.0) / 0.75)
+    assert combine("thorough", 4.6, None).value == pytest.approx(4.6) and not combine("thorough", 4.6, None).uses_evidence
+    assert combine("thorough", None, Features(omission=0.1)) is None  # no judge score: nothing to combine
+
+
+def test_items_without_evidence_of_their_own_keep_the_judges_score():
+    assert not has_combination("organized") and combine("organized", 3.7, Features(omission=0.9)).value == 3.7
+    got = combined_scores({"accurate": 4.8, "organized": 4.0, "cited": None}, Features(unsupported=0.25))
+    assert set(got) == {"accurate"} and got["accurate"].value == pytest.approx(0.5 * 4.8 + 0.5 * 3.0)
+
+
+def test_medomit_share_reads_complete_results_of_the_default_model_only():
+    from engine.evidence.medomit_result import Fact, FactScore, MedOmitResult
+
+    facts = [Fact("F1", "a", "1", 0, 1, "exact"), Fact("F2", "b", "1", 2, 3, "exact"), Fact("F3", "c", None, None,
+                                                                                            None, "unlinked")]
+    scores = [FactScore("F1", True, "critical", 1.0, [], 1.0, []), FactScore("F2", False, "important", 0.5, [], 0.5, [])]
+    res = MedOmitResult("s", "c", "complete", "", "", facts, [], [], scores, 1.0, 1,
+                        provenance={"method": "medomit-v4", "model": "m", "model_file": "qwen.gguf"})
+    assert _medomit_share(json.loads(res.to_json())) == pytest.approx(1.0 / 1.5)
+    smoke = json.loads(res.to_json())
+    smoke["provenance"]["model_file"] = "gemma-3-270m-it-Q4_K_M.gguf"
+    assert _medomit_share(smoke) is None
+    inc = json.loads(res.to_json())
+    inc["status"] = "incomplete"
+    assert _medomit_share(inc) is None and _medomit_share(None) is None
