@@ -107,16 +107,15 @@ def removed_from(rows: list[dict], n_notes: int, seed: int = 11) -> list[FactIte
     return out
 
 
-def benchmark_items(split: str, kinds: tuple = ("notes", "conversation")) -> list[FactItem]:
+def benchmark_items(split: str, kinds: tuple = ("notes", "conversation"), n_cases: int = 0) -> list[FactItem]:
     """The omission benchmark's labelled facts (bench/omission_benchmark.py: our own sample notes and conversations,
     its own case split): per case the complete reference summary, half of its fact-bearing sentences removed, and
     the written telegraphic rewrite (every fact, other words)."""
     import omission_benchmark as ob
 
     out = []
-    for item in ob.split(ob.load_note_cases() + ob.load_conversations())[split]:
-        if item.kind not in kinds:
-            continue
+    items = [i for i in ob.split(ob.load_note_cases() + ob.load_conversations())[split] if i.kind in kinds]
+    for item in items[:n_cases or None]:
         texts = [("complete", "\n".join(item.sents), set())]
         for name, share in (("half", 0.5),):
             text, _, removed = ob.removal(item, 0, share)
@@ -219,6 +218,7 @@ def main():
     ap.add_argument("--benchmark", nargs="*", default=None, metavar="KIND",
                     help="also the omission benchmark's labelled facts (our own writing, its own split) of these "
                          "source kinds (notes, conversation; none named: both)")
+    ap.add_argument("--benchmark-cases", type=int, default=0, help="only the first N of its cases (0: all)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     from engine.evidence.embeddings import Embedder
@@ -232,7 +232,8 @@ def main():
     report = {"split": a.split, "model": a.model, "sets": {}}
     sets = {"paraphrase": paraphrase_items(a.split, a.mts, a.aci), "removed": removed_items(a.split, a.notes)}
     if a.benchmark is not None:
-        sets["benchmark"] = benchmark_items(a.split, tuple(a.benchmark) or ("notes", "conversation"))
+        sets["benchmark"] = benchmark_items(a.split, tuple(a.benchmark) or ("notes", "conversation"),
+                                            a.benchmark_cases)
     for name, items in sets.items():
         print(f"\n== {name} · {a.split}: {len(items)} facts ({sum(i.omitted for i in items)} omitted) from "
               f"{len({i.conv_id for i in items})} conversations / notes, {len({i.summary for i in items})} summaries")

@@ -270,8 +270,8 @@ with tab_medomit:
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded
-            jobs_view.start(job_name, medomit_job(MedOmit(backend, sha, cache=store), ds, [sid], store=store,
-                                                  dataset_name=name))
+            mo = MedOmit(backend, sha, cache=store, embedder=state.embedder())
+            jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name))
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
     stored = state.guarded(store.evidence_results, name, "medomit", default={}).get(sid)
     res = MedOmitResult.from_json(stored) if stored else None

@@ -26,7 +26,8 @@ if st.button("Run MED-OMIT on every summary", help="Resumable: finished summarie
     loaded = state.judge_backend()
     if loaded is not None:
         backend, sha = loaded
-        jobs_view.start("medomit_all", medomit_job(MedOmit(backend, sha, cache=store), ds,
+        mo = MedOmit(backend, sha, cache=store, embedder=state.embedder())
+        jobs_view.start("medomit_all", medomit_job(mo, ds,
                                                    [s.summary_id for s in ds.summaries], store=store,
                                                    dataset_name=name))
 jobs_view.panel("medomit_all", on_finish=lambda job: state.bump_data_version())

@@ -40,7 +40,10 @@ def cmd_omissions(args) -> int:
         except BackendError as exc:
             say(f"error: {exc}", file=sys.stderr)
             return 1
-        mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store)
+        from engine.evidence.embeddings import Embedder
+
+        mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store,
+                     embedder=Embedder(store=store))
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
         for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
