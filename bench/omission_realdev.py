@@ -235,6 +235,8 @@ def main():
         sets["benchmark"] = benchmark_items(a.split, tuple(a.benchmark) or ("notes", "conversation"),
                                             a.benchmark_cases)
     for name, items in sets.items():
+        if not items:
+            continue
         print(f"\n== {name} · {a.split}: {len(items)} facts ({sum(i.omitted for i in items)} omitted) from "
               f"{len({i.conv_id for i in items})} conversations / notes, {len({i.summary for i in items})} summaries")
         band = name != "paraphrase"
