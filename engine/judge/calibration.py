@@ -112,14 +112,10 @@ class ItemCalibration:
     def predictor(self, expected: float, feats: Optional[Features]) -> Optional[float]:
         if self.kind == "judge":
             return expected
-        row = [*(feats or Features()).vector()]
-        z = []
-        for v, m, s in zip(row, self.means, self.scales):
-            z.append(0.0 if v is None else (v - m) / s)  # a missing feature takes the mean
+        row = (feats or Features()).vector()
         if self.map_kind == "step":  # calib-v1: a ridge on [expected, *features] from scratch
-            z = [(expected - self.means[0]) / self.scales[0]] + [
-                0.0 if v is None else (v - m) / s for v, m, s in zip(row, self.means[1:], self.scales[1:])]
-            return float(self.intercept + np.dot(self.coef, z))
+            return float(self.intercept + np.dot(self.coef, _standardised([expected, *row], self.means, self.scales)))
+        z = _standardised(row, self.means, self.scales)
         from engine.judge.combination import combine
 
         return float(combine(self.item, expected, feats).value + self.intercept + np.dot(self.coef, z))
@@ -171,6 +167,11 @@ class Calibration:
             items[k] = ItemCalibration(**v)
         d["items"] = items
         return cls(**d)
+
+
+def _standardised(values, means, scales) -> list[float]:
+    """(value − mean) / scale per column; a missing value takes the mean (0)."""
+    return [0.0 if v is None else (v - m) / sc for v, m, sc in zip(values, means, scales)]
 
 
 class CalibrationRefused(ValueError):
