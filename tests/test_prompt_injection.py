@@ -33,8 +33,9 @@ def test_judge_prompt_reads_back_exactly(attack):
     back = read_user_message(msg)
     assert back.specialty == case.target_specialty
     assert back.summary == summary.text
+    # notes oldest first by their parsed date, a readable date shown as ISO and any other date text as it came
     assert [(n["id"], n["text"], n["date"], n["type"], n["author"]) for n in back.notes] == \
-           [(n.note_id, n.text, n.date, n.note_type, n.author_specialty) for n in case.notes]
+           [(n.note_id, n.text, n.date_iso or n.date, n.note_type, n.author_specialty) for n in case.notes_in_order()]
     code = re.search(r'"-([0-9a-f]{10})"', msg).group(1)
     data = [case.target_specialty, summary.text] + [x for n in case.notes for x in
                                                     (n.text, n.date or "", n.note_type or "", n.author_specialty or "")]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Iterable, Optional
 
 from engine.core import citations
+from engine.core.dates import iso_date
 from engine.core.stamps import json_key
 
 RATER_GROUPS = ("junior", "senior", "llm", "clinician", "adjudicated", "spot-check", "unknown")
@@ -49,6 +50,17 @@ class Note:
     note_type: Optional[str] = None
     author_specialty: Optional[str] = None
 
+    @property
+    def date_iso(self) -> Optional[str]:
+        """The date as ISO 8601 (engine.core.dates), None when there is none or it cannot be read. ``date`` keeps
+        the export's own text, which is what a reviewer sees; every "latest" or "in order" decision reads this."""
+        return iso_date(self.date)
+
+    def order_key(self, position: int) -> tuple:
+        """Oldest first: dated notes by date, undated ones after them, ties in file order."""
+        iso = self.date_iso
+        return (iso is None, iso or "", position)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -61,6 +73,11 @@ class Case:
             if n.note_id == note_id:
                 return n
         raise KeyError(f"case {self.case_id!r} has no note {note_id!r}")
+
+    def notes_in_order(self) -> tuple[Note, ...]:
+        """The notes oldest first by their parsed date (undated ones last; ties and undated notes in file order)."""
+        return tuple(n for _, n in sorted(((n.order_key(i), n) for i, n in enumerate(self.notes)),
+                                          key=lambda p: p[0]))
 
     @property
     def source_text(self) -> str:

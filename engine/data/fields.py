@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Optional, Sequence
 
+from engine.core.dates import DATE_CONVENTION, parse_note_date
 from engine.core.models import reserved_rater_problem
 from engine.core.rubric import ValueError_, parse_value
 from engine.data.files import InputRow
@@ -59,6 +60,21 @@ def opt_text(report: ValidationReport, fname: str, row: Optional[InputRow], fld:
     if s is None:
         return REFUSED_VALUE
     return s or None
+
+
+def date_field(report: ValidationReport, fname: str, row: Optional[InputRow], fld: str, v: object):
+    """An optional note date: its text when empty or readable (engine.core.dates), else an issue naming the field
+    and :data:`REFUSED_VALUE` (a date is never guessed)."""
+    s = opt_text(report, fname, row, fld, v)
+    if s is None or s is REFUSED_VALUE:
+        return s
+    parsed = parse_note_date(s)
+    if parsed.iso is None:
+        report.add(Issue(fname, f"date {short_text(s)!r} cannot be read: {parsed.problem}", row=row.number if row else None,
+                         line=row.line if row else None, field=fld,
+                         hint=f"write it as YYYY-MM-DD (or with a time); {DATE_CONVENTION}"))
+        return REFUSED_VALUE
+    return s
 
 
 def check_id(report: ValidationReport, fname: str, row: InputRow | None, fld: str, value: Optional[str]) -> bool:

@@ -9,7 +9,7 @@ from typing import Optional
 
 from engine.core.models import Note, Rating, Summary
 from engine.core.rubric import ITEM_KEYS, ValueError_, get_item, parse_value
-from engine.data.fields import (check_columns, check_id, check_rater, REFUSED_VALUE, opt_text, rating_value, scalar_field,
+from engine.data.fields import (check_columns, check_id, date_field, check_rater, REFUSED_VALUE, opt_text, rating_value, scalar_field,
                                 as_text, text_field)
 from engine.data.files import InputRow
 from engine.data.mapping import (CASE_JSON_KEYS_OPTIONAL, CASE_JSON_KEYS_REQUIRED, DIALOGUE_COLUMNS, LoadOptions,
@@ -111,7 +111,8 @@ def read_table(c: Collector, report: ValidationReport, path: Path, table: str, h
             if not (check_id(report, fname, row, "case_id", cid) & check_id(report, fname, row, "note_id", nid)):
                 continue
             text = text_field(report, fname, row, "text", v.get("text"), "note text")
-            meta = [opt_text(report, fname, row, k, v.get(k)) for k in ("date", "note_type", "author_specialty")]
+            meta = [(date_field if k == "date" else opt_text)(report, fname, row, k, v.get(k))
+                    for k in ("date", "note_type", "author_specialty")]
             if text is None or REFUSED_VALUE in meta:
                 continue
             c.add_note(report, fname, row, cid, Note(nid, text, *meta))
@@ -367,7 +368,8 @@ def _read_case_obj(c: Collector, report: ValidationReport, path: Path, obj: obje
                 continue
             meta, val = val, val.get("text")
         text = text_field(report, fname, None, fld, val, f"note {nid} text")
-        extra = [opt_text(report, fname, None, f"{fld}.{k}", meta.get(k)) for k in NOTE_OBJ_KEYS[1:]]
+        extra = [(date_field if k == "date" else opt_text)(report, fname, None, f"{fld}.{k}", meta.get(k))
+                 for k in NOTE_OBJ_KEYS[1:]]
         if text is None or REFUSED_VALUE in extra:
             continue
         c.add_note(report, fname, None, cid, Note(nid, text, *extra))

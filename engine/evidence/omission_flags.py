@@ -78,12 +78,13 @@ def _content_words(text: str) -> set[str]:
 
 
 def latest_notes(case: Case) -> list[Note]:
-    """The notes of the latest date (ISO dates compare as text); the last note when no note carries a date."""
-    dated = [n for n in case.notes if n.date]
+    """The notes of the latest calendar day (by the parsed date, :attr:`Note.date_iso`); the last note when no note
+    carries a readable date."""
+    dated = [(n.date_iso[:10], n) for n in case.notes if n.date_iso]
     if not dated:
         return [case.notes[-1]] if case.notes else []
-    top = max(n.date for n in dated)
-    return [n for n in dated if n.date == top]
+    top = max(d for d, _ in dated)
+    return [n for d, n in dated if d == top]
 
 
 def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:

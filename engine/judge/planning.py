@@ -82,7 +82,7 @@ def plan_prompt(backend: Backend, case: Case, summary: Summary, params: JudgePar
     """Build the prompt and check it against the context window (refuse, or drop the oldest notes).
     ``citation_form``: how the dataset's summaries cite notes (:func:`dataset_citation_form`)."""
     budget = backend.n_ctx - params.resolved_max_tokens
-    order = sorted(case.notes, key=lambda n: (n.date or "", case.notes.index(n)))  # oldest first
+    order = case.notes_in_order()  # oldest first, by the parsed date
     kept = [n.note_id for n in case.notes]
     dropped: list[str] = []
     while True:

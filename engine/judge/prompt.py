@@ -125,7 +125,7 @@ def fence_for(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = 
     derived from the summary as well."""
     data: list[Optional[str]] = [case.target_specialty]
     for n in _notes(case, note_ids):
-        data += [n.note_id, n.text, n.date, n.note_type, n.author_specialty]
+        data += [n.note_id, n.text, n.date_iso or n.date, n.note_type, n.author_specialty]
     fence = Fence.for_data(data)
     if fence.code in summary.text:
         fence = Fence.for_data(data + [summary.text])
@@ -133,11 +133,13 @@ def fence_for(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = 
 
 
 def _notes(case: Case, note_ids: Optional[Sequence[str]]) -> list:
-    return [n for n in case.notes if note_ids is None or n.note_id in note_ids]
+    """The notes shown, oldest first by their parsed date (:meth:`Note.order_key`; undated notes last, ties and
+    undated notes in file order)."""
+    return [n for n in case.notes_in_order() if note_ids is None or n.note_id in note_ids]
 
 
 def notes_block(case: Case, fence: Fence, note_ids: Optional[Sequence[str]] = None) -> str:
-    parts = [fence.block("note", n.text, {"id": n.note_id, "date": n.date, "type": n.note_type,
+    parts = [fence.block("note", n.text, {"id": n.note_id, "date": n.date_iso or n.date, "type": n.note_type,
                                          "author": n.author_specialty}) for n in _notes(case, note_ids)]
     return fence.block("notes", "\n".join(parts))
 

@@ -43,8 +43,8 @@ def record_message(case: Case, excerpts: Sequence[PassageRef] = ()) -> str:
         head = "Excerpts of the patient's record (the parts that bear on the statements to check):"
     else:
         fence = Fence.for_data([n.text for n in case.notes])
-        blocks = [fence.block("note", n.text, {"id": n.note_id, "date": n.date, "type": n.note_type})
-                  for n in case.notes]
+        blocks = [fence.block("note", n.text, {"id": n.note_id, "date": n.date_iso or n.date, "type": n.note_type})
+                  for n in case.notes_in_order()]
         head = "The patient's record:"
     return head + "\n\n" + "\n\n".join(blocks)
 
