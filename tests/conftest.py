@@ -39,6 +39,30 @@ BOTH_STORES = {"test_store", "test_reviews", "test_reviewer_work", "test_panel_a
                "test_config_sets", "test_calibration", "test_agreement", "test_team_workspace"}
 
 
+def chromium_gate(ci: bool, chromium: str | None) -> tuple[str, str]:
+    """What a ``requires_chromium`` test does: ("run", ""), or ("skip" | "fail", why). Under CI (``CI`` set) a
+    missing browser fails the test, so a machine without Chromium cannot pass the browser checks by skipping them."""
+    if chromium:
+        return "run", ""
+    if ci:
+        return "fail", "Debian's chromium is required in CI ('make test' installs it)"
+    return "skip", "chromium not installed (run 'make test', which installs Debian's chromium)"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires_chromium: a real-browser test; skipped without Chromium, failed "
+                                       "without it under CI")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_chromium"):
+        what, why = chromium_gate(bool(os.environ.get("CI")), CHROMIUM)
+        if what == "fail":
+            pytest.fail(why, pytrace=False)
+        if what == "skip":
+            pytest.skip(why)
+
+
 def pytest_generate_tests(metafunc):
     if "store" in metafunc.fixturenames and metafunc.module.__name__.rsplit(".", 1)[-1] in BOTH_STORES:
         metafunc.parametrize("store", ["sqlite", "postgresql"], indirect=True)

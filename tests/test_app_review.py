@@ -1,4 +1,5 @@
 """AppTest of the Spot-check & adjudicate page: renders on the sample, blinding, submitting, history, export."""
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
@@ -263,15 +264,11 @@ def test_yes_no_items_show_yes_no_and_shares_never_fractions():
         assert cell in ("0 of 1 yes (0%)", "1 of 1 yes (100%)"), cell  # the share over the judge's one pass
 
 
+@pytest.mark.requires_chromium
 def test_keyboard_shortcuts_in_a_real_browser(tmp_path):
     """Headless Chromium: 1-5 / y / n set the highlighted item and move on, Ctrl+Enter saves, ] and [ move between
     summaries, the form column is sticky, and the page makes no request outside the app."""
-    import shutil
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        import pytest
-        pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)")
+    from conftest import CHROMIUM as chromium
     from playwright.sync_api import sync_playwright
     from conftest import LAUNCH_ARGS, _start, _stop
 

@@ -14,11 +14,7 @@ import payload
 from conftest import BUNDLE, FORMATS, LAUNCH_ARGS, ROOT, _start, _stop
 from conftest import CHROMIUM, Watch, _settle, _audit
 
-if not CHROMIUM:
-    if os.environ.get("CI"):
-        pytest.fail("Debian's chromium is required in CI ('make test' installs it)", pytrace=False)
-    pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)",
-                allow_module_level=True)
+pytestmark = pytest.mark.requires_chromium
 
 
 @pytest.fixture

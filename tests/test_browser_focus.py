@@ -9,6 +9,8 @@ from components.evidence_view import aligned_passages, focus_id
 from conftest import LAUNCH_ARGS, _start, _stop
 from conftest import CHROMIUM, Watch, _audit, _settle
 
+pytestmark = pytest.mark.requires_chromium
+
 MAX_REGIONS = 30  # as pages/case.py lists them
 VIEWPORT = {"width": 1280, "height": 800}
 

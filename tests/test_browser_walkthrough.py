@@ -2,12 +2,12 @@
 same view, Case → Judge keeps the summary, a dropped encounter is flagged on the Case page, a spot-check saved on the Spot-check page leaves every panel figure in
 place, both report formats download from one generation, and the server logs no traceback."""
 import re
-import shutil
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(not CHROMIUM, reason="chromium not installed (run 'make test')")
+from conftest import CHROMIUM
+
+pytestmark = pytest.mark.requires_chromium
 
 IDLE = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no script run in progress
 VERDICT = re.compile(r"^(Cited|Accurate|Thorough|Useful|Organized|Comprehensible|Succinct|Synthesized)\. (.*)$", re.M)

@@ -155,22 +155,28 @@ def test_context_refusal_and_trimming(ds):
     be = FakeBackend([GOOD], n_ctx=full)
     r = Judge(be, "sha", JudgeParams(n_samples=1, trim=True)).judge(ds, sid)
     assert r.status == STATUS_SCORED and r.provenance.dropped_notes
-    oldest = min(case.notes, key=lambda n: n.date)
+    oldest = case.notes_in_order()[0]
     assert r.provenance.dropped_notes[0] == oldest.note_id
     assert oldest.text[:200] not in be.calls[0][0]
     assert "oldest notes dropped" in r.reason
 
 
 def test_few_shot_never_uses_the_judged_case(ds):
+    checked = 0
     for s in ds.summaries:
-        try:
-            exs = select_examples(ds, s, 3, seed=7, train_fraction=0.5)
-        except ValueError:
-            continue
+        exs = select_examples(ds, s, 3, seed=7, train_fraction=0.5)
+        assert len(exs) == 3
+        checked += 1
         assert all(e.summary.case_id != s.case_id for e in exs)
         assert all(in_train_split(e.summary.case_id, 0.5) for e in exs)
         for e in exs:
             assert e.answer == example_answer(ds, e.summary.summary_id)
+    assert checked == len(ds.summaries) > 0
+
+
+def test_few_shot_refuses_when_the_training_split_is_too_small(ds):
+    with pytest.raises(ValueError, match="rated summaries in the training split"):
+        select_examples(ds, ds.summaries[0], 10_000, seed=7, train_fraction=0.5)
 
 
 def test_few_shot_prompt_shape(ds):

@@ -59,7 +59,7 @@ def test_html_holds_every_section_and_item(sample_report):
     assert data.provenance["prompt version"] == data.config.prompt_version and data.provenance["model sha256"]
 
 
-@pytest.mark.skipif(not CHROMIUM, reason="needs chromium (make test installs it)")
+@pytest.mark.requires_chromium
 def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp_path):
     from pypdf import PdfReader
 
@@ -90,7 +90,7 @@ def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp
     assert len(pages) >= 3 and all("smoke-test model" in p.extract_text() for p in pages)
 
 
-@pytest.mark.skipif(not CHROMIUM, reason="needs chromium (make test installs it)")
+@pytest.mark.requires_chromium
 def test_html_opens_offline_with_no_outbound_request(sample_report):
     from playwright.sync_api import sync_playwright
 

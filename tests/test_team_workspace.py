@@ -92,11 +92,13 @@ def test_backup_and_restore_of_a_postgresql_workspace(pg_url):
     store = Store(pg_url)
     ds, _ = load_paths([BUNDLE], name="s")
     store.import_dataset(ds)
+    before = store.load_dataset("s")
+    assert before.cases and before.summaries and before.ratings
     path = store.delete_dataset("s")  # a backup is written first, into an SQLite file
     assert Path(path).is_file() and "s" not in store.dataset_names()
     assert [b.path for b in list_backups(anchor(store))] == [path]
     restore(store, Path(path))
-    assert store.load_dataset("s") == store.load_dataset("s") and "s" in store.dataset_names()
+    assert "s" in store.dataset_names() and store.load_dataset("s") == before
     assert len(list_backups(anchor(store))) == 2  # the state before the restore was kept too
     assert backup(store, "manual").is_file()
     store.close()
@@ -396,6 +398,7 @@ def test_text_postgresql_cannot_hold_is_refused_whole(pg_url):
     store.close()
 
 
+@pytest.mark.requires_chromium
 def test_two_browser_sessions_review_blind_and_the_adjudication_queue_shows_their_disagreement(pg_url, pg_server,
                                                                                               tmp_path):
     """Headless Chromium, two browser contexts (two sessions, two reviewers) on one app served from a PostgreSQL
@@ -403,8 +406,6 @@ def test_two_browser_sessions_review_blind_and_the_adjudication_queue_shows_thei
     lists their disagreement."""
     from conftest import CHROMIUM, LAUNCH_ARGS, Watch, _settle, _start, _stop
 
-    if not CHROMIUM:
-        pytest.skip("chromium not installed (run 'make test', which installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
 
     from engine.data.assignments import plan_assignments, save_plan
