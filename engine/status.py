@@ -86,7 +86,7 @@ def next_steps(s: DatasetStatus) -> list[NextStep]:
                               "real model so far).", "pages/judge.py", f"python -m engine judge {s.name}"))
     if min(s.coverage, s.support) < s.summaries:
         steps.append(NextStep(f"Compute the evidence: omissions and sentence support ({min(s.coverage, s.support)} "
-                              f"of {s.summaries} done).", "pages/evidence.py", f"python -m engine align {s.name}"))
+                              f"of {s.summaries} done).", "pages/evidence.py", f"python -m engine evidence {s.name} --compute"))
     if s.raters >= 2:
         steps.append(NextStep(f"Read how the {s.raters} raters and the judge agree, and make the committee report.",
                               "pages/agreement.py", f"python -m engine report {s.name} --out report.html"))

@@ -265,3 +265,31 @@ def test_judge_uses_the_configured_server_without_flags(capsys):
     assert main(["judge", "sample", "--samples", "1", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "cannot reach http://127.0.0.1:9" in err and "Traceback" not in err
+
+
+def test_every_command_status_suggests_exists_and_the_evidence_one_changes_status(capsys):
+    """Each ``python -m engine ...`` that status names is a real command; running the evidence one stores the
+    dataset's coverage and sentence support, after which status counts them and no longer suggests it."""
+    import shlex
+
+    from engine.cli import build_parser
+    from engine.status import dataset_status
+
+    assert main(["import", str(FORMATS / "case_json" / "card-01.json"), "--name", "one"]) == 0
+    store = Store(workspace_path())
+    before = dataset_status(store, "one")
+    commands = [s.command for s in before.next_steps if s.command]
+    assert any(" evidence one --compute" in c for c in commands), commands
+    parser = build_parser()
+    for c in commands:
+        argv = shlex.split(c)
+        assert argv[:3] == ["python", "-m", "engine"]
+        parser.parse_args([a if a != "FILES" else "x.csv" for a in argv[3:]])  # exits (SystemExit) if unknown
+    assert before.coverage == before.support == 0 < before.summaries
+    capsys.readouterr()
+    evidence = next(c for c in commands if " evidence " in c)
+    assert main(shlex.split(evidence)[3:]) == 0
+    assert "computed" in capsys.readouterr().err
+    after = dataset_status(store, "one")
+    assert after.coverage == after.support == after.summaries
+    assert not any(" evidence " in (s.command or "") for s in after.next_steps)

@@ -229,8 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_stigma)
 
     sp = sub.add_parser("evidence", help="the registered evidence kinds and what the dataset has stored of each; with "
-                                         "--kind, that kind's stored results as JSON lines")
+                                         "--kind, that kind's stored results as JSON lines; with --compute, compute "
+                                         "and store the dataset's coverage and sentence support first")
     sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--compute", action="store_true",
+                    help="compute and store coverage and sentence support (what the Evidence page computes) for "
+                         "every summary that lacks them, with progress on stderr")
     sp.add_argument("--kind", help="an evidence kind's key (e.g. alignment, coverage:unitcov, medomit)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
     sp.set_defaults(func=cmd_evidence)

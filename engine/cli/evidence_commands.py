@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from engine.cli.common import dataset_and_ids, open_backend, open_store, print_jsonl, say
@@ -162,6 +163,28 @@ def cmd_stigma(args) -> int:
     return 0
 
 
+def compute_dataset_evidence(store, name: str) -> None:
+    """Coverage and sentence support for every summary of dataset ``name`` (engine.evidence.batch, the Evidence
+    page's computation), stored in the workspace; one progress line per summary on stderr."""
+    from engine.evidence.batch import compute_evidence
+    from engine.evidence.embeddings import Embedder
+
+    ds = store.load_dataset(name)
+    ids = [s.summary_id for s in ds.summaries]
+    t0 = time.perf_counter()
+
+    def report(done: int, item: str, step: str = "", step_index: int = 0, cached: bool = False, **_):
+        if not cached:
+            say(f"  [{done + 1}/{len(ids)}] {item}: {step} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+    batch = compute_evidence(store, name, ds, ids, lambda: Embedder(store=store), report=report)
+    computed = sum(1 for o in batch.outcomes if o.computed)
+    refused = [o for o in batch.outcomes if o.refused]
+    say(f"evidence of {len(ids)} summaries: {computed} computed, {len(ids) - computed} already stored"
+        + (f"; coverage refused for {len(refused)} ({refused[0].summary_id}: {refused[0].refused})" if refused else ""),
+        file=sys.stderr)
+
+
 def cmd_evidence(args) -> int:
     """The registered evidence kinds with how many summaries of the dataset have each stored; with ``--kind``,
     that kind's stored results as JSON lines."""
@@ -169,11 +192,13 @@ def cmd_evidence(args) -> int:
 
     from engine.evidence.kinds import KINDS, kind, stored_results
 
-    store = open_store(args)
+    store = open_store(args, write=bool(getattr(args, "compute", False)))
     if args.target not in store.dataset_names():
         say(f"error: no dataset {args.target!r} in the workspace; present: "
             + (", ".join(store.dataset_names()) or "none"), file=sys.stderr)
         return 1
+    if getattr(args, "compute", False):
+        compute_dataset_evidence(store, args.target)
     if args.kind is None:
         n = len(store.load_dataset(args.target).summaries)
         for key, k in KINDS.items():
