@@ -174,6 +174,31 @@ def mixed_term_label(term: str, reference: dict) -> str:
     return term
 
 
+def kmo(corr: np.ndarray) -> float:
+    """Kaiser–Meyer–Olkin measure of sampling adequacy (Kaiser 1970; Kaiser & Rice 1974):
+    KMO = Σ_{i≠j} r²_ij / (Σ_{i≠j} r²_ij + Σ_{i≠j} p²_ij), with p_ij = −S_ij / √(S_ii S_jj) the partial
+    correlations from S = R⁻¹ (the pseudo-inverse when R is singular)."""
+    r = np.asarray(corr, dtype=float)
+    s = np.linalg.pinv(r)
+    d = np.sqrt(np.outer(np.diag(s), np.diag(s)))
+    p = -s / d
+    off = ~np.eye(len(r), dtype=bool)
+    r2, p2 = float((r[off] ** 2).sum()), float((p[off] ** 2).sum())
+    return r2 / (r2 + p2) if r2 + p2 > 0 else float("nan")
+
+
+def principal_axis_varimax(x: np.ndarray, n_factors: int) -> np.ndarray:
+    """Loadings (variables × factors) of an iterated principal-axis factor analysis of the correlation matrix,
+    squared multiple correlations as starting communalities, varimax-rotated: statsmodels ``Factor(method="pa")``,
+    whose loadings match R psych ``fa(fm="pa", rotate="varimax")``. At convergence principal axis minimises the
+    same unweighted least-squares residual as psych's ``fm="minres"`` (the PDSQI-9 validation's choice)."""
+    from statsmodels.multivariate.factor import Factor
+
+    res = Factor(x, n_factor=n_factors, method="pa", smc=True).fit(tol=1e-8)
+    res.rotate("varimax")
+    return np.asarray(res.loadings)
+
+
 def run_factor_analysis(rows: list[dict]) -> dict:
     import pandas as pd
 
@@ -186,27 +211,13 @@ def run_factor_analysis(rows: list[dict]) -> dict:
     if len(df) < 6:
         out["error"] = "factor analysis needs at least 6 summaries with every item rated"
         return out
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            from factor_analyzer.factor_analyzer import calculate_kmo
-
-            out["kmo"] = float(calculate_kmo(df)[1])
-        except Exception as exc:  # noqa: BLE001
-            out["kmo_error"] = str(exc)
-        try:  # minres + varimax, as in the PDSQI-9 paper (psych::fa)
-            from factor_analyzer import FactorAnalyzer
-
-            fa = FactorAnalyzer(n_factors=4, rotation="varimax", method="minres").fit(df)
-            out["loadings"], out["method"] = fa.loadings_.round(4).tolist(), "minres, varimax (factor_analyzer)"
-        except Exception as exc:  # noqa: BLE001 - factor_analyzer 0.5.1 does not run on scikit-learn >= 1.8
-            from sklearn.decomposition import FactorAnalysis
-
-            z = (df - df.mean()) / df.std(ddof=0).replace(0, 1)
-            fa = FactorAnalysis(n_components=4, rotation="varimax", random_state=0).fit(z.to_numpy())
-            out["loadings"] = fa.components_.T.round(4).tolist()
-            out["method"] = (f"maximum likelihood, varimax (scikit-learn FactorAnalysis); factor_analyzer's minres "
-                             f"failed: {exc}")
+    out["kmo"] = kmo(df.corr().to_numpy())
+    out["method"] = ("iterated principal axis (the least-squares solution minres also reaches), varimax "
+                     "(statsmodels Factor)")
+    try:
+        out["loadings"] = principal_axis_varimax(df.to_numpy(dtype=float), n_factors=4).round(4).tolist()
+    except (np.linalg.LinAlgError, ValueError) as exc:  # a singular correlation matrix (an item rated constant)
+        out["error"] = f"factor analysis failed: {exc}"
     return out
 
 
