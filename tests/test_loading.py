@@ -256,3 +256,17 @@ def test_errors_are_collected_not_just_the_first(tmp_path):
     errs = _errors([b])
     assert len(errs) >= 2
     assert all(e.format().startswith("ERROR: ") and "ratings.csv, row" in e.format() for e in errs)
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t"])
+def test_semicolon_and_tab_separated_exports_load_like_commas(tmp_path, delimiter):
+    """Spreadsheets where the comma is the decimal mark write semicolons; csv.Sniffer reads the header's delimiter."""
+    b = _copy_bundle(tmp_path)
+    for p in b.glob("*.csv"):
+        with p.open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))
+        with p.open("w", encoding="utf-8", newline="") as fh:
+            csv.writer(fh, delimiter=delimiter, lineterminator="\n").writerows(rows)
+    ds, rep = load_paths([b])
+    ref, _ = load_paths([BUNDLE])
+    assert rep.ok and ds.content_hash() == ref.content_hash()

@@ -105,3 +105,14 @@ def test_another_encoding_without_bom_gets_one_clear_message(tmp_path):
     out = _fail([d])
     assert "is not UTF-8 text: it looks like Windows-1252 (cp1252)" in out
     assert out.count("notes.csv") >= 1 and "unknown column" not in out and "missing column" not in out
+
+
+@pytest.mark.parametrize("text, codec, named", [
+    ("Пациент жалуется на боль в груди, одышку и слабость в течение трёх дней. " * 20, "cp1251", "cp1251"),
+    ("Patient reports café-au-lait spots; naïve to therapy; “quoted” remark. " * 20, "cp1252", "cp1252"),
+])
+def test_the_encoding_named_is_charset_normalizers_guess(text, codec, named):
+    from engine.data.files import guess_encoding
+
+    plain, got = guess_encoding(text.encode(codec))
+    assert got == named and named in plain

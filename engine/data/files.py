@@ -127,16 +127,27 @@ BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe\x00\x00", "utf
          (b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xfe\xff", "utf-16-be", "UTF-16"), (b"\xff\xfe", "utf-16-le", "UTF-16"))
 
 
-def guess_encoding(raw: bytes) -> str:
-    """A plain-words guess at the encoding of bytes that are not UTF-8 and have no byte-order mark."""
-    head = raw[:4096]
-    if head and head.count(b"\x00") > len(head) // 4:
-        return "UTF-16 or UTF-32 without a byte-order mark"
-    try:
-        head.decode("cp1252")
-        return "Windows-1252 (cp1252)"
-    except UnicodeDecodeError:
-        return "Latin-1 (ISO-8859-1) or another 8-bit encoding"
+_PLAIN_NAMES = {"cp1252": "Windows-1252 (cp1252)", "latin_1": "Latin-1 (ISO-8859-1)", "cp1250": "Windows-1250 (cp1250)",
+                "cp1251": "Windows-1251 (cp1251)", "mac_roman": "Mac Roman", "shift_jis": "Shift JIS",
+                "utf_16": "UTF-16 without a byte-order mark", "utf_16_le": "UTF-16 without a byte-order mark",
+                "utf_16_be": "UTF-16 without a byte-order mark", "utf_32": "UTF-32 without a byte-order mark"}
+
+
+def guess_encoding(raw: bytes) -> tuple[str, str]:
+    """(plain-words name, Python codec) of the encoding that bytes which are not UTF-8 look like, by
+    ``charset-normalizer``. When Windows-1252 is among the encodings it finds plausible (a match or one that
+    decodes the bytes to the same text), that one is named (its
+    best guess for Western text is often a neighbouring code page such as cp1250, which reads "ï" as "ď"):
+    it is what US hospital exports use."""
+    from charset_normalizer import from_bytes
+
+    matches = from_bytes(raw[:262144])
+    best = matches.best()
+    if best is None:
+        return "binary data or an unknown encoding", ""
+    plausible = {e for m in matches for e in (m.encoding, *m.could_be_from_charset)}
+    codec = "cp1252" if "cp1252" in plausible else best.encoding
+    return _PLAIN_NAMES.get(codec, codec), codec
 
 
 def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
@@ -155,11 +166,12 @@ def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        enc = guess_encoding(raw)
+        enc, codec = guess_encoding(raw)
+        iconv = codec.replace("_", "-") if codec and not codec.startswith("utf") else "cp1252"
         report.add(Issue(str(path), f"is not UTF-8 text: it looks like {enc} (byte 0x{raw[exc.start]:02x} at offset "
                                      f"{exc.start})", line=line,
                          hint="re-save the file as UTF-8 (in a spreadsheet: 'CSV UTF-8'; or "
-                              "'iconv -f cp1252 -t utf-8')"))
+                              f"'iconv -f {iconv} -t utf-8')"))
         return None
 
 
@@ -185,12 +197,25 @@ class InputRow:
     values: dict[str, object]
 
 
+CSV_DELIMITERS = ",;\t|"
+
+
+def csv_delimiter(text: str) -> str:
+    """The delimiter of a CSV text, by ``csv.Sniffer`` on its header line (comma, semicolon — what spreadsheets
+    write where the comma is the decimal mark —, tab or bar); a comma when the header has one column."""
+    first = next((ln for ln in split_lines(text[:65536]) if ln.strip()), "")
+    try:
+        return csv.Sniffer().sniff(first, delimiters=CSV_DELIMITERS).delimiter
+    except csv.Error:
+        return ","
+
+
 def read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[InputRow]]]:
     fname = str(path)
     if not text.strip():
         report.add(Issue(fname, "file is empty", hint="export the data again"))
         return None
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=csv_delimiter(text), strict=True)
     try:
         header = next(reader)
     except csv.Error as exc:

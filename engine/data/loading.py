@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 
 from engine.core.models import Case, Dataset, Note
 from engine.data.fields import detect_table
-from engine.data.files import (BOMS, open_regular, read_csv, read_fd, read_jsonl, resolve_max_mb,
+from engine.data.files import (BOMS, csv_delimiter, open_regular, read_csv, read_fd, read_jsonl, resolve_max_mb,
                                read_text_file, split_lines)
 from engine.data.mapping import LoadOptions, RatingsMapping, TABLE_COLUMNS
 from engine.data.readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
@@ -117,10 +117,11 @@ def _sniff(path: Path, text: str) -> Optional[str]:
     if body.startswith("["):
         return None
     first = next((ln for ln in split_lines(text) if ln.strip()), "")
-    if "," not in first:
+    delimiter = csv_delimiter(text)
+    if delimiter not in first:
         return None
     try:
-        header = [h.strip() for h in next(csv.reader([first]))]
+        header = [h.strip() for h in next(csv.reader([first], delimiter=delimiter))]
     except (csv.Error, StopIteration):
         return None
     if detect_table(path, header) is not None:
@@ -288,7 +289,8 @@ def sniff_header(path: str | os.PathLike) -> Optional[list[str]]:
         return None
     try:
         if p.suffix.lower() == ".csv":
-            return [h.strip() for h in next(csv.reader(io.StringIO(text, newline="")), [])] or None
+            rows = csv.reader(io.StringIO(text, newline=""), delimiter=csv_delimiter(text))
+            return [h.strip() for h in next(rows, [])] or None
         first = next((ln for ln in text.split("\n") if ln.strip()), "")
         obj = json.loads(first)
         return [str(k) for k in obj] if isinstance(obj, dict) else None
