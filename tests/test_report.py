@@ -157,3 +157,16 @@ def test_report_button_on_the_agreement_page(sample_store, monkeypatch):
     assert not at.exception
     again = [d.proto.label for d in at.get("download_button")]
     assert "Download the report (HTML)" in again and (not CHROMIUM or "Download the report (PDF)" in again)
+
+
+def test_report_renders_from_its_autoescaping_template(sample_report):
+    """The page comes from report.html.j2 with autoescape on: a hostile value anywhere in the data is text."""
+    import dataclasses
+
+    data, _ = sample_report
+    assert report.TEMPLATE.is_file()
+    hostile = '<script>alert(1)</script><img src=x onerror=alert(2)>'
+    html = report.render_html(dataclasses.replace(data, dataset=hostile,
+                                                  provenance={**data.provenance, "note": hostile}))
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3  # title, heading, provenance

@@ -12,6 +12,7 @@ embedded smoke-test model are marked as such on every printed page.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shutil
@@ -252,15 +253,6 @@ SMOKE_PAGE_CSS = """@page{@top-center{content:"LLM figures from the embedded smo
  meaningful";color:#cf222e;font:bold 10px sans-serif}}"""
 
 
-def _table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None) -> str:
-    if not rows:
-        return '<p class="muted">Nothing to show.</p>'
-    cols = list(columns or rows[0].keys())
-    head = "".join(f"<th>{untrusted.html(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _cell(v) -> str:
     if v is None:
         return ""
@@ -285,122 +277,49 @@ def _distributions(rep: AgreementReport) -> str:
     return "".join(out)
 
 
+TEMPLATE = Path(__file__).with_name("report.html.j2")
+
+
+@functools.lru_cache(maxsize=1)
+def _template():
+    """The report's Jinja2 template, autoescaping every value (``StrictUndefined``: a missing name is an error)."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+    env.filters["cell"] = lambda v: Markup(_cell(v))  # _cell escapes (engine.core.untrusted.html)
+    return env.get_template(TEMPLATE.name)
+
+
 def render_html(d: ReportData) -> str:
+    """The committee report as one self-contained HTML page, rendered from ``report.html.j2``."""
+    from markupsafe import Markup
+
     rep = d.agreement
     smoke = bool(d.config and d.config.smoke_test)
-    h = untrusted.html
-    parts = ["<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-             "img-src data:\">",
-             f"<title>PDSQI-9 agreement report · {h(d.dataset)}</title><style>{CSS}"
-             f"{SMOKE_PAGE_CSS.replace(chr(10), '') if smoke else ''}</style></head><body>"]
-    if smoke:
-        parts.append('<div class="smoke">LLM figures from the embedded smoke-test model (Gemma 3 270M): not '
-                     'clinically meaningful</div><div class="smoke-pad"></div>')
-    parts.append(f"<h1>PDSQI-9 agreement report: {h(d.dataset)}</h1>"
-                 f'<p class="muted">{h(APP_VERSION)} · created {h(d.created_at)} · judge configuration '
-                 f'{h(d.config.key if d.config else "none")}</p>')
-    # dataset
-    parts.append("<h2>1. Dataset</h2>"
-                 f"<p>{d.n_cases} cases, {d.n_summaries} summaries, {len(d.raters)} raters.</p>"
-                 + _table([{"specialty": k, "summaries": v} for k, v in d.specialties])
-                 + _table([{"generator": k, "summaries": v} for k, v in d.generators])
-                 + _table([{"rater": r, "group": g, "ratings": n} for r, g, n in d.raters]))
-    # methods
-    parts.append(
-        "<h2>2. Methods in plain words</h2><ul>"
-        "<li>Each summary was scored by physicians with the PDSQI-9 instrument: seven 1–5 items (Cited, Accurate, "
-        "Thorough, Useful, Organized, Comprehensible, Succinct), Synthesized (1–5, or not applicable when no "
-        "abstraction is needed), and three yes/no items.</li>"
-        "<li><b>Do the raters agree?</b> For 1–5 items the intraclass correlation ICC(3,k) (two-way, consistency, "
-        "average of the raters) with its 95% confidence interval, on the summaries every rater scored. For yes/no "
-        "items Gwet's AC1, which stays stable when most answers are the same. When fewer than 3 summaries were "
-        "scored by every rater, Krippendorff's α (interval), which uses every rating. The raters are the imported "
-        "panel; clinicians' spot checks are reported apart. Bands after Koo &amp; Li (2016): "
-        "below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent; an estimate whose 95% CI reaches "
-        "zero is called not distinguishable from chance.</li>"
-        "<li><b>Does the LLM judge agree with them?</b> ICC(2,1) (absolute agreement) between the LLM's score "
-        "and the raters' median per summary; for yes/no items Cohen's κ between the LLM and the raters' majority "
-        "(a judge that always gives the majority answer scores 0), with AC1 beside it. The "
-        "Wilcoxon signed-rank test asks whether the LLM scores systematically higher or lower. ΔICC: how the raters' "
-        "ICC changes when the LLM joins them as one more rater, or replaces one of them (bootstrap CI).</li>"
-        "<li>The LLM judge's score for a 1–5 item is its expected score (the probability-weighted mean over the five "
-        "levels of its rating token), for a yes/no item its answer; all its figures come "
-        "from one judge configuration (model, prompt version and parameters), named in the provenance.</li>"
-        "<li>Omission evidence: unit coverage of the source notes by the summary — the estimated share of the notes' facts left out (0 = nothing omitted) — and "
-        "MED-OMIT's weighted count of omitted facts; sentence support: how well each summary sentence is supported "
-        "by the notes.</li></ul>")
-    # headline
-    parts.append("<h2>3. Headline: agreement per item</h2>"
-                 '<p class="legend">' + "".join(f'<span style="background:{c}">{n}</span>'
-                                                for n, c in BAND_COLOURS.items()) + "</p>")
-    parts.append(forest_svg(d.headline, "humans", HUMANS_TITLE))
-    if rep.has_llm:
-        parts.append(forest_svg(d.headline, "llm", LLM_TITLE))
-    parts.append("".join(f'<p class="verdict"><b>{h(r.label)}.</b> {h(r.verdict)}'
-                         + (f' <span class="muted">{h(r.secondary)} (secondary).</span>' if r.secondary else "")
-                         + (f' <span class="muted">({h(r.block)})</span>' if r.block else "")
-                         + (f' <span class="warn">({h(r.warning)})</span>' if r.warning else "") + "</p>"
-                         for r in d.headline))
-    parts.append(f'<p class="muted">Human reference: {h(d.provenance.get("human reference", ""))}.</p>')
+    mm = rep.mixed_model
     vs, pairs = spot_check_rows(rep.spot_checks)
-    parts.append("<h3>Clinicians' spot checks</h3>" + (
-        "<p>Each clinician against the panel's median of the same summaries and items; the panel statistics above "
-        "do not include them.</p>" + _table(vs) + (_table(pairs) if pairs else "")
-        if vs else '<p class="muted">No spot checks saved.</p>'))
-    # LLM vs humans
-    if rep.has_llm:
-        rows = llm_vs_human_rows(rep, d.headline)
-        parts.append("<h2>4. LLM judge vs raters</h2>" + _table(rows))
-        mm = rep.mixed_model
-        if mm.get("table"):
-            parts.append("<p>Mixed-effects model of (LLM − human median) over the 1–5 items, random intercept per "
-                         f"case ({mm['n']} scores, {mm['groups']} cases):</p>" + _table(mixed_model_rows(mm)))
-        elif mm.get("error"):
-            parts.append(f'<p class="muted">Mixed model not fitted: {h(mm["error"])}</p>')
-    else:
-        parts.append('<h2>4. LLM judge vs raters</h2><p class="muted">No LLM judge results in this dataset: run the '
-                     "judge first.</p>")
-    if d.scores_used:
-        parts.append("<p><b>Which score stands for each item</b> in triage and spot-check sampling: the calibrated "
-                     "score where a calibration of this judge configuration keeps the judge's ranking, else the "
-                     "item's fixed combination of the judge with its own evidence, else the judge's expected "
-                     "score.</p>" + _table(d.scores_used))
-    # distributions
-    parts.append("<h2>5. Score distributions</h2><p class=\"muted\">Share of summaries per score: raters' median "
-                 "(blue) and LLM judge (red).</p>" + _distributions(rep))
-    # length
-    lrows = [{"item": get_item(c.item).label, "score": c.y.replace("_", " "), "summaries": c.n,
-              "Spearman ρ": c.spearman.value if c.spearman else None,
-              "p": format_p(c.spearman.p_value) if c.spearman else "—"} for c in rep.length]
-    parts.append("<h2>6. Note length effects</h2><p class=\"muted\">Spearman correlation of the source notes' length "
-                 "(tokens) with the raters' mean score, the LLM score and their absolute difference.</p>"
-                 + _table(lrows))
-    # evidence
-    parts.append("<h2>7. Omission and sentence-support evidence</h2>"
-                 "<p class=\"muted\">Means over the summaries whose evidence is stored in the workspace (Evidence "
-                 "page). Omission score: unit coverage, the estimated share of the facts left out. Weak sentences: share of summary "
-                 "sentences with weak support in the notes. Unsupported claims: claims the judge model, asked one yes/no "
-                 "question per claim, does not find in the notes (claim verification; smoke-test model results are "
-                 "not counted), in total and the summaries with at least one.</p><h3>By generator</h3>" + _table(d.evidence_by_generator)
-                 + "<h3>By quality group</h3>" + _table(d.evidence_by_quality))
-    # disagreements
-    parts.append("<h2>8. Largest disagreements between the LLM judge and the raters</h2>"
-                 + (_table(d.disagreements, ["summary_id", "specialty", "generator", "quality_group",
-                                             "|LLM − human|", "human SD", "excerpt"])
-                    if d.disagreements else '<p class="muted">No LLM judge results.</p>'))
-    # not computed
-    parts.append("<h2>9. Statistics that could not be computed</h2>"
-                 + ("<ul>" + "".join(f"<li>{h(n)}</li>" for n in rep.notes) + "</ul>" if rep.notes
-                    else '<p class="muted">None.</p>'))
-    # provenance
-    parts.append("<h2>10. Provenance</h2>" + _table([{"field": k, "value": v} for k, v in d.provenance.items()]))
-    if len(d.configs) > 1:
-        parts.append("<p>Other judge configurations in this dataset (not pooled into the figures above):</p>"
-                     + _table([{"configuration": c.key, "model": c.model, "prompt": c.prompt_version,
-                                "summaries": c.n_results} for c in d.configs if not d.config or c.key != d.config.key]))
-    parts.append("<h2>References</h2><ol>" + "".join(f"<li>{h(r)}</li>" for r in REFERENCES) + "</ol></body></html>")
-    return "".join(parts)
+    length_rows = [{"item": get_item(c.item).label, "score": c.y.replace("_", " "), "summaries": c.n,
+                    "Spearman ρ": c.spearman.value if c.spearman else None,
+                    "p": format_p(c.spearman.p_value) if c.spearman else "—"} for c in rep.length]
+    others = ([{"configuration": c.key, "model": c.model, "prompt": c.prompt_version, "summaries": c.n_results}
+               for c in d.configs if not d.config or c.key != d.config.key] if len(d.configs) > 1 else [])
+    return _template().render(
+        d=d, smoke=smoke, app_version=APP_VERSION, css=Markup(CSS),
+        smoke_css=Markup(SMOKE_PAGE_CSS.replace(chr(10), "") if smoke else ""),
+        specialties=[{"specialty": k, "summaries": v} for k, v in d.specialties],
+        generators=[{"generator": k, "summaries": v} for k, v in d.generators],
+        raters=[{"rater": r, "group": g, "ratings": n} for r, g, n in d.raters],
+        band_colours=list(BAND_COLOURS.items()),
+        forest_humans=Markup(forest_svg(d.headline, "humans", HUMANS_TITLE)),
+        forest_llm=Markup(forest_svg(d.headline, "llm", LLM_TITLE) if rep.has_llm else ""),
+        spot_vs=vs, spot_pairs=pairs, has_llm=rep.has_llm,
+        llm_rows=llm_vs_human_rows(rep, d.headline) if rep.has_llm else [],
+        mixed=mm, mixed_rows=mixed_model_rows(mm) if mm.get("table") else [],
+        distributions=Markup(_distributions(rep)), length_rows=length_rows, notes=rep.notes,
+        provenance=[{"field": k, "value": v} for k, v in d.provenance.items()], other_configs=others,
+        references=REFERENCES)
 
 
 # ----------------------------------------------------------------------------------------------- PDF
