@@ -59,7 +59,7 @@ SEED = 20260513
 K_SWAP = 8
 TARGET_RECALL = 0.85
 PARSIMONY = 0.01
-KINDS = ("note", "conversation")
+SOURCE_KINDS = ("note", "conversation")
 BUNDLE = ROOT / "sample_data" / "pdsqi_sample"
 CONVERSATIONS = ROOT / "sample_data" / "conversations"
 MANIFEST = ROOT / "sample_data" / "manifest.json"
@@ -91,7 +91,7 @@ def load_cases() -> dict[str, dict]:
 def split_cases(cases: dict) -> dict[str, str]:
     rng = random.Random(SEED)
     out = {}
-    for kind in KINDS:
+    for kind in SOURCE_KINDS:
         ids = sorted(k for k, v in cases.items() if v["kind"] == kind)
         rng.shuffle(ids)
         for i, cid in enumerate(ids):
@@ -250,7 +250,7 @@ def evaluate(rows, score, override, thr) -> dict:
 def pick_threshold(rows, score, override) -> float:
     """The lowest threshold reaching TARGET_RECALL of swapped-in sentences in every kind."""
     thr = -np.inf
-    for kind in KINDS:
+    for kind in SOURCE_KINDS:
         pos = [r for r in rows if r["kind"] == kind and r["group"] == "swapped"]
         need = int(np.ceil(TARGET_RECALL * len(pos))) - sum(bool(override and r["foreign"]) for r in pos)
         vals = sorted(score(r) for r in pos if not (override and r["foreign"]))
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
           "by the SumCheck team (sample_data/pdsqi_sample, sample_data/conversations); no real patient data.")
     cases = load_cases()
     splits = split_cases(cases)
-    for kind in KINDS:
+    for kind in SOURCE_KINDS:
         for sp in ("dev", "test"):
             print(f"  {kind:12s} {sp:4s}: " + " ".join(sorted(c for c in cases
                                                               if cases[c]["kind"] == kind and splits[c] == sp)))
@@ -315,12 +315,12 @@ def main(argv=None) -> int:
     for name, sc in cands:
         for override in (False, True):
             thr = pick_threshold(dev, sc, override)
-            per = {k: evaluate([r for r in dev if r["kind"] == k], sc, override, thr) for k in KINDS}
-            worst = max(per[k]["flagged"] for k in KINDS)
+            per = {k: evaluate([r for r in dev if r["kind"] == k], sc, override, thr) for k in SOURCE_KINDS}
+            worst = max(per[k]["flagged"] for k in SOURCE_KINDS)
             results.append((name, sc, override, thr, per, worst))
             label = name + (" + foreign override" if override else "")
             print(f"- {label}  [threshold {thr:.4f}]")
-            for k in KINDS:
+            for k in SOURCE_KINDS:
                 print(f"    {k:12s} {fmt(per[k])}")
     best = min(r[5] for r in results)
     chosen = next(r for r in results if r[5] <= best + PARSIMONY)
@@ -335,21 +335,21 @@ def main(argv=None) -> int:
     report = {"data": "ours (synthetic, written by the SumCheck team)", "seed": SEED, "k_swap": K_SWAP,
               "splits": splits, "chosen": label, "threshold": thr, "dev": per_dev}
     print("\n=== TEST split (never used for a choice) ===")
-    rows = {k: [r for r in test_items if r["kind"] == k] for k in KINDS}
-    report["test"] = {k: evaluate(rows[k], sc, override, thr) for k in KINDS}
+    rows = {k: [r for r in test_items if r["kind"] == k] for k in SOURCE_KINDS}
+    report["test"] = {k: evaluate(rows[k], sc, override, thr) for k in SOURCE_KINDS}
     print(f"- chosen rule: {label} < {thr:.4f}")
-    for k in KINDS:
+    for k in SOURCE_KINDS:
         print(f"    {k:12s} {fmt(report['test'][k])}")
-    ok = all(report["test"][k]["flagged"] <= 0.20 and report["test"][k]["recall"] >= 0.80 for k in KINDS)
+    ok = all(report["test"][k]["flagged"] <= 0.20 and report["test"][k]["recall"] >= 0.80 for k in SOURCE_KINDS)
     print(f"  target (<= 20 % genuine flagged at >= 80 % swapped recall, both kinds): {'MET' if ok else 'NOT MET'}")
     if not args.no_legacy:
         leg = lambda it: it["legacy"]  # noqa: E731
-        report["test_legacy_0.65"] = {k: evaluate(rows[k], leg, False, A.LEGACY_WEAK_SUPPORT) for k in KINDS}
+        report["test_legacy_0.65"] = {k: evaluate(rows[k], leg, False, A.LEGACY_WEAK_SUPPORT) for k in SOURCE_KINDS}
         print(f"- old rule: support < {A.LEGACY_WEAK_SUPPORT} (alignment-v2)")
-        for k in KINDS:
+        for k in SOURCE_KINDS:
             print(f"    {k:12s} {fmt(report['test_legacy_0.65'][k])}")
         print(f"- old rule, development-split baseline: support < {A.LEGACY_WEAK_SUPPORT}")
-        for k in KINDS:
+        for k in SOURCE_KINDS:
             print(f"    {k:12s} {fmt(evaluate([r for r in dev if r['kind'] == k], leg, False, A.LEGACY_WEAK_SUPPORT))}")
 
     print("\n=== Secondary groups (never used for a choice): share flagged by the chosen rule"

@@ -148,7 +148,7 @@ with t_cal:
         st.info("Needs LLM judge results: run the judge on the Judge page.")
     else:
         store = state.store()
-        kind = st.radio("Inputs", list(calibration.KINDS), horizontal=True, key="cal_kind",
+        kind = st.radio("Inputs", list(calibration.CALIBRATION_KINDS), horizontal=True, key="cal_kind",
                         format_func=lambda k: {"judge": "judge's expected score",
                                                "judge+evidence": "expected score + evidence (coverage, support, "
                                                                  "citations, stigma, length)"}[k])

@@ -14,7 +14,7 @@ from engine.judge import triage
 from engine.core import untrusted
 from engine.judge.stored import latest_result
 from engine.data.ratings import display_table, judge_cell
-from engine.data.reviews import (ADJUDICATION, KIND_LABELS, KINDS, current_reviews, export_reviews_csv, has_reviewed,
+from engine.data.reviews import (ADJUDICATION, KIND_LABELS, REVIEW_KINDS, current_reviews, export_reviews_csv, has_reviewed,
                                  history_rows, review_history, reviews_as_ratings, save_review)
 from engine.core.rubric import ITEMS, get_item
 from engine.data.assignments import disagreements, reviewer_queue
@@ -95,7 +95,7 @@ pos = ORDER.index((case_id, sid)) if (case_id, sid) in ORDER else 0
 
 c1, c2, c3 = st.columns([2, 2, 1])
 reviewer = c1.text_input("Reviewer", key="reviewer_name", placeholder="Your name or initials").strip()
-kind = c2.radio("Kind", KINDS, format_func=KIND_LABELS.get, horizontal=True, key="review_kind",
+kind = c2.radio("Kind", REVIEW_KINDS, format_func=KIND_LABELS.get, horizontal=True, key="review_kind",
                 help="A spot check adds you as a clinician rater; the adjudicated final score is the agreed "
                      "reference: it replaces the raters' median of the item, it is not one more rater.")
 blinded = c3.checkbox("Blinded", value=True, key="review_blinded",

@@ -49,9 +49,9 @@ def test_every_long_run_goes_through_the_one_loop(module):
 
 def test_every_coverage_method_and_llm_evidence_is_a_registered_kind():
     from engine.evidence.coverage import METHODS
-    from engine.evidence.kinds import KINDS, kind
+    from engine.evidence.kinds import EVIDENCE_KINDS, kind
 
-    assert {f"coverage:{k}" for k in METHODS} | {"alignment", "medomit", "verification"} == set(KINDS)
+    assert {f"coverage:{k}" for k in METHODS} | {"alignment", "medomit", "verification"} == set(EVIDENCE_KINDS)
     with pytest.raises(ValueError, match="registered: alignment"):
         kind("nope")
 

@@ -190,7 +190,7 @@ def cmd_evidence(args) -> int:
     that kind's stored results as JSON lines."""
     from dataclasses import asdict, is_dataclass
 
-    from engine.evidence.kinds import KINDS, kind, stored_results
+    from engine.evidence.kinds import EVIDENCE_KINDS, kind, stored_results
 
     store = open_store(args, write=bool(getattr(args, "compute", False)))
     if args.target not in store.dataset_names():
@@ -201,7 +201,7 @@ def cmd_evidence(args) -> int:
         compute_dataset_evidence(store, args.target)
     if args.kind is None:
         n = len(store.load_dataset(args.target).summaries)
-        for key, k in KINDS.items():
+        for key, k in EVIDENCE_KINDS.items():
             have = len(store.evidence_results(args.target, key))
             print(f"{key:22s} {have:4d} of {n} summaries  {k.label} ({k.computed_with}, {k.version})")
         return 0

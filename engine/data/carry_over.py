@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from engine.core.models import Dataset
 from engine.core.stamps import json_key
 
-KINDS = ("reviews", "judge results", "evidence results")
+CARRIED_KINDS = ("reviews", "judge results", "evidence results")
 
 
 def content_key(specialty: str, notes: list[tuple], summary_text: str) -> str:
@@ -65,7 +65,7 @@ class KindCount:
 
 @dataclass
 class CarryPlan:
-    counts: dict = field(default_factory=lambda: {k: KindCount(k) for k in KINDS})
+    counts: dict = field(default_factory=lambda: {k: KindCount(k) for k in CARRIED_KINDS})
     reviews: list = field(default_factory=list)  # (row tuple with the target summary id)
     judge: list = field(default_factory=list)
     evidence: list = field(default_factory=list)

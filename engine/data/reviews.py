@@ -31,7 +31,7 @@ from engine.data.store import Store
 
 SPOT_CHECK = "spot_check"
 ADJUDICATION = "adjudication"
-KINDS: tuple[str, ...] = (SPOT_CHECK, ADJUDICATION)
+REVIEW_KINDS: tuple[str, ...] = (SPOT_CHECK, ADJUDICATION)
 KIND_LABELS: dict[str, str] = {SPOT_CHECK: "Spot check", ADJUDICATION: "Adjudicated final score"}
 
 # SPOT_CHECK_GROUP, ADJUDICATED_RATER and ADJUDICATED_GROUP come from engine.core.models (reserved names, defined once).
@@ -90,8 +90,8 @@ def _check_summary(con: sqlite3.Connection, did: int, dataset: str, summary_id: 
 
 
 def _check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"unknown review kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in REVIEW_KINDS:
+        raise ValueError(f"unknown review kind {kind!r}; expected one of {', '.join(REVIEW_KINDS)}")
     return kind
 
 

@@ -46,15 +46,15 @@ def _kinds() -> dict[str, EvidenceKind]:
     return out
 
 
-KINDS: dict[str, EvidenceKind] = _kinds()
+EVIDENCE_KINDS: dict[str, EvidenceKind] = _kinds()
 
 
 def kind(key: str) -> EvidenceKind:
     """The kind registered under ``key``; ValueError naming the registered keys otherwise."""
     try:
-        return KINDS[key]
+        return EVIDENCE_KINDS[key]
     except KeyError:
-        raise ValueError(f"unknown evidence kind {key!r}; registered: {', '.join(KINDS)}") from None
+        raise ValueError(f"unknown evidence kind {key!r}; registered: {', '.join(EVIDENCE_KINDS)}") from None
 
 
 def stored_results(store, dataset: str, key: str) -> dict[str, object]:

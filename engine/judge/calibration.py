@@ -50,7 +50,7 @@ MIN_RATED = 20
 CALIBRATION_VERSION = "calib-v2"  # v2: strictly increasing map; judge+evidence starts from the default combination
 PRIOR_ALPHA = 50.0  # ridge penalty of the correction to the default combination (in standardised units)
 TIE_SLOPE = 0.05  # with a single isotonic block: calibrated = level ± this × tanh(standardised predictor)
-KINDS = ("judge+evidence", "judge")  # the first is the default
+CALIBRATION_KINDS = ("judge+evidence", "judge")  # the first is the default
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
 N_BOOT = 1000
 
@@ -332,8 +332,8 @@ def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Opti
     ``rows``: (summary id, case id, item -> judge primary score, evidence features or None) for the judge results
     of **one** configuration; ``human``: summary id -> item -> the raters' median. Raises
     :class:`CalibrationRefused` when no item can be fitted."""
-    if kind not in KINDS:
-        raise ValueError(f"calibration kind {kind!r} is unknown; use one of {', '.join(KINDS)}")
+    if kind not in CALIBRATION_KINDS:
+        raise ValueError(f"calibration kind {kind!r} is unknown; use one of {', '.join(CALIBRATION_KINDS)}")
     items: dict[str, ItemCalibration] = {}
     used: set[str] = set()
     for key in LIKERT_KEYS:

@@ -15,7 +15,7 @@ from engine.core.models import Dataset
 from engine.evidence.defect_check import DefectCheck
 from engine.evidence.verification.result import VerificationResult
 
-KINDS = ("fabricated_fact", "falsified_fact", "wrong_citation")
+INJECTED_DEFECT_TYPES = ("fabricated_fact", "falsified_fact", "wrong_citation")
 
 
 def _claim_spans(text: str, res: VerificationResult):
@@ -52,4 +52,4 @@ def check_defect(ds: Dataset, summary_id: str, defect: Mapping, res: Optional[Ve
 def check_manifest(ds: Dataset, manifest: Mapping, results: Mapping[str, VerificationResult]) -> list[DefectCheck]:
     ids = {s.summary_id for s in ds.summaries}
     return [check_defect(ds, sid, d, results.get(sid)) for sid, entry in manifest.get("summaries", {}).items()
-            if sid in ids for d in entry.get("defects", []) if d.get("type") in KINDS]
+            if sid in ids for d in entry.get("defects", []) if d.get("type") in INJECTED_DEFECT_TYPES]
