@@ -11,7 +11,7 @@ so an interrupted run resumes) and prints, per item, on the **test split** (case
 * seconds per summary.
 
     python bench/judge_validity.py [--models qwen2.5-coder-1.5b gemma3-270m] [--samples 1 3] [--split test]
-                                   [--combination]
+                                   [--combination [--no-medomit]]
 
 ``--combination`` adds, on the test split, the default combination of the judge with each item's own evidence
 (bench/combination_validity.py); a calibrated score ranks as its predictor, so its ρ is the judge's or the
@@ -135,6 +135,9 @@ def main(argv=None) -> int:
                     help="which variants to judge: test only (no calibrated figure), or dev and test")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default=str(OUT / "judge_validity.json"))
+    ap.add_argument("--no-medomit", action="store_true",
+                    help="with --combination: leave MED-OMIT out of the Thorough combination (its decision is over "
+                         "an hour on 2 CPU cores for the test split)")
     ap.add_argument("--combination", action="store_true",
                     help="also the default combinations of the judge with each item's evidence on the test split "
                          "(bench/combination_validity.py)")
@@ -170,7 +173,8 @@ def main(argv=None) -> int:
         import combination_validity
 
         print()
-        combination_validity.print_figures(combination_validity.figures(args.threads or 2))
+        combination_validity.print_figures(combination_validity.figures(args.threads or 2,
+                                                                        medomit=not args.no_medomit))
     if args.record:
         from engine.llm.modelfiles import VALIDITY_FILE
 
