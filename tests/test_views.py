@@ -46,3 +46,16 @@ def test_support_view_has_one_citation_verdict_per_sentence(sample):
     sv = support_view(store, SAMPLE_NAME, ds, "card-01-s2", emb, cv.verification)
     assert sv.error == "" and len(sv.citations) == len(sv.alignment.sentences)
     assert sv.citation_issues == sum(v not in ("ok", "") for v, _, _ in sv.citations)
+
+
+def test_evidence_page_view_rows_and_group_rates(sample):
+    from engine.evidence.stigma import assess_dataset
+    from engine.views.evidence import evidence_page_view
+
+    store, ds = sample
+    v = evidence_page_view(store, SAMPLE_NAME, ds, assess_dataset(ds))
+    assert len(v.embedding_rows) == len(v.medomit_rows) == len(v.stigma_rows) == len(ds.summaries)
+    assert v.medomit_results and set(v.medomit_by_group) == set(v.stigma_by_group) == {"generator", "quality group"}
+    by_gen = v.stigma_by_group["generator"]
+    assert sum(r["summaries"] for r in by_gen) == len(ds.summaries)
+    assert {r["summary"] for r in v.chart_rows} == {s.summary_id for s in ds.summaries}
