@@ -59,3 +59,25 @@ def test_evidence_page_view_rows_and_group_rates(sample):
     by_gen = v.stigma_by_group["generator"]
     assert sum(r["summaries"] for r in by_gen) == len(ds.summaries)
     assert {r["summary"] for r in v.chart_rows} == {s.summary_id for s in ds.summaries}
+
+
+def test_agreement_page_view_and_chart_numbers(sample):
+    import statistics
+
+    from engine.stats.agreement import analyse
+    from engine.stats.analysis import configured_results
+    from engine.views.agreement import agreement_page_view, bland_altman_limits, disagreement_rows, trend_line
+
+    store, ds = sample
+    chosen = configured_results(store, SAMPLE_NAME)
+    config = chosen.configs[0]
+    rep = analyse(ds, configured_results(store, SAMPLE_NAME, config.key).llm, n_boot=50)
+    v = agreement_page_view(store, SAMPLE_NAME, ds, rep, config)
+    assert v.headline and v.forest_humans.startswith("<svg") and v.reliability and v.llm_vs_humans
+    assert {r["item"] for r in v.stigma_rows} and v.scores_used
+    assert all(r["smoke-test model"] == "" for r in disagreement_rows(rep, "all", False, False))
+    assert disagreement_rows(rep, "all", True, True) == []
+    assert trend_line([1, 2, 3], [2, 4, 6]) == pytest.approx((2.0, 0.0)) and trend_line([1, 1], [2, 3]) is None
+    d = [0.5, -0.5, 1.0, 0.0]
+    bias, lo, hi = bland_altman_limits(d)
+    assert bias == pytest.approx(0.25) and hi - bias == pytest.approx(1.96 * statistics.stdev(d))
