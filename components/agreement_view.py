@@ -116,10 +116,10 @@ def table(rows: list[dict], key: str, empty: str = "Nothing to show for this dat
     if not rows:
         st.info(empty)
         return
-    from components.frames import clean, styled
+    from components.frames import clean, show
 
     df = clean(rows)
-    st.dataframe(styled(df), hide_index=True, width="stretch")
+    show(df)
     st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), untrusted.filename(key, ".csv"),
                        "text/csv", key=f"dl_table_{key}")
 

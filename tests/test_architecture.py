@@ -185,3 +185,10 @@ def test_the_case_page_draws_one_engine_view():
     src = (ROOT / "pages" / "case.py").read_text(encoding="utf-8")
     assert "engine.views.case" in src
     assert not any(_ui_violations(ROOT / "pages" / "case.py"))
+
+
+def test_every_table_goes_through_the_display_rule():
+    """Only components/frames.py calls st.dataframe; every other table is drawn by frames.show."""
+    calls = [f"{_rel(p)}:{i + 1}" for p in UI if _rel(p) != "components/frames.py"
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()) if "st.dataframe(" in line]
+    assert calls == []
