@@ -6,13 +6,13 @@ plotly's toolbar (PNG) and a CSV download of the data behind it. Text from data 
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core import untrusted
+from engine.views.agreement import bland_altman_limits, rho_caption, trend_line
 
 
 def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
@@ -45,13 +45,14 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
     df = pd.DataFrame([{"summary": r["summary_id"], "note tokens": r["note_tokens"], y: r[f"{item}:{y}"]}
                        for r in rows if r.get(f"{item}:{y}") is not None], columns=["summary", "note tokens", y])
     fig = px.scatter(_for_plot(df), x="note tokens", y=y, hover_name="summary", height=360)
-    if len(df) >= 2 and df["note tokens"].nunique() > 1:
-        b, a = np.polyfit(df["note tokens"], df[y], 1)
-        xs = np.linspace(df["note tokens"].min(), df["note tokens"].max(), 20)
-        fig.add_trace(go.Scatter(x=xs, y=a + b * xs, mode="lines", name="linear trend", line_color="#cf222e"))
-    from engine.stats.formatting import format_p
-
-    stat = "" if rho is None else f" — Spearman ρ = {rho:.3f}, p {format_p(p) if format_p(p).startswith('<') else '= ' + format_p(p)}"
+    line = trend_line(df["note tokens"].tolist(), df[y].tolist())
+    if line is not None:
+        b, a = line
+        lo, hi = float(df["note tokens"].min()), float(df["note tokens"].max())
+        xs = [lo + (hi - lo) * i / 19 for i in range(20)]
+        fig.add_trace(go.Scatter(x=xs, y=[a + b * x for x in xs], mode="lines", name="linear trend",
+                                 line_color="#cf222e"))
+    stat = rho_caption(rho, p)
     fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
     return fig, df
 
@@ -68,10 +69,12 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
     fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries", text="summaries",
                      hover_name="names", height=360, size_max=28)
     fig.update_traces(textposition="middle center", textfont_size=10, marker=dict(opacity=0.55))
-    if len(df) >= 2:
-        m, sd = df["LLM − human"].mean(), df["LLM − human"].std()
-        for v, label in ((m, f"bias {m:+.2f}"), (m + 1.96 * sd, "+1.96 SD"), (m - 1.96 * sd, "−1.96 SD")):
-            fig.add_hline(y=v, line_dash="dash" if label != f"bias {m:+.2f}" else "solid", annotation_text=label)
+    limits = bland_altman_limits(df["LLM − human"].tolist())
+    if limits is not None:
+        m, lower, upper = limits
+        for v, label, dash in ((m, f"bias {m:+.2f}", "solid"), (upper, "+1.96 SD", "dash"),
+                               (lower, "−1.96 SD", "dash")):
+            fig.add_hline(y=v, line_dash=dash, annotation_text=label)
     fig.update_layout(title=untrusted.plot(f"Bland–Altman: {item} ({len(df)} summaries; a point's number = "
                                            "summaries on it)"))
     return fig, df
@@ -113,10 +116,10 @@ def table(rows: list[dict], key: str, empty: str = "Nothing to show for this dat
     if not rows:
         st.info(empty)
         return
-    from components.frames import clean, styled
+    from components.frames import clean, show
 
     df = clean(rows)
-    st.dataframe(styled(df), hide_index=True, width="stretch")
+    show(df)
     st.download_button("Download table (CSV)", untrusted.dataframe_csv(df), untrusted.filename(key, ".csv"),
                        "text/csv", key=f"dl_table_{key}")
 

@@ -110,7 +110,7 @@ def render_score_table(rows: list[dict], scored: Sequence[str]) -> None:
     if not rows:
         st.info("No human ratings for this summary.")
         return
-    from components.frames import clean
+    from components.frames import show
 
     group = st.column_config.TextColumn("group", width="small")
     head = ["rater", "group"]
@@ -122,7 +122,7 @@ def render_score_table(rows: list[dict], scored: Sequence[str]) -> None:
             continue
         st.caption(title)
         rater = st.column_config.TextColumn("rater", width=RATER_WIDTH if len(part) > 4 else RATER_WIDTH_YES_NO)
-        st.dataframe(clean(keep), hide_index=True, width="stretch", column_config={"rater": rater, "group": group})
+        show(keep, column_config={"rater": rater, "group": group})
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "
                "items: yes or no per rater; a median row shows the share of yes (\"2 of 3 yes (67%)\"). The median "
                "row is the human reference: an adjudicated final score replaces it, marked (adjudicated).")

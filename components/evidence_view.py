@@ -242,13 +242,6 @@ def smoke_badge(model: str, what: str = "scores") -> None:
                "the pipeline runs; they are **not clinically meaningful**.", icon="⚠️")
 
 
-def _display(df: pd.DataFrame):
-    """The one display rule (:mod:`components.frames`): blank cells, yes/no, numbers to 3 decimals."""
-    from components.frames import clean, styled
-
-    return styled(clean(df))
-
-
 def render_table(rows: list[dict], caption: str = "", key: str = "", empty: str = "Nothing to show yet.") -> None:
     """A sortable table whose columns carry their plain explanation (hover a header), empty cells blank, and —
     with ``key`` — a CSV download of the same table."""
@@ -257,7 +250,9 @@ def render_table(rows: list[dict], caption: str = "", key: str = "", empty: str 
         return
     df = pd.DataFrame(rows)
     config = {c: st.column_config.Column(help=COLUMN_HELP[c]) for c in df.columns if c in COLUMN_HELP}
-    st.dataframe(_display(df.copy()), hide_index=True, width="stretch", column_config=config)
+    from components.frames import show
+
+    show(df, column_config=config)
     if caption:
         st.caption(caption)
     if key:

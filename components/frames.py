@@ -39,6 +39,14 @@ def _text(v) -> str:
     return str(v)
 
 
+def show(rows: Sequence[dict] | pd.DataFrame, **kwargs) -> None:
+    """Draw a table by the display rule (:func:`clean`, :func:`styled`): every table of the app goes through here.
+    ``kwargs`` reach ``st.dataframe`` (``column_config``, ``key``, ``height``, ``on_select``, …)."""
+    import streamlit as st
+
+    st.dataframe(styled(clean(rows)), **{"hide_index": True, "width": "stretch", **kwargs})
+
+
 def styled(df: pd.DataFrame):
     """``df`` (from :func:`clean`) with blank missing numbers and numbers to 3 decimals (integers without)."""
     formats = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.frames import show
 from engine.core import untrusted
 from engine.data.ratings import judge_cell
 
@@ -39,7 +40,7 @@ def render_item_table(rows: list[dict]) -> None:
     """rows: item, expected score, LLM median, spread, human median, difference."""
     from components.frames import clean
 
-    st.dataframe(clean(rows), hide_index=True, width="stretch")
+    show(rows)
     st.caption("Expected score = the judge's main number: the probability-weighted score from the greedy sample's "
                "token probabilities (P(yes) for yes/no items); a small model's median hardly moves, its expected "
                "score does. LLM median over the samples; spread = max − min of the sample scores; human median over "
@@ -95,17 +96,17 @@ def provenance_rows(prov: dict, timing: dict) -> list[dict]:
 
 def render_provenance(prov: dict, timing: dict) -> None:
     with st.expander("Provenance and timing"):
-        st.dataframe(pd.DataFrame(provenance_rows(prov, timing)), hide_index=True, width="stretch")
+        show(provenance_rows(prov, timing))
 
 
 def render_dataset_results(rows: list[dict]) -> None:
     if not rows:
         st.info("No judge results for this dataset yet.")
         return
-    from components.frames import clean, styled
+    from components.frames import clean
 
     df = clean(rows)
-    st.dataframe(styled(df), hide_index=True, width="stretch")
+    show(df)
     st.caption("1-5 items: the expected score; yes/no items: the judge's answer; NA: the judge found the item not "
                "applicable; blank: not scored.")
     if "smoke-test model" in df.columns and (df["smoke-test model"] == "yes").any():
@@ -139,4 +140,4 @@ def render_partial(partial, rows: list[dict]) -> None:
     count = f" after {taken} of {n} samples" if taken and n else ""
     st.caption(f"{untrusted.md_inline(sid)}: scores so far{count} (the first are the greedy sample's); "
                "decided = no further sample can change that median.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    show(rows)

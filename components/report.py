@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.frames import clean, styled
+from components.frames import show
 from engine.core import untrusted
 
 
@@ -12,7 +12,7 @@ def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict],
     """files: {file, format}; issues: {severity, file, row, field, message, fix} (at most a few hundred shown);
     ``n_errors``: the report's full error count; ``more``: the line saying how many issues are not shown."""
     if files:
-        st.dataframe(clean(files), hide_index=True, width="stretch")
+        show(files)
     if counts:
         st.caption("Found: " + ", ".join(untrusted.md_inline(f"{v} {k}") for k, v in counts.items()))
     n_err = n_errors if n_errors is not None else sum(1 for i in issues if i["severity"] == "error")
@@ -21,7 +21,7 @@ def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict],
     else:
         st.error(f"{n_err} error(s): nothing was imported. Each row below names the file, row and field.")
     if issues:
-        st.dataframe(styled(clean(issues)), hide_index=True, width="stretch")
+        show(issues)
     if more:
         st.caption(untrusted.md(more))
 
@@ -30,11 +30,11 @@ def render_backups(rows: list[dict]) -> None:
     if not rows:
         st.info("No backup of this workspace yet.")
         return
-    st.dataframe(clean(rows), hide_index=True, width="stretch")
+    show(rows)
 
 
 def render_datasets(rows: list[dict]) -> None:
     if not rows:
         st.info("The workspace has no dataset yet.")
         return
-    st.dataframe(clean(rows), hide_index=True, width="stretch")
+    show(rows)

@@ -1,6 +1,5 @@
 """Settings page pieces that show plain data: the embedded models' measured validity."""
-import pandas as pd
-import streamlit as st
+from components.frames import show
 
 
 def _f(v) -> str:
@@ -18,9 +17,9 @@ def render_validity(figures: dict[str, list[dict]], labels: dict[str, str]) -> N
             rows.append({"model": labels[key], "item": r["item"], "samples": str(r["samples"]),
                          "ρ expected": _f(r.get("spearman_raw")), "ρ calibrated": _f(r.get("spearman_calibrated")),
                          "AUROC": _f(r.get("auroc")), "s / summary": _f(r.get("sec_per_summary_median"))})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    show(rows)
 
 
 def render_rows(rows: list[dict]) -> None:
     """A plain table of engine rows."""
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    show(rows)

@@ -25,7 +25,9 @@ def status(counts: list[tuple[str, str]], judged: list[dict]) -> None:
     for col, (label, value) in zip(cols, counts):
         col.metric(label, value)
     if judged:
-        st.dataframe(judged, hide_index=True, width="stretch")
+        from components.frames import show
+
+        show(judged)
     else:
         st.caption("Not judged yet.")
 

@@ -1,6 +1,7 @@
 """The triage queue as a table (plain data in, nothing computed here)."""
-import pandas as pd
 import streamlit as st
+
+from components.frames import show
 
 
 def rows(entries, blind: bool) -> list[dict]:
@@ -11,5 +12,4 @@ def rows(entries, blind: bool) -> list[dict]:
 
 
 def render(entries, blind: bool) -> None:
-    st.dataframe(pd.DataFrame(rows(entries, blind)), hide_index=True, width="stretch",
-                 column_config={"why": st.column_config.TextColumn("why", width="large")})
+    show(rows(entries, blind), column_config={"why": st.column_config.TextColumn("why", width="large")})

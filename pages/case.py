@@ -5,38 +5,15 @@ import hashlib
 import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, jobs_view, state
-from engine.core import citations
-from engine.llm import injection
-from engine.evidence import stigma
-from engine.evidence.stigma_entries import workspace_entries
-from engine.core import untrusted
-from engine.evidence.alignment import alignment_cached
-from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, METHODS, coverage_cached, merge_regions
-from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
-from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.core import citations, untrusted
+from engine.evidence.coverage import DEFAULT_METHOD, METHODS
 from engine.evidence.medomit import MedOmit, medomit_job
-from engine.evidence.medomit_rows import not_found_rows, omitted_fact_rows
-from engine.evidence.medomit_result import MedOmitResult
-from engine.evidence.kinds import stored_results
+from engine.evidence.omission_flags import FLAG_KINDS
 from engine.evidence.verification.run import verification_job
-from engine.evidence.verification.view import summary_view
-from engine.judge.stored import latest_result
-from engine.judge.configs import config_key_of, is_smoke_test
-from engine.data.ratings import display_table, judge_cell
-from engine.core.rubric import ITEMS, get_item
-from engine.data.store import StoreError
-
-MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
-
+from engine.views.case import MAX_REGIONS, case_view as build_case_view, coverage_view as build_coverage_view
+from engine.views.case import support_view as build_support_view
 
 NOTES_HEIGHT = 640
-
-
-def _judge_shown(item, score) -> str:
-    """The LLM judge's cell in the score table: the expected score for 1-5 items, its answers for yes/no items."""
-    if item.is_likert and not score.is_na and score.expected is not None:
-        return f"{score.expected:.2f}"
-    return judge_cell(item, score)
 
 
 def _picked(where: str) -> None:
@@ -58,18 +35,17 @@ st.subheader(f"{untrusted.md_inline(case.case_id)} — for {untrusted.md_inline(
 st.caption(f"{len(case.notes)} notes, {case.word_count} words · {len(summaries)} summaries")
 
 store = state.store()
-# stigmatizing language (engine.evidence.stigma, no LLM): the built-in lexicon plus the clinician entries of this workspace
-lexicon = state.guarded(lambda: stigma.load_lexicon(workspace_entries(store)), default=None)
-note_scans = stigma.scan_notes(case, lexicon) if lexicon is not None else []
 
 
-def _stigma_title(hit, extra: str = "") -> str:
-    return (f"{hit.category}: “{hit.text}”{extra}" + (f" · suggested: {hit.suggest}" if hit.suggest else "")
-            + (f" · source: {hit.source}" if hit.source else ""))
+def _colour(mark) -> tuple:
+    return (mark.start, mark.end, case_view.STIGMA_COLOURS.get(mark.category, case_view.STIGMA_DEFAULT_COLOUR),
+            mark.title)
 
 
-note_marks = {nid: [(h.start, h.end, case_view.STIGMA_COLOURS.get(h.category, case_view.STIGMA_DEFAULT_COLOUR),
-                     _stigma_title(h)) for h in scan.hits] for nid, scan in note_scans}
+head = state.guarded(build_case_view, store, name, ds, case_id, None, stop=True)
+if head.stigma_error:
+    st.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(head.stigma_error))
+note_marks = {nid: [_colour(m) for m in marks] for nid, marks in head.note_marks.items()}
 
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -85,14 +61,9 @@ with right:
         st.info("No summary for this case.")
         st.stop()
     sid = state.summary_picker(ds, case, st, key="case_summary", horizontal=True, label_visibility="collapsed")
-    s = ds.summary(sid)
-    sstig = stigma.assess(case, s, lexicon=lexicon, note_scans=note_scans) if lexicon is not None else None
-    summary_marks = [] if sstig is None else [
-        (h.hit.start, h.hit.end, case_view.STIGMA_COLOURS.get(h.hit.category, case_view.STIGMA_DEFAULT_COLOUR),
-         _stigma_title(h.hit, f" — carried forward from note {h.source.note_id}" if h.source is not None
-                       else " — introduced by the summary")) for h in sstig.summary_hits]
-    verified = summary_view(state.guarded(stored_results, store, name, "verification", default={}).get(sid),
-                            s.text)
+    view = state.guarded(build_case_view, store, name, ds, case_id, sid, stop=True)
+    s, sstig, verified = view.summary, view.stigma, view.verification
+    summary_marks = [_colour(m) for m in view.summary_marks]
     case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
                              [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,
@@ -104,29 +75,22 @@ with right:
     if sstig is not None and sstig.summary_hits:
         st.caption(f"Stigmatizing language in the summary: {len(sstig.carried)} carried forward from the notes, "
                    f"{len(sstig.introduced)} introduced by the summary (see the Evidence tab).")
-    flagged = injection.scan_case(case, s)
-    if flagged:
+    if view.injection:
         st.warning("**Possible prompt injection.** "
-                   + "; ".join(f"{untrusted.md(where)}: {untrusted.md_inline(sig[0].excerpt, 80)}" for where, sig in flagged)
+                   + "; ".join(f"{untrusted.md(where)}: {untrusted.md_inline(excerpt, 80)}"
+                               for where, excerpt in view.injection)
                    + ". This text addresses an AI grader rather than a clinician. It cannot change the judge prompt's "
                      "structure, but it may steer an LLM's grade: check this summary by hand.")
 
 st.markdown("#### Rater scores (PDSQI-9)")
-score_rows = display_table(ds.ratings_for(sid))
-judged = state.guarded(latest_result, store, name, sid, default=None)
-if judged is not None and judged.status == "scored":
-    score_rows.append({"rater": "LLM judge", "group": "llm",  # its model and configuration: named under the table
-                       **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS if it.key in judged.items}})
-if sstig is not None:  # the two stigmatizing-language items: the detector beside the raters and the LLM judge
-    score_rows.append({"rater": "Stigma detector (lexicon, no LLM)", "group": "detector",
-                       **{get_item(k).label: ("yes" if v else "no") for k, v in sstig.item_answers.items()}})
-case_view.render_score_table(score_rows, [it.label for it in ITEMS if it.is_likert])
+case_view.render_score_table(view.score_rows, view.likert_labels)
+judged = view.judged
 if judged is not None:
     st.caption(f"LLM judge row: {untrusted.md(judged.provenance.model_file or 'server model')} · prompt "
                f"{untrusted.md(judged.provenance.prompt_version)} · configuration "
-               f"{untrusted.md(config_key_of(judged))} · judged {untrusted.md(judged.created_at[:16])} UTC. 1-5 items "
-               "show the expected score (the judge's main number), yes/no items its answers.")
-if judged is not None and judged.status == "scored" and is_smoke_test(judged):
+               f"{untrusted.md(view.judge_configuration)} · judged {untrusted.md(judged.created_at[:16])} UTC. 1-5 "
+               "items show the expected score (the judge's main number), yes/no items its answers.")
+if view.judge_smoke_test:
     evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
 
 st.markdown("#### Evidence")
@@ -138,25 +102,21 @@ with tab_cov:
     method = c1.selectbox("Method", list(METHODS), format_func=lambda k: METHODS[k].label,
                           index=list(METHODS).index(DEFAULT_METHOD), help="Registered coverage methods; the same keys "
                           "work with `python -m engine omissions --method KEY` and in bench/omission_benchmark.py.")
-    try:
-        cov = coverage_cached(store, name, case, ds.summary(sid), state.embedder, CoverageParams(method=method))
-    except CoverageError as exc:
-        st.error(untrusted.md(exc))
-        cov = None
-    except StoreError as exc:
-        state.show_store_error(exc)
-        cov = None
+    cv = state.guarded(build_coverage_view, store, name, ds, sid, state.embedder, method, default=None)
+    if cv is not None and cv.error:
+        st.error(untrusted.md(cv.error))
+    cov = cv.coverage if cv is not None else None
     if cov is not None:
-        hi = max(u.score for u in cov.units)
-        lo_default = min(DEFAULT_THRESHOLDS[method], hi)
-        thr = c2.slider("Highlight source text with an omission score of at least", float(min(u.score for u in cov.units)),
-                        float(hi), float(lo_default), help="Higher = less covered by the summary.")
+        hi = cv.high
+        thr = c2.slider("Highlight source text with an omission score of at least", float(cv.low), float(hi),
+                        float(cv.default_threshold), help="Higher = less covered by the summary.")
+        if thr != cv.threshold:  # regions and flags follow the slider
+            cv = state.guarded(build_coverage_view, store, name, ds, sid, state.embedder, method, thr, stop=True)
         st.caption(f"Global omission score {cov.global_score:.3f} "
                    f"({'flagged: likely omission' if cov.flagged else 'not flagged'}; flag threshold "
                    f"{cov.flag_threshold}) · computed in {cov.seconds:.2f} s")
         coverage_view.legend(thr, hi, "omission score")
-        regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS,  # follows the slider
-                                summary_text=citations.strip(ds.summary(sid).text))
+        regions, flags = cv.regions, cv.flags
         left_c, right_c = st.columns([2, 3])
         with left_c:
             st.markdown(f"**Possibly omitted** (least covered first; headers, sign-offs and small talk last): "
@@ -169,7 +129,6 @@ with tab_cov:
                              "content (see the README). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
-            flags = omission_flags(case, ds.summary(sid).text, cov.units, thr, ds.citation_style())
             if flags:
                 kinds = dict.fromkeys(f.kind for f in flags)
                 st.caption("⚑ Note-level flags come first: " + "; ".join(
@@ -198,21 +157,17 @@ with tab_cov:
                              "may not support"):
                 st.markdown(untrusted.md(", ".join(sorted({u.text for u in cov.unsupported}))))
 with tab_align:
-    try:
-        al = alignment_cached(store, name, case, ds.summary(sid), state.embedder)
-    except CoverageError as exc:
-        st.error(untrusted.md(exc))
-        al = None
-    except StoreError as exc:
-        state.show_store_error(exc)
-        al = None
+    sv = state.guarded(build_support_view, store, name, ds, sid, state.embedder, verified, default=None)
+    if sv is not None and sv.error:
+        st.error(untrusted.md(sv.error))
+    al = sv.alignment if sv is not None else None
     if al is not None:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Mean support", f"{al.mean_support:.2f}")
         m2.metric("Coverage (extractive)", f"{al.coverage:.2f}")
         m3.metric("Density", f"{al.density:.2f}")
-        cites = [verified.citation_for(a.start, (a.citation_verdict, a.citation_detail)) for a in al.sentences]
-        m4.metric("Citation issues", sum(v not in ("ok", "") for v, _, _ in cites),
+        cites = sv.citations
+        m4.metric("Citation issues", sv.citation_issues,
                   help="Wrong, missing or unknown citations by the word rule; where the summary was verified, the "
                        "judge model's own citation check is shown beside each verdict as a second opinion.")
         slabels = [("⚠ " if a.weak else "") + ("↻ " if a.restates is not None else "") + f"{a.index + 1}\\. "
@@ -273,8 +228,7 @@ with tab_medomit:
             mo = MedOmit(backend, sha, cache=store, embedder=state.embedder())
             jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name))
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
-    stored = state.guarded(store.evidence_results, name, "medomit", default={}).get(sid)
-    res = MedOmitResult.from_json(stored) if stored else None
+    res = view.medomit
     if res is None:
         st.info("MED-OMIT has not been run on this summary yet.")
     else:
@@ -296,7 +250,7 @@ with tab_medomit:
         evidence_view.render_medomit_summary(res.document_weight, res.omission_count,
                                              res.ddx_comparison.difference if res.ddx_comparison else None,
                                              len(res.facts))
-        rows = omitted_fact_rows(res)
+        rows = view.omitted_rows
         if rows:
             labels = [f"\\[{r['weight']:.2g}\\] {untrusted.md_inline(r['fact_id'])} · "
                       f"{untrusted.md_inline(r['text'], 90)}" for r in rows]
@@ -309,7 +263,7 @@ with tab_medomit:
                           if res.not_found else "."))
         elif res.status == "complete":
             st.success("No omitted fact found.")
-        nf = not_found_rows(res)
+        nf = view.not_found_rows
         if nf:
             st.markdown(f"**Not found in the notes ({len(nf)})** — stated by the model but located in no note "
                         "(invented, or paraphrased beyond matching). Never counted as omitted and never weighted.")

@@ -2,7 +2,7 @@
 entries added on top of it (added, validated and deactivated here; stored in the workspace)."""
 import streamlit as st
 
-from components import state
+from components import frames, state
 from engine.core import untrusted
 from engine.data.store import StoreBusy, StoreError
 from engine.evidence.stigma import LexiconError, load_lexicon
@@ -103,16 +103,14 @@ if stig_store is not None:
                "deactivating an entry changes the version, and results computed with an older version are recomputed "
                "with the current lexicon; the command line (`python -m engine stigma`) uses the same entries.")
     if rows:
-        import pandas as pd
-
-        st.dataframe(pd.DataFrame([{
+        frames.show([{
             "#": r["entry_id"], "term": r["term"], "category": r["category"], "suggest": r.get("suggest", ""),
             "source / note": r.get("source", ""),
             "only as a noun for a person": bool(r.get("noun_only")),
             "only when the patient does it": bool(r.get("patient_only")),
             "added by": r["added_by"], "added": r["created_at"],
             "status": "active" if r["active"] else f"deactivated {r['deactivated_at'] or ''}".strip()}
-            for r in rows]), hide_index=True, width="stretch")
+            for r in rows])
     else:
         st.info("No clinician entries yet: the built-in lexicon is used as it is.")
 

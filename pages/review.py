@@ -3,10 +3,9 @@ the other raters and the LLM judge until they have submitted; every edit is kept
 
 One screen: the notes and the summary scroll on the left, the anchored rating form stays on the right; keyboard
 shortcuts (``components.review_form.render_shortcuts``) set levels, move between summaries and save."""
-import pandas as pd
 import streamlit as st
 
-from components import case_view, state, triage_view
+from components import case_view, frames, state, triage_view
 from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
                                     render_shortcuts)
 from engine.core import citations
@@ -120,11 +119,10 @@ if kind == ADJUDICATION:
                                  key="adjudication_margin")
         pending = state.guarded(disagreements, store, name, float(margin), default=[])
         if pending:
-            st.dataframe(pd.DataFrame([{"summary": d.summary_id, "item": get_item(d.item).label,
+            frames.show([{"summary": d.summary_id, "item": get_item(d.item).label,
                                         "spread": d.spread,
                                         "reviewers": ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}"
-                                                               for r, v in d.values.items())} for d in pending]),
-                         hide_index=True, width="stretch")
+                                                               for r, v in d.values.items())} for d in pending])
             st.selectbox("Open", sorted({d.summary_id for d in pending}), key="adjudicate_open", on_change=_open,
                          args=("adjudicate_open",), index=None, placeholder="Pick a summary to adjudicate")
         else:
@@ -201,15 +199,15 @@ else:
         st.caption(f"Status: {untrusted.md(stored.status)} · model {untrusted.md(stored.provenance.model_file)} · "
                    f"{untrusted.md(stored.created_at)}"
                    + (f" · {untrusted.md(stored.reason)}" if stored.reason else ""))
-        st.dataframe(pd.DataFrame([{"item": i.label, "LLM median": judge_cell(i, stored.items.get(i.key))}
-                                   for i in ITEMS]), hide_index=True, width="stretch")
+        frames.show([{"item": i.label, "LLM median": judge_cell(i, stored.items.get(i.key))}
+                         for i in ITEMS])
         st.caption("Median over the judge's samples (yes/no items: the share of yes); blank = not scored; "
                    "NA = not applicable.")
 
     st.markdown("#### Review history of this summary")
     history = state.guarded(review_history, store, name, sid, default=[])
     if history:
-        st.dataframe(pd.DataFrame(history_rows(history)), hide_index=True, width="stretch")
+        frames.show(history_rows(history))
         st.caption("Newest first. Edits never overwrite: a replaced value stays, marked 'replaced by #n'.")
     else:
         st.info("No review of this summary yet.")

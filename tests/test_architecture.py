@@ -143,3 +143,52 @@ def test_docstrings_and_comments_name_no_issue_numbers_or_outside_paths():
     bad = [f"{_rel(p)}:{i}" for p in files for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
            if pattern.search(line) and p.name != "test_architecture.py"]
     assert bad == []
+
+
+# ------------------------------------------------------------------- pages and components only draw
+UI = sorted([*(ROOT / "pages").glob("*.py"), *(ROOT / "components").glob("*.py")])
+NUMERIC = ("numpy", "scipy", "pingouin", "statsmodels", "sklearn", "krippendorff")
+# Where a page or component still computes or reads the workspace itself: each entry names what remains, so a
+# converted page leaves this list and no new place can join it. (Pages converted so far: case, evidence, agreement.)
+UI_DEBT = {
+    ("components/state.py", "imports engine.stats.analysis"),
+    ("pages/data.py", "calls store.dataset_names"),
+    ("pages/data.py", "calls store.delete_dataset"),
+    ("pages/data.py", "calls store.import_dataset"),
+    ("pages/data.py", "calls store.load_dataset"),
+    ("pages/review.py", "calls store.database_user"),
+    ("pages/review.py", "calls store.dialect"),
+}
+
+
+def _ui_violations(path) -> set[tuple[str, str]]:
+    rel, out = _rel(path), set()
+    for _, mod, _name in _imports(path):
+        top = mod.split(".")[0]
+        if top in NUMERIC:
+            out.add((rel, f"imports {top}"))
+        if mod.startswith("engine.stats."):
+            out.add((rel, f"imports {mod}"))
+    if rel != "components/state.py":  # state opens the workspace and hands it on; nobody else calls it
+        for m in re.finditer(r"(?<![\w.])store\.([a-z_]+)", path.read_text(encoding="utf-8")):
+            out.add((rel, f"calls store.{m.group(1)}"))
+    return out
+
+
+def test_pages_and_components_hold_no_statistics_or_store_calls():
+    found = set().union(*(_ui_violations(p) for p in UI))
+    assert found - UI_DEBT == set(), "new statistics or store calls in the UI: move them into an engine view"
+    assert UI_DEBT - found == set(), "converted: remove these from UI_DEBT"
+
+
+def test_the_case_page_draws_one_engine_view():
+    src = (ROOT / "pages" / "case.py").read_text(encoding="utf-8")
+    assert "engine.views.case" in src
+    assert not any(_ui_violations(ROOT / "pages" / "case.py"))
+
+
+def test_every_table_goes_through_the_display_rule():
+    """Only components/frames.py calls st.dataframe; every other table is drawn by frames.show."""
+    calls = [f"{_rel(p)}:{i + 1}" for p in UI if _rel(p) != "components/frames.py"
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()) if "st.dataframe(" in line]
+    assert calls == []

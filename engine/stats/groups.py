@@ -211,12 +211,17 @@ def run_factor_analysis(rows: list[dict]) -> dict:
     if len(df) < 6:
         out["error"] = "factor analysis needs at least 6 summaries with every item rated"
         return out
-    out["kmo"] = kmo(df.corr().to_numpy())
     out["method"] = ("iterated principal axis (the least-squares solution minres also reaches), varimax "
                      "(statsmodels Factor)")
+    constant = [c for c in cols if df[c].nunique() < 2]
+    if constant:
+        out["error"] = (f"factor analysis needs every item to vary; {', '.join(constant)} got the same mean score "
+                        "on every summary")
+        return out
     try:
+        out["kmo"] = kmo(df.corr().to_numpy())
         out["loadings"] = principal_axis_varimax(df.to_numpy(dtype=float), n_factors=4).round(4).tolist()
-    except (np.linalg.LinAlgError, ValueError) as exc:  # a singular correlation matrix (an item rated constant)
+    except (np.linalg.LinAlgError, ValueError) as exc:  # a singular correlation matrix
         out["error"] = f"factor analysis failed: {exc}"
     return out
 

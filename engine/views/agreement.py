@@ -1,0 +1,147 @@
+"""The Agreement page's view: from one agreement report (one judge configuration), every table, figure input and
+caption figure the page draws — the headline and its forest plots, the detector's and the LLM's agreement on the
+stigmatizing-language items, reliability, group tests, length correlations, LLM vs raters, the mixed model, the
+stored calibration, the scores used, and the filtered disagreement list — and the numbers behind the charts
+(trend lines, Bland–Altman limits)."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from engine.core.models import Dataset
+from engine.core.rubric import get_item
+from engine.judge import calibration, used_scores
+from engine.stats.agreement import AgreementReport, disagreements, reliability_rows
+from engine.stats.analysis import configured_results
+from engine.stats.detector import detector_agreement
+from engine.stats.formatting import format_estimate, format_p
+from engine.stats.headline import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
+from engine.stats.items import LIKERT
+from engine.stats.report import HUMANS_TITLE, LLM_TITLE, forest_svg
+from engine.stats.spot_checks import spot_check_rows
+
+
+@dataclass
+class AgreementPageView:
+    report: AgreementReport
+    headline: list[HeadlineRow]
+    forest_humans: str  # SVG, escaped by engine.stats.report
+    forest_llm: Optional[str]
+    verdicts: list[dict]
+    spot_vs: list[dict]
+    spot_pairs: list[dict]
+    stigma_rows: list[dict] = field(default_factory=list)
+    stigma_notes: list[tuple[str, str]] = field(default_factory=list)  # (item label, note)
+    reliability: list[dict] = field(default_factory=list)
+    group_tests: list[dict] = field(default_factory=list)
+    length_table: list[dict] = field(default_factory=list)
+    llm_vs_humans: list[dict] = field(default_factory=list)
+    mixed_model: list[dict] = field(default_factory=list)
+    mixed_model_error: str = ""
+    calibration: object = None  # the newest stored Calibration of the configuration
+    calibration_rows: list[dict] = field(default_factory=list)
+    scores_used: list[dict] = field(default_factory=list)
+    likert: list[str] = field(default_factory=lambda: list(LIKERT))
+    kmo: Optional[float] = None
+    factor_method: str = ""
+    factor_error: str = ""
+
+
+def _stigma_rows(ds: Dataset, detector: dict, llm: dict) -> tuple[list[dict], list[tuple[str, str]]]:
+    rows, notes = [], []
+    for a in detector_agreement(ds, detector, llm):
+        rows.append({"item": a.label, "summaries": a.n, "raters: yes": a.reference_yes,
+                     "detector: yes": a.detector_yes,
+                     "detector agrees": f"{a.detector_agree} of {a.n}" if a.n else "",
+                     "detector κ (95% CI)": format_estimate(a.detector_kappa) if a.detector_kappa else "",
+                     "LLM: yes": str(a.llm_yes) if a.llm_n else "",
+                     "LLM agrees": f"{a.llm_agree} of {a.llm_n}" if a.llm_n else "",
+                     "LLM κ (95% CI)": format_estimate(a.llm_kappa) if a.llm_kappa else ""})
+        notes += [(a.label, n) for n in a.notes]
+    return rows, notes
+
+
+def _length_table(rep: AgreementReport) -> list[dict]:
+    return [{"item": get_item(c.item).label, "score": c.y.replace("_", " "), "summaries": c.n,
+             "Spearman ρ": None if c.spearman is None else round(c.spearman.value, 3),
+             "p (ρ)": "—" if c.spearman is None else format_p(c.spearman.p_value),
+             "Pearson r": None if c.pearson is None else round(c.pearson.value, 3),
+             "p (r)": "—" if c.pearson is None else format_p(c.pearson.p_value)} for c in rep.length]
+
+
+def agreement_page_view(store, name: str, ds: Dataset, rep: AgreementReport, config=None,
+                        stigma_results: Sequence = ()) -> AgreementPageView:
+    """Everything the Agreement page shows of report ``rep`` (built for judge configuration ``config``, a
+    :class:`engine.judge.configs.JudgeConfig` or None); ``stigma_results``: the detector's result per summary."""
+    rows = headline(rep)
+    vs, pairs = spot_check_rows(rep.spot_checks)
+    view = AgreementPageView(
+        rep, rows, forest_svg(rows, "humans", HUMANS_TITLE),
+        forest_svg(rows, "llm", LLM_TITLE) if rep.has_llm else None,
+        [{"label": r.label, "verdict": r.verdict, "warning": r.warning, "block": r.block, "secondary": r.secondary}
+         for r in rows], vs, pairs)
+    llm_med = configured_results(store, name, config.key).llm if config is not None else {}
+    view.stigma_rows, view.stigma_notes = _stigma_rows(
+        ds, {r.summary_id: r.item_answers for r in stigma_results}, llm_med)
+    view.reliability = reliability_rows(rep)
+    view.group_tests = [{"item": get_item(g.item).label, "test": g.label, "median A": g.median_a,
+                         "median B": g.median_b, "p": None if g.test is None else format_p(g.test.p_value)}
+                        for g in rep.quality_groups + rep.junior_vs_senior]
+    view.length_table = _length_table(rep)
+    if rep.has_llm:
+        view.llm_vs_humans = llm_vs_human_rows(rep, rows)
+        if rep.mixed_model.get("table"):
+            view.mixed_model = mixed_model_rows(rep.mixed_model)
+        else:
+            view.mixed_model_error = rep.mixed_model.get("error", "unknown reason")
+    if config is not None:
+        view.calibration = calibration.latest(store, name, config.key)
+        view.calibration_rows = calibration.table_rows(view.calibration) if view.calibration else []
+        view.scores_used = used_scores.for_configuration(store, name, config)
+    fa = rep.factor_analysis
+    view.kmo, view.factor_method, view.factor_error = fa.get("kmo"), fa.get("method", ""), fa.get("error", "")
+    return view
+
+
+def length_correlation(rep: AgreementReport, item: str, y: str) -> tuple[Optional[float], Optional[float]]:
+    """(Spearman ρ, p) of note length with ``y`` ("human_mean", "human_sd") for ``item``; Nones when not computed."""
+    c = next((c for c in rep.length if c.item == item and c.y == y), None)
+    return (c.spearman.value, c.spearman.p_value) if c and c.spearman else (None, None)
+
+
+def rho_caption(rho: Optional[float], p: Optional[float]) -> str:
+    """" — Spearman ρ = 0.412, p = 0.031" (p below the shown precision as "p <0.001"); "" without a ρ."""
+    if rho is None:
+        return ""
+    fp = format_p(p)
+    return f" — Spearman ρ = {rho:.3f}, p {fp if fp.startswith('<') else '= ' + fp}"
+
+
+def trend_line(xs: Sequence[float], ys: Sequence[float]) -> Optional[tuple[float, float]]:
+    """(slope, intercept) of the least-squares line (scipy.stats.linregress); None for fewer than two distinct x."""
+    from scipy.stats import linregress
+
+    if len(xs) < 2 or len(set(xs)) < 2:
+        return None
+    fit = linregress(list(xs), list(ys))
+    return float(fit.slope), float(fit.intercept)
+
+
+def bland_altman_limits(differences: Sequence[float]) -> Optional[tuple[float, float, float]]:
+    """(bias, lower, upper): the mean difference and the 95 % limits of agreement, mean ∓ 1.96 SD (sample SD;
+    Bland & Altman 1986); None for fewer than two differences."""
+    if len(differences) < 2:
+        return None
+    m, sd = statistics.fmean(differences), statistics.stdev(differences)
+    return m, m - 1.96 * sd, m + 1.96 * sd
+
+
+def disagreement_rows(rep: AgreementReport, item: str, smoke_test: bool, exclude_smoke: bool) -> list[dict]:
+    """The largest LLM-vs-raters disagreements for ``item`` ("all" for every item); a configuration's scores are
+    all from the smoke-test model or none are, so excluding them leaves nothing or changes nothing."""
+    excluded = [r["summary_id"] for r in rep.per_summary] if (exclude_smoke and smoke_test) else []
+    rows = disagreements(rep, None if item == "all" else item, exclude=excluded)
+    for r in rows:
+        r["smoke-test model"] = "yes" if smoke_test else ""
+    return rows

@@ -1,0 +1,196 @@
+"""The Case page's view: one summary of one case with everything the page draws — the notes' and the summary's
+stigmatizing-language marks, stored claim verification, injection signals, the rater and judge score table, the
+stored MED-OMIT result — and, per evidence tab, the coverage regions and the sentence support.
+
+Every function here takes the workspace store and returns a typed result; a store failure raises
+:class:`engine.data.store.StoreError` for the page to show. Stigma scans of a case's notes are kept per case content
+and lexicon version, so a rerun that changes nothing rescans nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from engine.core import citations
+from engine.core.models import Case, Dataset, Summary
+from engine.core.rubric import ITEMS, get_item
+from engine.core.stamps import json_key
+from engine.data.ratings import display_table, judge_cell
+from engine.evidence import stigma
+from engine.evidence.alignment import alignment_cached
+from engine.evidence.coverage import DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.kinds import stored_results
+from engine.evidence.medomit_result import MedOmitResult
+from engine.evidence.medomit_rows import not_found_rows, omitted_fact_rows
+from engine.evidence.omission_flags import omission_flags
+from engine.evidence.stigma_entries import workspace_entries
+from engine.evidence.verification.view import VerificationView, summary_view
+from engine.judge.configs import config_key_of, is_smoke_test
+from engine.judge.stored import latest_result
+from engine.llm import injection
+
+JUDGE_ROW = "LLM judge"
+DETECTOR_ROW = "Stigma detector (lexicon, no LLM)"
+MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A span to highlight: ``category`` names what it is (a stigma category), ``title`` the hover text."""
+
+    start: int
+    end: int
+    category: str
+    title: str
+
+
+@dataclass
+class CaseView:
+    case: Case
+    summaries: list[Summary]
+    summary: Optional[Summary]
+    note_marks: dict[str, list[Mark]] = field(default_factory=dict)
+    summary_marks: list[Mark] = field(default_factory=list)
+    stigma: Optional[stigma.SummaryStigma] = None
+    stigma_error: str = ""  # why the lexicon could not be loaded
+    verification: Optional[VerificationView] = None
+    injection: list[tuple[str, str]] = field(default_factory=list)  # (where, excerpt)
+    score_rows: list[dict] = field(default_factory=list)
+    likert_labels: list[str] = field(default_factory=list)
+    judged: object = None  # the newest JudgeResult of the summary, any configuration
+    judge_configuration: str = ""
+    judge_smoke_test: bool = False
+    medomit: Optional[MedOmitResult] = None
+    omitted_rows: list[dict] = field(default_factory=list)
+    not_found_rows: list[dict] = field(default_factory=list)
+
+
+def _stigma_title(hit, extra: str = "") -> str:
+    return (f"{hit.category}: “{hit.text}”{extra}" + (f" · suggested: {hit.suggest}" if hit.suggest else "")
+            + (f" · source: {hit.source}" if hit.source else ""))
+
+
+_SCANS: dict[tuple[str, str], list] = {}  # (case content key, lexicon version) -> the notes' scans
+
+
+def _note_scans(case: Case, lexicon) -> list:
+    """The stigma scans of a case's notes, kept per case content and lexicon version (a few dozen cases)."""
+    key = (json_key({"case": case.case_id, "notes": [(n.note_id, n.text) for n in case.notes]}), lexicon.version)
+    if key not in _SCANS:
+        if len(_SCANS) >= 64:
+            _SCANS.pop(next(iter(_SCANS)))
+        _SCANS[key] = stigma.scan_notes(case, lexicon)
+    return _SCANS[key]
+
+
+def _judge_shown(item, score) -> str:
+    """The judge's cell: the expected score for 1-5 items, its answers for yes/no items."""
+    if item.is_likert and not score.is_na and score.expected is not None:
+        return f"{score.expected:.2f}"
+    return judge_cell(item, score)
+
+
+def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[str]) -> CaseView:
+    """What the Case page shows of case ``case_id`` and its summary ``summary_id`` (None: the case alone)."""
+    case = ds.case(case_id)
+    view = CaseView(case, ds.summaries_for(case_id), ds.summary(summary_id) if summary_id else None,
+                    likert_labels=[it.label for it in ITEMS if it.is_likert])
+    try:
+        lexicon = stigma.load_lexicon(workspace_entries(store))
+    except (ValueError, OSError) as exc:
+        lexicon, view.stigma_error = None, str(exc)
+    scans = _note_scans(case, lexicon) if lexicon is not None else []
+    view.note_marks = {nid: [Mark(h.start, h.end, h.category, _stigma_title(h)) for h in scan.hits]
+                       for nid, scan in scans}
+    s = view.summary
+    if s is None:
+        return view
+    if lexicon is not None:
+        view.stigma = stigma.assess(case, s, lexicon=lexicon, note_scans=scans)
+        view.summary_marks = [
+            Mark(h.hit.start, h.hit.end, h.hit.category,
+                 _stigma_title(h.hit, f" — carried forward from note {h.source.note_id}" if h.source is not None
+                               else " — introduced by the summary")) for h in view.stigma.summary_hits]
+    view.verification = summary_view(stored_results(store, name, "verification").get(s.summary_id), s.text)
+    view.injection = [(where, sig[0].excerpt) for where, sig in injection.scan_case(case, s)]
+    view.score_rows = display_table(ds.ratings_for(s.summary_id))
+    judged = latest_result(store, name, s.summary_id)
+    view.judged = judged
+    if judged is not None:
+        view.judge_configuration = config_key_of(judged)
+        view.judge_smoke_test = judged.status == "scored" and is_smoke_test(judged)
+    if judged is not None and judged.status == "scored":
+        view.score_rows.append({"rater": JUDGE_ROW, "group": "llm",
+                                **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS
+                                   if it.key in judged.items}})
+    if view.stigma is not None:  # the two stigmatizing-language items: the detector beside raters and judge
+        view.score_rows.append({"rater": DETECTOR_ROW, "group": "detector",
+                                **{get_item(k).label: ("yes" if v else "no")
+                                   for k, v in view.stigma.item_answers.items()}})
+    stored = store.evidence_results(name, "medomit").get(s.summary_id)
+    if stored:
+        view.medomit = MedOmitResult.from_json(stored)
+        view.omitted_rows = omitted_fact_rows(view.medomit)
+        view.not_found_rows = not_found_rows(view.medomit)
+    return view
+
+
+@dataclass
+class CoverageView:
+    """One coverage method on one summary: its scored units, the slider's range, and at ``threshold`` the
+    note-level flags and the merged regions (least covered first)."""
+
+    coverage: object = None  # engine.evidence.coverage_types.CoverageResult
+    error: str = ""
+    low: float = 0.0
+    high: float = 0.0
+    default_threshold: float = 0.0
+    threshold: float = 0.0
+    regions: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+
+
+def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, method: str,
+                  threshold: Optional[float] = None) -> CoverageView:
+    """Coverage by ``method`` (computed once, then read from the workspace) with regions and flags at
+    ``threshold`` (None: the method's default threshold, within the summary's range)."""
+    s = ds.summary(summary_id)
+    case = ds.case(s.case_id)
+    try:
+        cov = coverage_cached(store, name, case, s, embedder, CoverageParams(method=method))
+    except CoverageError as exc:
+        return CoverageView(error=str(exc))
+    hi = max(u.score for u in cov.units)
+    lo = min(u.score for u in cov.units)
+    default = min(DEFAULT_THRESHOLDS[method], hi)
+    thr = default if threshold is None else threshold
+    regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS, summary_text=citations.strip(s.text))
+    flags = omission_flags(case, s.text, cov.units, thr, ds.citation_style())
+    return CoverageView(cov, "", lo, hi, default, thr, regions, flags)
+
+
+@dataclass
+class SupportView:
+    """Sentence support of one summary: the alignment and, per sentence, its citation verdict (the judge model's
+    own check beside the word rule where the summary was verified)."""
+
+    alignment: object = None  # engine.evidence.alignment.AlignmentResult
+    error: str = ""
+    citations: list[tuple[str, str, str]] = field(default_factory=list)  # (verdict, detail, by)
+
+    @property
+    def citation_issues(self) -> int:
+        return sum(v not in ("ok", "") for v, _, _ in self.citations)
+
+
+def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
+                 verification: Optional[VerificationView]) -> SupportView:
+    s = ds.summary(summary_id)
+    try:
+        al = alignment_cached(store, name, ds.case(s.case_id), s, embedder)
+    except CoverageError as exc:
+        return SupportView(error=str(exc))
+    cites = [verification.citation_for(a.start, (a.citation_verdict, a.citation_detail)) if verification
+             else (a.citation_verdict, a.citation_detail, "word rule") for a in al.sentences]
+    return SupportView(al, "", cites)

@@ -1,0 +1,100 @@
+"""The Evidence page's view: every summary's stored evidence as rows (MED-OMIT, coverage with its note-level flags,
+sentence support, citations, claim verification, stigmatizing language) with the per-group means and rates."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from engine.core.models import Dataset
+from engine.evidence.alignment import combined_scores
+from engine.evidence.coverage import DEFAULT_METHOD
+from engine.evidence.kinds import stored_results
+from engine.evidence.medomit_rows import dataset_rows, group_means
+from engine.evidence.omission_flags import describe, omission_flags
+
+GROUPS = ("generator", "quality group")
+
+
+@dataclass
+class EvidencePageView:
+    medomit_rows: list[dict] = field(default_factory=list)
+    medomit_results: int = 0
+    medomit_smoke_tests: int = 0  # results by the embedded smoke-test model
+    medomit_smoke_model: str = ""
+    medomit_by_group: dict[str, list[dict]] = field(default_factory=dict)  # "generator" / "quality group"
+    embedding_rows: list[dict] = field(default_factory=list)
+    has_embedding: bool = False
+    chart_rows: list[dict] = field(default_factory=list)  # embedding rows with the MED-OMIT weight
+    stigma_rows: list[dict] = field(default_factory=list)
+    stigma_by_group: dict[str, list[dict]] = field(default_factory=dict)
+    lexicon_version: str = ""
+
+
+def stigma_rates(rows: Sequence[dict], by: str) -> list[dict]:
+    """Per group: summaries with stigmatizing language, introducing it, carrying it forward (count and share)."""
+    out = []
+    for g in sorted({r[by] for r in rows}):
+        grp = [r for r in rows if r[by] == g]
+
+        def share(n: int) -> str:
+            return f"{n} ({n / len(grp):.0%})"
+
+        out.append({by: g or "(none)", "summaries": len(grp),
+                    "with stigmatizing language": share(sum(r["summary stigmatizing"] == "yes" for r in grp)),
+                    "introducing it": share(sum(r["introduced"] > 0 for r in grp)),
+                    "carrying it forward": share(sum(r["carried forward"] > 0 for r in grp))})
+    return out
+
+
+def _embedding_rows(ds: Dataset, covs: dict, als: dict, ver: dict) -> list[dict]:
+    combined_scores(list(als.values()))
+    rows = []
+    for s in ds.summaries:
+        c, a, v = covs.get(s.summary_id), als.get(s.summary_id), ver.get(s.summary_id)
+        rows.append({
+            "summary": s.summary_id, "generator": s.generator_model or "", "quality group": s.quality_group or "",
+            "omission score": c.global_score if c else None, "flagged": c.flagged if c else None,
+            "note flags": describe(omission_flags(ds.case(s.case_id), s.text, c.units, c.threshold,
+                                                  ds.citation_style())) if c else None,
+            "mean support": a.mean_support if a else None,
+            "weak sentences": sum(x.weak for x in a.sentences) if a else None,
+            "coverage": a.coverage if a else None, "density": a.density if a else None,
+            "combined g": a.combined if a else None,
+            "citation issues": len(a.citation_issues) if a else None,
+            "unsupported claims": len(v.unsupported_claims) if v else None,
+            "lowest P(supported)": v.lowest_p if v else None})
+    return rows
+
+
+def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Sequence = ()) -> EvidencePageView:
+    """Everything the Evidence page shows of dataset ``name``. ``stigma_results``: the detector's result per
+    summary (computed once per data version by the caller's cache)."""
+    view = EvidencePageView()
+    results = stored_results(store, name, "medomit")
+    rows = dataset_rows(ds, results)
+    for r in rows:
+        r["smoke-test model"] = "yes" if r["smoke-test model"] else ""
+    smoke = [r for r in results.values() if r.smoke_test]
+    view.medomit_rows, view.medomit_results, view.medomit_smoke_tests = rows, len(results), len(smoke)
+    if smoke:
+        view.medomit_smoke_model = (smoke[0].provenance.get("model_file") or smoke[0].provenance.get("model")
+                                    or "embedded model")
+    view.medomit_by_group = {g: group_means(rows, g) for g in GROUPS}
+    covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")
+    als = stored_results(store, name, "alignment")
+    ver = stored_results(store, name, "verification")
+    view.embedding_rows = _embedding_rows(ds, covs, als, ver)
+    view.has_embedding = bool(covs or als)
+    weights = {r["summary"]: r["MED-OMIT weight"] for r in rows}
+    view.chart_rows = [{**r, "MED-OMIT weight": weights.get(r["summary"])} for r in view.embedding_rows]
+    view.stigma_rows = [{"summary": r.summary_id, "generator": ds.summary(r.summary_id).generator_model or "",
+                         "quality group": ds.summary(r.summary_id).quality_group or "",
+                         "notes stigmatizing": "yes" if r.notes_have_stigma else "no",
+                         "summary stigmatizing": "yes" if r.summary_has_stigma else "no",
+                         "carried forward": len(r.carried), "introduced": len(r.introduced),
+                         "terms": ", ".join(sorted({h.hit.text.lower() for h in r.summary_hits}))}
+                        for r in stigma_results]
+    if stigma_results:
+        view.lexicon_version = stigma_results[0].lexicon_version
+        view.stigma_by_group = {g: stigma_rates(view.stigma_rows, g) for g in GROUPS}
+    return view

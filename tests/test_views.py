@@ -1,0 +1,83 @@
+"""The pages' engine views on the sample: each returns, in one call, what its page draws."""
+import pytest
+
+from engine.data.store import Store
+from engine.evidence.embeddings import Embedder
+from engine.sample import SAMPLE_NAME, ensure_sample
+from engine.views.case import DETECTOR_ROW, JUDGE_ROW, case_view, coverage_view, support_view
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("views") / "ws.sqlite")
+    ensure_sample(store)
+    return store, store.load_dataset(SAMPLE_NAME)
+
+
+def test_case_view_holds_scores_stigma_verification_and_medomit(sample):
+    store, ds = sample
+    v = case_view(store, SAMPLE_NAME, ds, "card-01", "card-01-s2")
+    assert v.summary.summary_id == "card-01-s2" and v.case.case_id == "card-01"
+    rows = {r["rater"]: r for r in v.score_rows}
+    assert JUDGE_ROW in rows and DETECTOR_ROW in rows and "median" in rows
+    assert v.judge_configuration and v.verification is not None
+    assert v.stigma is not None and v.stigma_error == ""
+    assert v.medomit is not None and v.medomit.status == "complete"
+    assert len(v.omitted_rows) == v.medomit.omission_count
+    head = case_view(store, SAMPLE_NAME, ds, "card-01", None)
+    assert head.summary is None and set(head.note_marks) == {n.note_id for n in head.case.notes}
+
+
+def test_coverage_view_follows_the_threshold(sample):
+    store, ds = sample
+    emb = Embedder(store=store)
+    d = coverage_view(store, SAMPLE_NAME, ds, "card-01-s2", emb, "unitcov")
+    assert d.error == "" and d.low <= d.default_threshold <= d.high and d.threshold == d.default_threshold
+    assert all(r.score >= d.threshold for r in d.regions)
+    lower = coverage_view(store, SAMPLE_NAME, ds, "card-01-s2", emb, "unitcov", d.low)
+    chars = lambda v: {(r.note_id, i) for r in v.regions for i in range(r.start, r.end)}  # noqa: E731
+    assert lower.threshold == d.low and chars(lower) > chars(d)  # a lower threshold marks more of the notes
+
+
+def test_support_view_has_one_citation_verdict_per_sentence(sample):
+    store, ds = sample
+    emb = Embedder(store=store)
+    cv = case_view(store, SAMPLE_NAME, ds, "card-01", "card-01-s2")
+    sv = support_view(store, SAMPLE_NAME, ds, "card-01-s2", emb, cv.verification)
+    assert sv.error == "" and len(sv.citations) == len(sv.alignment.sentences)
+    assert sv.citation_issues == sum(v not in ("ok", "") for v, _, _ in sv.citations)
+
+
+def test_evidence_page_view_rows_and_group_rates(sample):
+    from engine.evidence.stigma import assess_dataset
+    from engine.views.evidence import evidence_page_view
+
+    store, ds = sample
+    v = evidence_page_view(store, SAMPLE_NAME, ds, assess_dataset(ds))
+    assert len(v.embedding_rows) == len(v.medomit_rows) == len(v.stigma_rows) == len(ds.summaries)
+    assert v.medomit_results and set(v.medomit_by_group) == set(v.stigma_by_group) == {"generator", "quality group"}
+    by_gen = v.stigma_by_group["generator"]
+    assert sum(r["summaries"] for r in by_gen) == len(ds.summaries)
+    assert {r["summary"] for r in v.chart_rows} == {s.summary_id for s in ds.summaries}
+
+
+def test_agreement_page_view_and_chart_numbers(sample):
+    import statistics
+
+    from engine.stats.agreement import analyse
+    from engine.stats.analysis import configured_results
+    from engine.views.agreement import agreement_page_view, bland_altman_limits, disagreement_rows, trend_line
+
+    store, ds = sample
+    chosen = configured_results(store, SAMPLE_NAME)
+    config = chosen.configs[0]
+    rep = analyse(ds, configured_results(store, SAMPLE_NAME, config.key).llm, n_boot=50)
+    v = agreement_page_view(store, SAMPLE_NAME, ds, rep, config)
+    assert v.headline and v.forest_humans.startswith("<svg") and v.reliability and v.llm_vs_humans
+    assert {r["item"] for r in v.stigma_rows} and v.scores_used
+    assert all(r["smoke-test model"] == "" for r in disagreement_rows(rep, "all", False, False))
+    assert disagreement_rows(rep, "all", True, True) == []
+    assert trend_line([1, 2, 3], [2, 4, 6]) == pytest.approx((2.0, 0.0)) and trend_line([1, 1], [2, 3]) is None
+    d = [0.5, -0.5, 1.0, 0.0]
+    bias, lo, hi = bland_altman_limits(d)
+    assert bias == pytest.approx(0.25) and hi - bias == pytest.approx(1.96 * statistics.stdev(d))
