@@ -4,17 +4,13 @@ from dataclasses import asdict
 import streamlit as st
 
 from components import jobs_view, judge_view, state
-from engine.judge import calibration
 from engine.core import untrusted
 from engine.llm.backends import BackendError
-from engine.judge.results import JudgeParams, primary_score
-from engine.judge.stored import stored_judge_results
+from engine.judge.results import JudgeParams
 from engine.judge.runner import Judge, judge_job
-from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.source import describe_source
 from engine.llm.modelfiles import embedded
-from engine.data.ratings import judge_cell, medians, reference_cell
-from engine.core.rubric import ITEMS, format_value
+from engine.views.judge import judge_page_view
 from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 
 st.title("Judge")
@@ -119,35 +115,17 @@ if done is not None and done.finished and done.state != "failed":
                    "samples).")
 
 # ---- the selected summary's latest result
-stored = {r.summary_id: r for r in state.guarded(stored_judge_results, store, name, latest_only=True, default=[])}
+view = state.guarded(judge_page_view, store, name, ds, sid, stop=True)
 st.markdown(f"#### {untrusted.md_inline(sid)}")
-res = stored.get(sid)
+res = view.result
 if res is None:
     st.info("Not judged yet: press **Run judge**.")
 else:
     judge_view.render_status(res.status, res.reason,
                              judge_view.when_text((name, sid) in st.session_state.get("judged_now", set()),
                                                   res.created_at),
-                             (res.provenance.model_file or "embedded model") if is_smoke_test(res) else "")
-    human = medians(r for r in ds.ratings_for(sid) if r.rater_group != "llm")
-    cal, calibrated = state.guarded(calibration.calibrated_scores, store, name, config_key_of(res), [res],
-                                    default=(None, {}))
-    cal_row = calibrated.get(sid, {})
-    rows = []
-    for item in ITEMS:
-        sc = res.items.get(item.key)
-        if sc is None:
-            continue
-        llm = judge_cell(item, sc)  # yes/no items: the share of yes over the samples
-        hm = human.get(item.key, "")
-        hm_txt = reference_cell(item, ds.ratings_for(sid)) if item.key in human else ""
-        diff = (sc.median - hm) if (item.is_likert and sc.median is not None and isinstance(hm, float)) else None
-        cal_v = cal_row.get(item.key)
-        rows.append({"item": item.label,
-                     "expected score": "" if sc.expected is None else f"{sc.expected:.2f}",
-                     **({"calibrated": "" if cal_v is None else f"{cal_v:.2f}"} if cal is not None else {}),
-                     "LLM median": llm, "spread": "" if sc.spread is None else f"{sc.spread:g}",
-                     "human median": hm_txt, "LLM − human": "" if diff is None else f"{diff:+g}"})
+                             (res.provenance.model_file or "embedded model") if view.smoke_test else "")
+    rows, cal = view.item_rows, view.calibration
     if rows:
         judge_view.render_item_table(rows)
         if cal is not None:
@@ -160,18 +138,4 @@ else:
                                                          "decode_tokens_per_s": res.timing.decode_tps})
 
 st.markdown("#### All judged summaries in this dataset")
-def _shown(item, score) -> object:
-    """One cell of the dataset table: the expected score (2 decimals) for 1-5 items, yes / no, or NA."""
-    if score.is_na:
-        return "NA"
-    value = primary_score(item.key, score)
-    if value is None:
-        return ""
-    return format_value(item, value) if not item.is_likert else round(float(value), 2)
-
-
-judge_view.render_dataset_results([
-    {"summary": r.summary_id, "status": r.status,
-     **{i.label: _shown(i, r.items[i.key]) for i in ITEMS if i.key in r.items},
-     "model": r.provenance.model_file, "smoke-test model": "yes" if is_smoke_test(r) else "", "judged": r.created_at}
-    for r in stored.values()])
+judge_view.render_dataset_results(view.dataset_rows)

@@ -81,3 +81,14 @@ def test_agreement_page_view_and_chart_numbers(sample):
     d = [0.5, -0.5, 1.0, 0.0]
     bias, lo, hi = bland_altman_limits(d)
     assert bias == pytest.approx(0.25) and hi - bias == pytest.approx(1.96 * statistics.stdev(d))
+
+
+def test_judge_page_view_item_table_and_dataset_rows(sample):
+    from engine.views.judge import judge_page_view
+
+    store, ds = sample
+    v = judge_page_view(store, SAMPLE_NAME, ds, "card-01-s2")
+    assert v.result is not None and v.result.summary_id == "card-01-s2"
+    assert {r["item"] for r in v.item_rows} and all("LLM − human" in r for r in v.item_rows)
+    assert len(v.dataset_rows) == len(ds.summaries)
+    assert judge_page_view(store, SAMPLE_NAME, ds, None).result is None

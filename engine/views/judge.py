@@ -1,0 +1,73 @@
+"""The Judge page's view: the selected summary's newest judge result with its per-item table (expected score,
+calibrated score, the LLM's median, the raters' median and their difference), and every judged summary of the
+dataset as one row each."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from engine.core.models import Dataset
+from engine.core.rubric import ITEMS, format_value
+from engine.data.ratings import judge_cell, medians, reference_cell
+from engine.judge import calibration
+from engine.judge.configs import config_key_of, is_smoke_test
+from engine.judge.results import JudgeResult, primary_score
+from engine.judge.stored import stored_judge_results
+
+
+@dataclass
+class JudgePageView:
+    result: Optional[JudgeResult] = None  # the selected summary's newest result (any configuration)
+    smoke_test: bool = False
+    item_rows: list[dict] = field(default_factory=list)
+    calibration: object = None  # the Calibration whose scores fill the "calibrated" column, when one is stored
+    dataset_rows: list[dict] = field(default_factory=list)
+
+
+def _item_rows(ds: Dataset, res: JudgeResult, calibrated: dict, with_calibration: bool) -> list[dict]:
+    ratings = list(ds.ratings_for(res.summary_id))
+    human = medians(r for r in ratings if r.rater_group != "llm")
+    rows = []
+    for item in ITEMS:
+        sc = res.items.get(item.key)
+        if sc is None:
+            continue
+        hm = human.get(item.key, "")
+        diff = (sc.median - hm) if (item.is_likert and sc.median is not None and isinstance(hm, float)) else None
+        cal_v = calibrated.get(item.key)
+        rows.append({"item": item.label,
+                     "expected score": "" if sc.expected is None else f"{sc.expected:.2f}",
+                     **({"calibrated": "" if cal_v is None else f"{cal_v:.2f}"} if with_calibration else {}),
+                     "LLM median": judge_cell(item, sc),  # yes/no items: the share of yes over the samples
+                     "spread": "" if sc.spread is None else f"{sc.spread:g}",
+                     "human median": reference_cell(item, ratings) if item.key in human else "",
+                     "LLM − human": "" if diff is None else f"{diff:+g}"})
+    return rows
+
+
+def _shown(item, score) -> object:
+    """One cell of the dataset table: the expected score (2 decimals) for 1-5 items, yes / no, or NA."""
+    if score.is_na:
+        return "NA"
+    value = primary_score(item.key, score)
+    if value is None:
+        return ""
+    return format_value(item, value) if not item.is_likert else round(float(value), 2)
+
+
+def judge_page_view(store, name: str, ds: Dataset, summary_id: Optional[str]) -> JudgePageView:
+    """What the Judge page shows below its controls for dataset ``name`` and the selected ``summary_id``."""
+    stored = {r.summary_id: r for r in stored_judge_results(store, name, latest_only=True)}
+    view = JudgePageView(dataset_rows=[
+        {"summary": r.summary_id, "status": r.status,
+         **{i.label: _shown(i, r.items[i.key]) for i in ITEMS if i.key in r.items},
+         "model": r.provenance.model_file, "smoke-test model": "yes" if is_smoke_test(r) else "",
+         "judged": r.created_at} for r in stored.values()])
+    res = stored.get(summary_id) if summary_id else None
+    if res is None:
+        return view
+    view.result, view.smoke_test = res, is_smoke_test(res)
+    cal, calibrated = calibration.calibrated_scores(store, name, config_key_of(res), [res])
+    view.calibration = cal
+    view.item_rows = _item_rows(ds, res, calibrated.get(res.summary_id, {}), cal is not None)
+    return view
