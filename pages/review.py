@@ -18,6 +18,7 @@ from engine.data.reviews import (ADJUDICATION, KIND_LABELS, REVIEW_KINDS, curren
 from engine.core.rubric import ITEMS, get_item
 from engine.data.assignments import disagreements, reviewer_queue
 from engine.data.store import StoreError
+from engine.views.review import default_reviewer, review_order
 
 
 
@@ -34,15 +35,13 @@ store = state.store()
 
 # every summary of the dataset in case order: Next / Previous (and the ] / [ keys) walk through all of them; a
 # reviewer named in the team's review plan walks through their assigned summaries only
-ORDER = [(c.case_id, s.summary_id) for c in ds.cases for s in ds.summaries_for(c.case_id)]
-if "reviewer_name" not in st.session_state and store.dialect == "postgresql":
+if "reviewer_name" not in st.session_state:
     # on a team server the reviewer is the role the server authenticated, unless they type another name
-    st.session_state["reviewer_name"] = state.guarded(store.database_user, default="")
+    _who = state.guarded(default_reviewer, store, default="")
+    if _who:
+        st.session_state["reviewer_name"] = _who
 _me = str(st.session_state.get("reviewer_name") or "").strip()
-queue = state.guarded(reviewer_queue, store, name, _me, default=[]) if _me else []
-_assigned = {e.summary_id for e in queue}
-if _assigned:
-    ORDER = [(c, s) for c, s in ORDER if s in _assigned]
+ORDER, queue = state.guarded(review_order, store, name, ds, _me, stop=True)
 
 
 def _step(delta: int) -> None:
