@@ -42,6 +42,7 @@ if "reviewer_name" not in st.session_state:
         st.session_state["reviewer_name"] = _who
 _me = str(st.session_state.get("reviewer_name") or "").strip()
 ORDER, queue = state.guarded(review_order, store, name, ds, _me, stop=True)
+_assigned = {e.summary_id for e in queue}
 
 
 def _step(delta: int) -> None:
