@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+from engine.evidence.medomit_decision import DecisionParams
+
 from engine.evidence.medomit_result import Cluster, Diagnosis, MedOmitResult, compare_ddx, fact_score, link_fact, merge_facts, score_document, uniqueness_values
 from engine.evidence.medomit import MedOmit, run_medomit
 from engine.evidence.medomit_checks import check_ddx
@@ -10,6 +12,10 @@ from engine.core.models import Case, Dataset, Note, Summary
 from fakes import ScriptedBackend
 
 # ------------------------------------------------------------------------------ the paper's worked examples
+
+# The mechanics of the closed question (one per fact, shared prefix, caching) under a decision that asks about
+# every fact; the shipped decision skips facts whose coverage alone decides (tests/test_omission_decision.py).
+EVERY_FACT_ASKED = DecisionParams(model_weight=1.0, threshold=0.5)
 
 
 def test_figure_1_weights():
@@ -130,7 +136,7 @@ def test_steps_are_cached_and_shared_between_summaries(store):
     ds = Dataset("d", [CASE], [SUMMARY, Summary("c1-s2", "c1", "AF. <NoteID:1>")], [])
     store.import_dataset(ds)
     be = ScriptedBackend()
-    mo = MedOmit(be, "m", cache=store)
+    mo = MedOmit(be, "m", cache=store, decision=EVERY_FACT_ASKED)
     list(run_medomit(mo, ds, ["c1-s1", "c1-s2"], store=store))
     # case-level steps ran once; only the omission step and the summary DDx ran per summary
     assert be.calls.count("facts") == 2 and be.calls.count("clusters") == 1
@@ -163,7 +169,7 @@ def test_unlinked_fact_is_never_scored():
 def test_invented_fact_is_shown_apart_and_not_counted():
     # the model copies the prompt's worked example: "Blood pressure 152/94" appears in no note
     be = ScriptedBackend(extra_facts=[{"fact": "Blood pressure 152/94", "quote": "BP 152/94"}])
-    r = MedOmit(be, "m").run(CASE, SUMMARY)
+    r = MedOmit(be, "m", decision=EVERY_FACT_ASKED).run(CASE, SUMMARY)
     assert r.status == "complete", r.reason
     assert [f.text for f in r.not_found] == ["Blood pressure 152/94"] and r.fact("F5").link == "unlinked"
     assert r.omission_count == 1 and r.document_weight == 0.5  # only F4; the scripted "omitted" F5 is not counted

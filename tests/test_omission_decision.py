@@ -30,9 +30,13 @@ def test_the_removed_set_labels_a_fact_omitted_exactly_when_its_sentence_was_tak
 def test_the_model_is_asked_only_where_its_answer_can_change_the_decision():
     w, t = DEFAULT_DECISION.model_weight, DEFAULT_DECISION.threshold
     lo, hi = 1 - t / (1 - w), 1 - (t - w) / (1 - w)  # coverage below lo: omitted anyway; above hi: present anyway
-    assert not model_decides(lo - 0.01) and not model_decides(hi + 0.01)
-    assert model_decides((lo + hi) / 2)
-    for c in (0.0, lo - 0.01, hi + 0.01, 1.0):  # outside the band, any answer gives the same decision
+    assert not model_decides(lo - 0.01) and model_decides((lo + hi) / 2)
+    if hi < 1:
+        assert not model_decides(hi + 0.01)
+    else:  # the model's weight exceeds the threshold: a clear "not stated" reports even a fully covered fact
+        assert model_decides(1.0) and combine("f", 1.0, 0.0).omitted and not combine("f", 1.0, 1.0).omitted
+    for c in (x for x in (0.0, lo - 0.01, hi + 0.01, 1.0) if 0 <= x <= 1 and (x < lo or x > hi)):
+        # outside the band, any answer gives the same decision
         assert combine("f", c, 0.0).omitted == combine("f", c, 1.0).omitted == combine("f", c, None, decisive=True).omitted
     assert combine("f", (lo + hi) / 2, 0.0).omitted and not combine("f", (lo + hi) / 2, 1.0).omitted
 
@@ -48,7 +52,9 @@ def test_decide_reads_the_summary_once_and_asks_one_short_question_per_undecided
     summary = "Known atrial fibrillation, on apixaban 5 mg twice daily. Echo: LVEF 35%."
     facts = {"F1": "Apixaban 5 mg twice daily", "F2": "LVEF 35 percent on echocardiogram",
              "F3": "Referred to nephrology for CKD stage 3", "F4": "Lives alone and walks with a cane"}
-    be = AnswerBackend(lambda m: {"yes": -0.1, "no": -2.5} if "LVEF" in m[-1]["content"] else {"no": -0.1, "yes": -3})
+    stated = ("LVEF", "Apixaban")  # the model answers yes for the two facts the summary states, no for the others
+    be = AnswerBackend(lambda m: {"yes": -0.1, "no": -2.5} if any(k in m[-1]["content"] for k in stated)
+                       else {"no": -0.1, "yes": -3})
     out = decide(list(facts), list(facts.values()), summary, emb, be)
     by = {d.fact_id: d for d in out}
     assert not by["F1"].omitted and by["F3"].omitted and by["F4"].omitted
