@@ -259,7 +259,7 @@ def test_settings_adds_lists_and_deactivates_an_entry():
     row = df.iloc[0]
     assert (row["term"], row["category"], row["suggest"], row["source / note"], row["added by"], row["status"]) == \
         ("entitled", "disapproval", "asked for", "unit guidance", "dr a", "active")
-    assert bool(row["only when the patient does it"]) and not bool(row["only as a noun for a person"])
+    assert row["only when the patient does it"] == "yes" and row["only as a noun for a person"] == "no"  # the display rule
     assert at.text_input(key="stig_term").value == ""  # the form is cleared after an add
 
     _add(at, "combative", "disapproval")  # a built-in term: refused, the page keeps running
