@@ -1,1 +1,5 @@
-"""Rendering helpers for the Streamlit pages: they take plain data and draw it."""
+"""Rendering helpers for the Streamlit pages: they take plain data and draw it.
+
+``state`` is the one module that holds Streamlit's caches around the engine's constructors (the workspace store,
+the judge backend, the embedder, each engine view's result): it opens and loads things once per process and hands
+them on, and computes nothing itself."""

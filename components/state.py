@@ -262,17 +262,17 @@ def require_dataset():
 @st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
 def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None,
                spot_checks: bool = False):
-    from engine.stats.analysis import analyse_configuration
+    from engine.views.agreement import agreement_report
 
-    return analyse_configuration(_store_for(path), name, config_key, n_boot=n_boot, count_tokens=token_counter(),
-                                 spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report
+    return agreement_report(_store_for(path), name, config_key, n_boot, count_tokens=token_counter(),
+                            spot_checks=spot_checks)
 
 
 def judge_configurations(name: str):
     """The judge configurations present in a dataset's stored results (most summaries first)."""
-    from engine.stats.analysis import configured_results
+    from engine.views.agreement import judge_configurations as configurations
 
-    return configured_results(store(), name).configs
+    return configurations(store(), name)
 
 
 @st.cache_resource(show_spinner=False)

@@ -8,16 +8,17 @@ import pandas as pd
 import streamlit as st
 
 from components import report as report_view, state, uploads
-from engine.data import backup as backup_mod
 from engine.core import untrusted
 from engine.data.mapping import LoadOptions, RatingsMapping
-from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
+from engine.data.loading import sniff_header, sniff_wide_ratings
 from engine.core.rubric import ITEMS
 from engine.data.store import StoreError
 from engine.data.validation import DatasetInvalid, ValidationReport
+from engine.views import data as data_view
 
 st.title("Data")
 store = state.guarded(state.store, stop=True)
+view = state.guarded(data_view.data_page_view, store, stop=True)
 
 
 SHOWN_ISSUES = 200
@@ -55,7 +56,7 @@ def shown(f: str) -> str:
 copies = uploads.private_copies([(u.name, u.getvalue()) for u in ups]) if ups else nullcontext(
     [ln.strip() for ln in raw.splitlines() if ln.strip()])
 with copies as paths:  # uploaded copies are deleted when this block ends (also on error, stop or rerun)
-    existing = state.guarded(store.dataset_names, default=[])
+    existing = view.dataset_names
     c1, c2, c3 = st.columns(3)
     name = c1.text_input("New dataset name", value=Path(paths[0]).stem if paths else "")
     into = c2.selectbox("…or add to existing dataset", ["(new dataset)"] + existing)
@@ -113,8 +114,7 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
         options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified")
         target = None if into == "(new dataset)" else into
         try:
-            context = store.load_dataset(target) if target else None
-            ds, rep = load_paths(paths, options, context=context, name=name or None)
+            ds, rep = data_view.validate(store, paths, options, into=target, name=name or None)
         except DatasetInvalid as exc:
             _show_report(False, exc.report, shown)
         except StoreError as exc:
@@ -125,8 +125,8 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
             _show_report(True, rep, shown)
             if do_import:
                 try:
-                    res = store.import_dataset(ds, name=name or None, into=target, replace=replace,
-                                               files=tuple(Path(p).name for p in paths), force=bool(force))
+                    res = data_view.import_validated(store, ds, paths, name=name or None, into=target,
+                                                     replace=replace, force=bool(force))
                 except StoreError as exc:
                     state.show_store_error(exc)
                 else:
@@ -148,18 +148,16 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
 
 st.markdown("#### Datasets in the workspace")
 st.caption(f"Workspace: {untrusted.md(state.workspace_label())}")
-infos = state.guarded(state.datasets, default=[])
-report_view.render_datasets([{"name": d.name, "cases": d.n_cases, "summaries": d.n_summaries,
-                              "ratings": d.n_ratings, "raters": d.n_raters, "imported": d.created_at,
-                              "source": d.source} for d in infos])
-if infos:
+view = state.guarded(data_view.data_page_view, store, stop=True)  # again: an import above may have changed it
+report_view.render_datasets(view.dataset_rows)
+if view.dataset_names:
     with st.expander("Delete a dataset"):
-        victim = st.selectbox("Dataset to delete", [d.name for d in infos], key="delete_name")
+        victim = st.selectbox("Dataset to delete", view.dataset_names, key="delete_name")
         sure = st.checkbox(f"Yes, delete '{untrusted.md_inline(victim)}' with all its ratings and results",
                            key="delete_sure")
         if st.button("Delete", disabled=not sure):
             try:
-                saved = store.delete_dataset(victim)
+                saved = data_view.delete(store, victim)
             except StoreError as exc:
                 state.show_store_error(exc)
             else:
@@ -178,14 +176,14 @@ st.caption("A backup of the whole workspace is written automatically before ever
            "first.")
 if st.button("Back up now", key="backup_now"):
     try:
-        made = backup_mod.backup(store, "manual")
+        made = data_view.back_up(store)
     except StoreError as exc:
         state.show_store_error(exc)
     else:
         st.success(f"Backup written: {untrusted.md(made)}")
-backups = backup_mod.list_backups(backup_mod.anchor(store))
-report_view.render_backups([{"written (UTC)": b.created_at, "reason": b.reason, "MB": round(b.size_bytes / 1e6, 2),
-                             "file": b.path} for b in backups])
+view = state.guarded(data_view.data_page_view, store, stop=True)  # again: a backup above may have been written
+backups = view.backups
+report_view.render_backups(view.backup_rows)
 if backups:
     with st.expander("Restore a backup"):
         chosen = st.selectbox("Backup", [b.path for b in backups], key="restore_pick",
@@ -194,7 +192,7 @@ if backups:
         sure_r = st.checkbox("Yes, replace everything in the workspace with this backup", key="restore_sure")
         if st.button("Restore", disabled=not sure_r, key="restore_go"):
             try:
-                before = backup_mod.restore(store, chosen)
+                before = data_view.restore(store, chosen)
             except StoreError as exc:
                 state.show_store_error(exc)
             else:

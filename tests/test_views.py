@@ -92,3 +92,28 @@ def test_judge_page_view_item_table_and_dataset_rows(sample):
     assert {r["item"] for r in v.item_rows} and all("LLM − human" in r for r in v.item_rows)
     assert len(v.dataset_rows) == len(ds.summaries)
     assert judge_page_view(store, SAMPLE_NAME, ds, None).result is None
+
+
+def test_data_view_lists_validates_imports_deletes_and_restores(tmp_path):
+    from engine.data.mapping import LoadOptions
+    from engine.data.validation import DatasetInvalid
+    from engine.sample import SAMPLE_BUNDLE
+    from engine.views import data as data_view
+
+    store = Store(tmp_path / "ws.sqlite")
+    ensure_sample(store)
+    v = data_view.data_page_view(store)
+    assert v.dataset_names == [SAMPLE_NAME] and v.dataset_rows[0]["summaries"] == 36
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"case_id": "x", "notes": []}', encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        data_view.validate(store, [str(bad)], LoadOptions())
+    assert exc.value.report.error_count >= 1 and data_view.data_page_view(store).dataset_names == [SAMPLE_NAME]
+    ds, rep = data_view.validate(store, [str(SAMPLE_BUNDLE)], LoadOptions(), name="copy")
+    res = data_view.import_validated(store, ds, [str(SAMPLE_BUNDLE)], name="copy")
+    assert res.dataset == "copy" and sorted(data_view.data_page_view(store).dataset_names) == ["copy", SAMPLE_NAME]
+    saved = data_view.delete(store, "copy")
+    after = data_view.data_page_view(store)
+    assert after.dataset_names == [SAMPLE_NAME] and str(saved) in {str(b.path) for b in after.backups}
+    data_view.restore(store, saved)
+    assert sorted(data_view.data_page_view(store).dataset_names) == ["copy", SAMPLE_NAME]

@@ -145,3 +145,18 @@ def disagreement_rows(rep: AgreementReport, item: str, smoke_test: bool, exclude
     for r in rows:
         r["smoke-test model"] = "yes" if smoke_test else ""
     return rows
+
+
+def agreement_report(store, name: str, config_key: Optional[str], n_boot: int, count_tokens=None,
+                     spot_checks: bool = False) -> AgreementReport:
+    """The dataset's agreement report: the rater panel, reviews, and the judge results of ONE configuration
+    (``config_key``; None: no judge) — never pooled across configurations."""
+    from engine.stats.analysis import analyse_configuration
+
+    return analyse_configuration(store, name, config_key, n_boot=n_boot, count_tokens=count_tokens,
+                                 spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report
+
+
+def judge_configurations(store, name: str):
+    """The judge configurations present in a dataset's stored results (most summaries first)."""
+    return configured_results(store, name).configs
