@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.stats.agreement import analyse  # noqa: E402
+from engine.analysis.agreement import analyse  # noqa: E402
 from engine.core.models import Case, Dataset, Note, Rating, Summary  # noqa: E402
 from engine.core.rubric import ITEMS, Scale  # noqa: E402
 

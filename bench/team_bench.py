@@ -4,7 +4,7 @@ Prints:
  (a) spot-check saves per second with --reviewers concurrent reviewer processes (each saves a full PDSQI-9 spot
      check, 11 items, for --saves summaries), and with one reviewer, on both stores;
  (b) the Agreement page's work on --summaries summaries x 3 raters (every item rated): reading the dataset from the
-     store, and the whole panel analysis (engine.stats.analysis.analyse_configuration, --boot bootstrap
+     store, and the whole panel analysis (engine.analysis.configured.analyse_configuration, --boot bootstrap
      resamples), on both stores; plus the import time.
 The PostgreSQL server is a throw-away local one (engine.data.pg_server, fsync off), so its figures are an upper bound
 for a hospital's networked, durable server; the SQLite file is on this machine's disk.
@@ -105,7 +105,7 @@ def part_a(args, targets: dict[str, str]) -> None:
 
 
 def part_b(args, targets: dict[str, str]) -> None:
-    from engine.stats.analysis import analyse_configuration
+    from engine.analysis.configured import analyse_configuration
 
     ds = synthetic(args.summaries)
     print(f"(b) the Agreement page on {len(ds.summaries):,} summaries x 3 raters ({len(ds.ratings):,} ratings), "

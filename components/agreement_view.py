@@ -135,7 +135,7 @@ def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None:
-    """The committee headline: forest plots (inline SVG from ``engine.stats.report``, data already escaped there) and one
+    """The committee headline: forest plots (inline SVG from ``engine.analysis.report``, data already escaped there) and one
     verdict per item in words."""
     c1, c2 = st.columns(2)
     with c1:
@@ -174,7 +174,7 @@ def report_button(dataset: str, config_key: str | None, spot_checks_in_reference
     from pathlib import Path
 
     from components import state
-    from engine.stats import report
+    from engine.analysis import report
 
     key = (dataset, config_key, state.data_version(), spot_checks_in_reference)
     if st.button("Make the committee report (HTML + PDF)", key="make_report"):

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine.core import reliability as rel
-from engine.stats.agreement import analyse, disagreements, reliability_rows
-from engine.stats.items import item_matrix, llm_effect
+from engine import statistics as rel
+from engine.analysis.agreement import analyse, disagreements, reliability_rows
+from engine.analysis.items import item_matrix, llm_effect
 from engine.data.loading import load_paths
 
 

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from engine.stats.agreement import analyse
-from engine.stats.formatting import format_p
-from engine.stats.headline import headline, koo_li_band
+from engine.analysis.agreement import analyse
+from engine.analysis.formatting import format_p
+from engine.analysis.headline import headline, koo_li_band
 from engine.judge.configs import config_key_of, configurations, results_for
 from engine.core.models import Case, Dataset, Note, Rating, Summary
 from engine.core.rubric import ITEMS

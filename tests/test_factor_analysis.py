@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.stats.groups import kmo, principal_axis_varimax
+from engine.analysis.groups import kmo, principal_axis_varimax
 
 # The SAS example data (Minas Graes, Matto Grosso, Santa Cruz) with R psych's varimax loadings:
 # psych::fa(Y, nfactors=2, fm="pa", rotate="Varimax", SMC=TRUE, min.err=1e-10), columns Basal, Occ, Max, id.
@@ -42,7 +42,7 @@ def test_kmo_is_the_kaiser_formula():
 def test_factor_analysis_of_the_sample_runs_without_a_silent_fallback():
     from engine.data.loading import load_paths
     from engine.sample import SAMPLE_BUNDLE
-    from engine.stats.agreement import analyse
+    from engine.analysis.agreement import analyse
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="s")
     fa = analyse(ds).factor_analysis

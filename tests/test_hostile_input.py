@@ -413,7 +413,7 @@ def test_reserved_names_in_jsonl_wide_csv_and_default_group(tmp_path):
 
 def test_reserved_names_are_defined_once_and_used_by_reviews():
     from engine.core import models
-    from engine.stats import items
+    from engine.analysis import items
     from engine.data import reviews
 
     assert reviews.ADJUDICATED_RATER is models.ADJUDICATED_RATER

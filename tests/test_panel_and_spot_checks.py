@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from conftest import BUNDLE
-from engine.stats.agreement import analyse
-from engine.stats.headline import at_chance, headline
-from engine.stats.spot_checks import spot_check_rows
+from engine.analysis.agreement import analyse
+from engine.analysis.headline import at_chance, headline
+from engine.analysis.spot_checks import spot_check_rows
 from engine.data.loading import load_paths
 from engine.core.models import Case, Dataset, Note, Rating, Summary
-from engine.core.reliability import Estimate
+from engine.statistics import Estimate
 from engine.data.reviews import SPOT_CHECK, dataset_with_reviews, save_review
 from engine.core.rubric import ITEMS
 
@@ -178,7 +178,7 @@ def test_agreement_page_keeps_the_panel_after_a_spot_check_and_shows_the_clinici
 
 
 def test_report_keeps_the_panel_and_states_the_reference(store, sample):
-    from engine.stats.report import build, render_html
+    from engine.analysis.report import build, render_html
 
     store.import_dataset(sample)
     save_review(store, "sample", "gi-01-s1", "Dr Spot", SPOT_CHECK, SPOT_VALUES)

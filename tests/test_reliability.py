@@ -1,4 +1,4 @@
-"""Reference-case tests for engine.core.reliability.
+"""Reference-case tests for engine.statistics.
 
 Every case in tests/data/reliability_cases.json (a byte-for-byte copy of the
 project's shared reference file) is run: the statistic named by
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 
 DATA = Path(__file__).resolve().parent / "data" / "reliability_cases.json"
 CASES = json.loads(DATA.read_text(encoding="utf-8"))
@@ -275,7 +275,7 @@ def test_gwet_ac1_raw5observers_components():
 def test_icc_ci_at_other_levels_uses_same_formulas():
     data = BY_ID["icc_shrout_fleiss_ICC1"]["data"]
     x = np.array(data, dtype=float)
-    from engine.core.reliability.icc import icc_ci
+    from engine.statistics.icc import icc_ci
 
     own = icc_ci(x, 0.95)
     for short, est in rel.icc_all(data).items():

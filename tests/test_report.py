@@ -10,7 +10,7 @@ import pytest
 
 import payload
 from conftest import ROOT
-from engine.stats import report
+from engine.analysis import report
 from engine.judge.results import JudgeResult
 from engine.sample import SAMPLE_JUDGE, ensure_sample
 from engine.data.store import Store

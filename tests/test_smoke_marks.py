@@ -138,7 +138,7 @@ def test_evidence_csv_export_has_the_column():
 
 def test_disagreements_exclude_argument():
     from components.state import _agreement
-    from engine.stats.agreement import disagreements
+    from engine.analysis.agreement import disagreements
     from engine.judge.results import JudgeResult
     from engine.judge.configs import configurations
     from engine.sample import ensure_sample

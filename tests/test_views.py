@@ -64,8 +64,8 @@ def test_evidence_page_view_rows_and_group_rates(sample):
 def test_agreement_page_view_and_chart_numbers(sample):
     import statistics
 
-    from engine.stats.agreement import analyse
-    from engine.stats.analysis import configured_results
+    from engine.analysis.agreement import analyse
+    from engine.analysis.configured import configured_results
     from engine.views.agreement import agreement_page_view, bland_altman_limits, disagreement_rows, trend_line
 
     store, ds = sample

@@ -1,5 +1,5 @@
 """One display rule for yes/no items (``engine.core.rubric.format_value`` / ``format_aggregate``) and the adjudicated
-score as the human reference (``engine.data.ratings.medians``, ``display_table``, ``engine.stats.agreement``)."""
+score as the human reference (``engine.data.ratings.medians``, ``display_table``, ``engine.analysis.agreement``)."""
 import csv
 import io
 import math
@@ -40,7 +40,7 @@ def test_aggregate_of_likert_is_the_median_and_na_aware():
 
 
 def test_share_wording_is_the_agreement_pages():
-    from engine.stats.headline import share_of
+    from engine.analysis.headline import share_of
 
     assert format_share(12, 40) == "12 of 40 yes (30%)" == share_of((12, 40))
     assert format_share(0, 0) == ""
@@ -100,7 +100,7 @@ def test_display_table_median_row_shows_the_adjudicated_reference():
 
 
 def test_agreement_uses_the_adjudicated_score_as_the_reference_everywhere():
-    from engine.stats.items import adjudicated_vector, item_agreement, item_matrix
+    from engine.analysis.items import adjudicated_vector, item_agreement, item_matrix
     from engine.core.models import Case, Dataset, Note, Summary
 
     sids = [f"s{i}" for i in range(6)]

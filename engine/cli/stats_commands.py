@@ -11,7 +11,7 @@ from engine.data.validation import DatasetInvalid
 
 
 def cmd_stats(args) -> int:
-    from engine.stats.analysis import UnknownConfiguration, analyse_configuration
+    from engine.analysis.configured import UnknownConfiguration, analyse_configuration
 
     store = open_store(args)
     try:
@@ -40,7 +40,7 @@ def cmd_stats(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from engine.stats.report import ReportError, write
+    from engine.analysis.report import ReportError, write
 
     from engine.sample import SAMPLE_NAME, ensure_sample
 

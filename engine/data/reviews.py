@@ -5,10 +5,10 @@ A *review* row is one reviewer's value for one PDSQI-9 item of one summary, of o
 * ``spot_check``   – a clinician re-rates a summary (``rater_id`` = reviewer name, ``rater_group`` =
   ``"spot-check"``). Spot checks are compared with the imported rater panel and never join it: the panel's
   agreement statistics ignore them, and they enter the human reference only when an analysis asks for it
-  (``engine.stats.agreement.analyse(..., spot_checks_in_reference=True)``).
+  (``engine.analysis.agreement.analyse(..., spot_checks_in_reference=True)``).
 * ``adjudication`` – the agreed final score, stored as a single rater ``"adjudicated"`` (``rater_group`` =
   ``"adjudicated"``), whoever the adjudicator was. It is the *reference*, not one more rater: wherever a human
-  median is computed (``engine.data.ratings.medians``, the score tables, ``engine.stats.agreement``) the adjudicated score of
+  median is computed (``engine.data.ratings.medians``, the score tables, ``engine.analysis.agreement``) the adjudicated score of
   an item replaces the human median of that item and is never averaged in with the raters.
 
 Editing never overwrites: a changed value (or comment) inserts a new row and the old row's ``superseded_by``

@@ -42,14 +42,15 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from engine.core import reliability as rel
+from engine import statistics as rel
+from engine.statistics.bootstrap import cluster_bootstrap
+from engine.statistics.monotone import TIE_SLOPE, monotone_apply, monotone_knots
 from engine.judge.features import Features
 from engine.core.rubric import ITEMS
 
 MIN_RATED = 20
 CALIBRATION_VERSION = "calib-v2"  # v2: strictly increasing map; judge+evidence starts from the default combination
 PRIOR_ALPHA = 50.0  # ridge penalty of the correction to the default combination (in standardised units)
-TIE_SLOPE = 0.05  # with a single isotonic block: calibrated = level ± this × tanh(standardised predictor)
 CALIBRATION_KINDS = ("judge+evidence", "judge")  # the first is the default
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
 N_BOOT = 1000
@@ -189,43 +190,6 @@ def isotonic_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
     return [float(v) for v in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
 
 
-def monotone_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
-    """Knots of the strictly increasing map: one per block of equal isotonic level, at the block's mean predictor
-    (levels strictly increase from block to block, so linear interpolation between knots is strictly increasing);
-    levels are pulled :data:`TIE_SLOPE` inside 1-5 so the tails stay strictly increasing."""
-    from sklearn.isotonic import IsotonicRegression
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    fitted = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True).fit(x, y).predict(x)
-    xs, ys = [], []
-    for level in np.unique(np.round(fitted, 9)):
-        xs.append(float(np.mean(x[np.isclose(fitted, level)])))
-        ys.append(float(1.0 + TIE_SLOPE + (level - 1.0) * (4.0 - 2 * TIE_SLOPE) / 4.0))  # inside [1.05, 4.95]:
-        # the tails keep room to bend towards 1 and 5 without reaching them
-    order = np.argsort(xs)
-    return [xs[i] for i in order], [ys[i] for i in order]
-
-
-def monotone_apply(x: float, xk: Sequence[float], yk: Sequence[float], spread: float) -> float:
-    """The strictly increasing map through the knots: linear between them; beyond them it continues with the end
-    segment's slope and bends towards 1 (below) or 5 (above) without reaching them (:func:`_bend`); a single knot gets a small
-    slope around its level (:data:`TIE_SLOPE`)."""
-    spread = spread if spread > 0 else 1.0
-    if len(xk) == 1:
-        return float(yk[0] + TIE_SLOPE * math.tanh((x - xk[0]) / spread))
-    if xk[0] <= x <= xk[-1]:
-        return float(np.interp(x, xk, yk))
-    if x > xk[-1]:
-        return float(yk[-1] + _bend((yk[-1] - yk[-2]) / (xk[-1] - xk[-2]), x - xk[-1], 5.0 - yk[-1]))
-    return float(yk[0] - _bend((yk[1] - yk[0]) / (xk[1] - xk[0]), xk[0] - x, yk[0] - 1.0))
-
-
-def _bend(slope: float, d: float, room: float) -> float:
-    """room · s·d / (room + s·d): starts with the end segment's slope and approaches ``room`` without reaching it
-    (slowly enough to stay strictly increasing in floating point far beyond the knots)."""
-    return room * slope * d / (room + slope * d)
-
-
 def _ridge(rows: np.ndarray, y: np.ndarray, alpha: float = 1.0):
     """Ridge on standardised columns (missing values take the column mean); returns coef, intercept, means,
     scales."""
@@ -279,25 +243,6 @@ def refusal_reason(y: Sequence[float]) -> str:
     return ""
 
 
-def _cluster_boot(fn, groups: np.ndarray, n_boot: int, seed: int) -> Optional[tuple[float, float]]:
-    """Percentile CI of ``fn(index array)`` over a bootstrap of groups (cases)."""
-    uniq = np.unique(groups)
-    if len(uniq) < 3:
-        return None
-    idx_of = {g: np.flatnonzero(groups == g) for g in uniq}
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        pick = rng.choice(uniq, size=len(uniq), replace=True)
-        idx = np.concatenate([idx_of[g] for g in pick])
-        v = fn(idx)
-        if v is not None and math.isfinite(v):
-            vals.append(v)
-    if len(vals) < n_boot // 2:
-        return None
-    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
-
-
 def _spearman(a: np.ndarray, b: np.ndarray) -> Optional[float]:
     if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
         return None
@@ -318,9 +263,9 @@ def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: i
         except (ValueError, ZeroDivisionError, FloatingPointError):
             icc = Metric(None)
     sp = Metric(_spearman(ranked, human),
-                _cluster_boot(lambda i: _spearman(ranked[i], human[i]), groups, n_boot, seed))
+                cluster_bootstrap(lambda i: _spearman(ranked[i], human[i]), groups, n_boot, seed))
     mae = Metric(float(np.mean(np.abs(score - human))) if len(score) else None,
-                 _cluster_boot(lambda i: float(np.mean(np.abs(score[i] - human[i]))), groups, n_boot, seed))
+                 cluster_bootstrap(lambda i: float(np.mean(np.abs(score[i] - human[i]))), groups, n_boot, seed))
     return Validity(len(score), icc, sp, mae)
 
 

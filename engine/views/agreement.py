@@ -12,21 +12,21 @@ from typing import Optional, Sequence
 from engine.core.models import Dataset
 from engine.core.rubric import get_item
 from engine.judge import calibration, used_scores
-from engine.stats.agreement import AgreementReport, disagreements, reliability_rows
-from engine.stats.analysis import configured_results
-from engine.stats.detector import detector_agreement
-from engine.stats.formatting import format_estimate, format_p
-from engine.stats.headline import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
-from engine.stats.items import LIKERT
-from engine.stats.report import HUMANS_TITLE, LLM_TITLE, forest_svg
-from engine.stats.spot_checks import spot_check_rows
+from engine.analysis.agreement import AgreementReport, disagreements, reliability_rows
+from engine.analysis.configured import configured_results
+from engine.analysis.detector import detector_agreement
+from engine.analysis.formatting import format_estimate, format_p
+from engine.analysis.headline import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
+from engine.analysis.items import LIKERT
+from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, forest_svg
+from engine.analysis.spot_checks import spot_check_rows
 
 
 @dataclass
 class AgreementPageView:
     report: AgreementReport
     headline: list[HeadlineRow]
-    forest_humans: str  # SVG, escaped by engine.stats.report
+    forest_humans: str  # SVG, escaped by engine.analysis.report
     forest_llm: Optional[str]
     verdicts: list[dict]
     spot_vs: list[dict]
@@ -151,7 +151,7 @@ def agreement_report(store, name: str, config_key: Optional[str], n_boot: int, c
                      spot_checks: bool = False) -> AgreementReport:
     """The dataset's agreement report: the rater panel, reviews, and the judge results of ONE configuration
     (``config_key``; None: no judge) — never pooled across configurations."""
-    from engine.stats.analysis import analyse_configuration
+    from engine.analysis.configured import analyse_configuration
 
     return analyse_configuration(store, name, config_key, n_boot=n_boot, count_tokens=count_tokens,
                                  spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report

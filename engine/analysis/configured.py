@@ -14,7 +14,7 @@ from engine.core.models import Dataset
 from engine.judge.configs import JudgeConfig, configurations, find, results_for
 from engine.judge.results import JudgeResult
 from engine.judge.stored import stored_judge_results
-from engine.stats.agreement import AgreementReport, analyse, llm_scores_from_results
+from engine.analysis.agreement import AgreementReport, analyse, llm_scores_from_results
 
 
 class UnknownConfiguration(ValueError):

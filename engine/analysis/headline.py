@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 from engine.core.rubric import format_share
-from engine.stats.agreement import AgreementReport
-from engine.stats.formatting import format_boot_p, format_estimate, format_p
+from engine.analysis.agreement import AgreementReport
+from engine.analysis.formatting import format_boot_p, format_estimate, format_p
 
 
 # Koo & Li (2016), J Chiropr Med 15:155: ICC < 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, > 0.9 excellent.

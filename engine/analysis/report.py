@@ -27,10 +27,10 @@ from engine.core import untrusted
 from engine.core.models import RESERVED_RATER_GROUPS
 from engine.core.rubric import ITEMS, get_item
 from engine.judge.configs import JudgeConfig
-from engine.stats.agreement import AgreementReport, disagreements
-from engine.stats.formatting import format_p
-from engine.stats.headline import HeadlineRow, KOO_LI_BANDS, headline, llm_vs_human_rows, mixed_model_rows
-from engine.stats.spot_checks import spot_check_rows
+from engine.analysis.agreement import AgreementReport, disagreements
+from engine.analysis.formatting import format_p
+from engine.analysis.headline import HeadlineRow, KOO_LI_BANDS, headline, llm_vs_human_rows, mixed_model_rows
+from engine.analysis.spot_checks import spot_check_rows
 
 APP_VERSION = "SumCheck 0.9"
 HUMANS_TITLE = "Raters' agreement (ICC(3,k), or α when few summaries were scored by all; yes/no items: AC1), 95% CI"
@@ -126,7 +126,7 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
     """Everything the report shows, for one dataset and one judge configuration (default: the one covering the
     most summaries). ``spot_checks_in_reference``: the clinicians' spot checks also enter the human reference
     (the panel statistics never include them); the choice is printed in the report."""
-    from engine.stats.analysis import UnknownConfiguration, analyse_configuration
+    from engine.analysis.configured import UnknownConfiguration, analyse_configuration
 
     try:
         done = analyse_configuration(store, name, judge_config, n_boot=n_boot, count_tokens=count_tokens,

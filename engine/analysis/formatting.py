@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 
 
 def format_p(p: Optional[float]) -> str:

@@ -7,9 +7,9 @@ from typing import Optional
 
 import numpy as np
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 from engine.core.models import Dataset
-from engine.stats.items import plain_reason
+from engine.analysis.items import plain_reason
 
 
 @dataclass
@@ -34,7 +34,7 @@ def detector_agreement(ds: Dataset, detector: dict[str, dict[str, float]],
                        llm: Optional[dict[str, dict[str, Optional[float]]]] = None) -> list[DetectorAgreement]:
     """Per stigmatizing-language item: agreement of the detector's yes/no (``detector``: summary id -> item ->
     1.0/0.0, from engine.evidence.stigma) and of the LLM judge's median with the raters' reference — counts and Cohen's
-    κ with its asymptotic 95 % CI (engine.core.reliability.cohen_kappa). κ is not defined when a side answers the same
+    κ with its asymptotic 95 % CI (engine.statistics.cohen_kappa). κ is not defined when a side answers the same
     for every summary; the reason is kept in ``notes``."""
     from engine.data.ratings import medians
     from engine.core.rubric import get_item

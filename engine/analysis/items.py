@@ -11,7 +11,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.core import reliability as rel
+from engine import statistics as rel
+from engine.statistics.bootstrap import percentile_interval, resample_counts, two_sided_p
 from engine.core.models import ADJUDICATED_GROUP, Dataset, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP
 from engine.core.rubric import ITEMS, Scale
 
@@ -92,8 +93,7 @@ def llm_effect(x: np.ndarray, llm: np.ndarray, rater_ids: Sequence[str], n_boot:
     n, k = x.shape
     if n < 3 or k < 2:
         return None
-    rng = np.random.default_rng(seed)
-    W = np.vstack([np.ones(n), rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)]).astype(float)
+    W = resample_counts(n, n_boot, seed, with_observed=True)
     base = _icc3k_weighted(W, x)  # row 0 = the observed sample
     extra = _icc3k_weighted(W, np.column_stack([x, llm]))
     # substitutions: only column j changes, so update the sufficient statistics instead of recomputing
@@ -115,15 +115,10 @@ def llm_effect(x: np.ndarray, llm: np.ndarray, rater_ids: Sequence[str], n_boot:
     ok = np.isfinite(d_extra) & np.isfinite(d_sub)
     d_extra, d_sub = d_extra[ok], d_sub[ok]
 
-    def p2(d):
-        return float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))) if len(d) else float("nan")
-
-    def ci(d):
-        return (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))) if len(d) else (math.nan, math.nan)
-
-    return LlmEffect(float(base[0]), float(extra[0]), float(extra[0] - base[0]), ci(d_extra), p2(d_extra),
-                     dict(zip(rater_ids, subs[:, 0].tolist())), float(np.mean(subs[:, 0]) - base[0]), ci(d_sub),
-                     p2(d_sub), n, int(ok.sum()))
+    return LlmEffect(float(base[0]), float(extra[0]), float(extra[0] - base[0]), percentile_interval(d_extra),
+                     two_sided_p(d_extra), dict(zip(rater_ids, subs[:, 0].tolist())),
+                     float(np.mean(subs[:, 0]) - base[0]), percentile_interval(d_sub),
+                     two_sided_p(d_sub), n, int(ok.sum()))
 
 
 @dataclass

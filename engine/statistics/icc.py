@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from engine.core.reliability.base import Df2Rule, Estimate, as_float_matrix
+from engine.statistics.base import Df2Rule, Estimate, as_float_matrix
 
 
 _ICC_FORMS = {

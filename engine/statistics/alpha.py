@@ -7,7 +7,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from engine.core.reliability.base import (Estimate, KrippLevel, as_float_matrix, as_object_matrix, category_codes,
+from engine.statistics.bootstrap import percentile_interval, resample_counts
+from engine.statistics.base import (Estimate, KrippLevel, as_float_matrix, as_object_matrix, category_codes,
                                           category_list)
 
 
@@ -129,8 +130,7 @@ def krippendorff_alpha_bootstrap(
     units = _kripp_unit_coincidences(x, domain)
     n_units = len(units)
     flat = units.reshape(n_units, -1)
-    rng = np.random.default_rng(seed)
-    W = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(float)
+    W = resample_counts(n_units, n_boot, seed)
     V = len(domain)
     O = (W @ flat).reshape(n_boot, V, V)  # every resample's coincidence matrix at once
     n_c = O.sum(axis=2)
@@ -146,8 +146,7 @@ def krippendorff_alpha_bootstrap(
     with np.errstate(divide="ignore", invalid="ignore"):
         boots_arr = 1 - (n - 1) * np.einsum("bij,bij->b", O, d) / de
     boots_arr = boots_arr[np.isfinite(boots_arr)]
-    a = 1 - ci_level
-    lo, hi = np.quantile(boots_arr, [a / 2, 1 - a / 2])
+    lo, hi = percentile_interval(boots_arr, ci_level)
     return Estimate(
         value=point.value, ci_low=float(lo), ci_high=float(hi), ci_level=ci_level,
         n=point.n, se=float(boots_arr.std(ddof=1)),

@@ -1,6 +1,6 @@
 """Agreement analytics on a dataset: human raters vs the LLM judge (PDSQI-9 papers 000 and 001).
 
-Everything here goes through :mod:`engine.core.reliability` (pingouin, krippendorff, scipy, statsmodels, own Gwet
+Everything here goes through :mod:`engine.statistics` (pingouin, krippendorff, scipy, statsmodels, own Gwet
 AC); this module only arranges the data: per item a summaries × raters matrix (missing = NaN), the LLM judge's
 median as an extra column, and the per-summary covariates (note length, summary length, specialty, generator,
 quality group).
@@ -13,7 +13,7 @@ Conventions
 * "Overall" stacks the Likert items: a unit is one (summary, item) pair.
 * Cronbach α: items as columns, the mean human score per summary as value, pairwise deletion, Feldt CI.
 * The rater panel is the imported raters. Clinicians' spot checks (Spot-check page) never join the panel: the
-  panel statistics ignore them, :func:`engine.stats.spot_checks.spot_check_agreement` compares each clinician with the panel median and
+  panel statistics ignore them, :func:`engine.analysis.spot_checks.spot_check_agreement` compares each clinician with the panel median and
   with the other clinicians, and they enter the human reference (the median the LLM is compared with) only when
   ``analyse(..., spot_checks_in_reference=True)``.
 * An adjudicated final score (Spot-check page) replaces the human median of that summary and item as the human
@@ -35,15 +35,15 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 from engine.core.models import Dataset
 from engine.core.rubric import ITEMS
-from engine.stats.formatting import format_boot_p, format_p
-from engine.stats.groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
+from engine.analysis.formatting import format_boot_p, format_p
+from engine.analysis.groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
                                  item_correlation_matrix, per_summary_rows, run_factor_analysis)
-from engine.stats.items import (ItemAgreement, ItemMatrix, LIKERT, adjudicated_vector, item_agreement, item_matrix,
+from engine.analysis.items import (ItemAgreement, ItemMatrix, LIKERT, adjudicated_vector, item_agreement, item_matrix,
                                 safe_statistic, spot_check_matrix)
-from engine.stats.spot_checks import SpotCheckAgreement, spot_check_agreement
+from engine.analysis.spot_checks import SpotCheckAgreement, spot_check_agreement
 
 
 @dataclass

@@ -9,10 +9,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from engine.core import reliability as rel
+from engine import statistics as rel
 from engine.core.models import ADJUDICATED_GROUP, Dataset, SPOT_CHECK_GROUP
 from engine.core.rubric import ITEMS
-from engine.stats.items import HUMAN_EXCLUDE, LIKERT, safe_statistic
+from engine.analysis.items import HUMAN_EXCLUDE, LIKERT, safe_statistic
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Clinicians' spot checks as their own comparison: each clinician against the imported panel's median, and
 clinicians against each other where they rated the same summaries. The panel's agreement statistics
-(:mod:`engine.stats.agreement`) never include spot checks."""
+(:mod:`engine.analysis.agreement`) never include spot checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

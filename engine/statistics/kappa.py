@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional, Sequence
 import numpy as np
 from scipy import stats
 
-from engine.core.reliability.base import (Estimate, WeightName, agreement_weights, as_object_matrix, category_codes,
+from engine.statistics.base import (Estimate, WeightName, agreement_weights, as_object_matrix, category_codes,
                                           category_list, count_matrix, t_ci, t_p)
 
 

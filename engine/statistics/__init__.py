@@ -1,4 +1,6 @@
-"""Inter-rater reliability, agreement and paired/two-sample statistics.
+"""Statistics, the ground floor beside ``engine.core``: inter-rater reliability, agreement and paired/two-sample
+tests (this adapter), the bootstrap (``bootstrap``, the one resampling code of the engine) and the strictly
+increasing map calibration fits (``monotone``).
 
 One adapter function per statistic, each returning a frozen dataclass
 (:class:`Estimate` for coefficients, :class:`TestResult` for hypothesis tests).
@@ -23,15 +25,17 @@ raters/items; ``None``/``NaN`` = missing. Two-sample functions take ``x`` and
 
 The statistics live in this package's modules (``base``, ``icc``, ``alpha``, ``kappa``, ``significance``); callers import
 them from here, the one adapter. It never imports streamlit.
+
+Imports: engine.core.
 """
 
 from __future__ import annotations
 
-from engine.core.reliability.alpha import krippendorff_alpha, krippendorff_alpha_bootstrap
-from engine.core.reliability.base import Estimate, TestResult, agreement_weights
-from engine.core.reliability.icc import cronbach_alpha, cronbach_alpha_ci, icc, icc_all
-from engine.core.reliability.kappa import cohen_kappa, fleiss_kappa, gwet_ac
-from engine.core.reliability.significance import mann_whitney_u, pearson_r, spearman_rho, wilcoxon_signed_rank
+from engine.statistics.alpha import krippendorff_alpha, krippendorff_alpha_bootstrap
+from engine.statistics.base import Estimate, TestResult, agreement_weights
+from engine.statistics.icc import cronbach_alpha, cronbach_alpha_ci, icc, icc_all
+from engine.statistics.kappa import cohen_kappa, fleiss_kappa, gwet_ac
+from engine.statistics.significance import mann_whitney_u, pearson_r, spearman_rho, wilcoxon_signed_rank
 
 __all__ = [
     "Estimate",

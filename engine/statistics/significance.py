@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from engine.core.reliability.base import Alternative, Estimate, TestResult, as_float_matrix
+from engine.statistics.base import Alternative, Estimate, TestResult, as_float_matrix
 
 
 def _pair(x: Any, y: Any = None) -> tuple[np.ndarray, np.ndarray]:
