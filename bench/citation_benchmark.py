@@ -11,7 +11,7 @@ span). One summary per case: the reference summary's sentences, every one citing
 * wrong citations (every fourth sentence, seeded): a note that holds none of the sentence's statements.
 
 Reported per split: precision and recall of "wrong" for the rule in the code (the cited notes must support the
-sentence, :data:`engine.evidence.alignment.CITED_SUPPORT`) and for the old rule ("wrong" when another note supports it best);
+sentence, :data:`engine.evidence.support.alignment.CITED_SUPPORT`) and for the old rule ("wrong" when another note supports it best);
 ``--choose`` sweeps the threshold on the development split only and prints the one with the best F1 there.
 
     python bench/citation_benchmark.py [--choose]
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--choose", action="store_true", help="sweep the threshold on the development split")
     args = ap.parse_args(argv)
-    from engine.evidence.alignment import CITED_SUPPORT, align_summary
+    from engine.evidence.support.alignment import CITED_SUPPORT, align_summary
     from engine.evidence.embeddings import Embedder
     from engine.llm.injection import scan
 

@@ -34,8 +34,8 @@ SHIPPED_MEDOMIT = ROOT / "sample_data" / "medomit_results.jsonl"
 
 def medomit_for(store, ds, variants, backend, sha, emb) -> int:
     """Today's decision on each variant, from its case's shipped case-level outputs; stored as the product does."""
-    from engine.evidence.medomit import MedOmit, result_key
-    from engine.evidence.medomit_result import MedOmitResult
+    from engine.evidence.medomit.pipeline import MedOmit, result_key
+    from engine.evidence.medomit.result import MedOmitResult
 
     rows = [json.loads(x) for x in SHIPPED_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
     by_case: dict[str, MedOmitResult] = {}
@@ -65,7 +65,7 @@ def figures(threads: int = 2, medomit: bool = True) -> dict:
     from engine.data.store import Store
     from engine.evidence.batch import compute_evidence
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
     from engine.judge.combination import COMBINATIONS, WEIGHTS_NOTE, combine
     from engine.judge.features import evidence_for
     from engine.judge.runner import open_llama_backend

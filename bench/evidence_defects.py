@@ -4,7 +4,7 @@
    defect type, how many documented defects the evidence names (``engine.evidence.defect_check``: a fabricated or
    falsified fact's sentence marked weak or its citation wrong; a wrong or missing citation marked; a dropped
    fact among the first 5 uncovered regions; stigmatizing wording marked). The fact-level checks
-   (``engine.evidence.specifics``) and the region tiers (``engine.evidence.coverage.region_rank_key``) were written while reading
+   (``engine.evidence.support.specifics``) and the region tiers (``engine.evidence.coverage.regions.region_rank_key``) were written while reading
    these summaries, so this part is a floor, not a result.
 2. **Validity-set summaries** (``bench/validity_set.py``; built from our reference summaries, never read while
    writing the checks): the ``accurate`` variants carry one or two randomly falsified numbers and one inserted
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.evidence.alignment import WEAK_SUPPORT, align_summary  # noqa: E402
-from engine.evidence.coverage import DEFAULT_METHOD  # noqa: E402
+from engine.evidence.support.alignment import WEAK_SUPPORT, align_summary  # noqa: E402
+from engine.evidence.coverage.regions import DEFAULT_METHOD  # noqa: E402
 from engine.evidence.kinds import kind  # noqa: E402
 from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
-from engine.evidence.sentences import split_sentences  # noqa: E402
+from engine.evidence.text.sentences import split_sentences  # noqa: E402
 
 
 def shipped_evidence():

@@ -1,6 +1,6 @@
 """Coverage speed per summary for a ~5,000-token source on this machine's CPU (torch threads 2 by default).
 
-For every coverage method registered in :data:`engine.evidence.coverage.METHODS`, three figures (median over repeats):
+For every coverage method registered in :data:`engine.evidence.coverage.regions.METHODS`, three figures (median over repeats):
   cold            — the source was never seen: the in-memory caches AND the workspace's embedding cache are empty,
                     so its token / sentence embeddings are computed (and written to the workspace);
   warm (restart)  — a further summary of the same source scored by a *new* Embedder on the same workspace (what a
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine.evidence import coverage
-from engine.evidence.coverage_types import CoverageParams
-from engine.evidence.coverage import score_coverage  # noqa: E402
+from engine.evidence.coverage import regions as coverage
+from engine.evidence.coverage.base import CoverageParams
+from engine.evidence.coverage.regions import score_coverage  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note  # noqa: E402

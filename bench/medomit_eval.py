@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.llm.backends import Capabilities, Generation, NextToken  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.evidence.medomit import MedOmit, run_medomit  # noqa: E402
-from engine.evidence.medomit_result import MedOmitResult  # noqa: E402
+from engine.evidence.medomit.pipeline import MedOmit, run_medomit  # noqa: E402
+from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
 from engine.data.store import Store  # noqa: E402
 
@@ -242,7 +242,7 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
     print(f"[{label}] present pertinent facts wrongly reported as omitted: {false_reports}/{present} "
           f"({false_reports / present:.0%})" if present else f"[{label}] no present pertinent facts to test")
     if ship:
-        from engine.evidence.medomit import result_key
+        from engine.evidence.medomit.pipeline import result_key
 
         rows = []
         for res in results:

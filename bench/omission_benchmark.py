@@ -27,14 +27,14 @@ Figures (per method, split and kind):
   loc-all    the same against every other unit (units carrying no labelled fact included: stricter)
   top5       share of the removed facts inside one of the first 5 stored regions (what a reader sees first);
              "top5 keys" ranks the same units with the key-term tier only, "top5 plain" by score x salience only
-             (the ranking before engine.evidence.coverage.region_rank_key's tiers)
+             (the ranking before engine.evidence.coverage.regions.region_rank_key's tiers)
   spearman   Spearman of the global score with the true omission rate over the labelled summaries (the complete
              summary, the written ones, and the quarter/half constructions)
   flagged    with the method's flag threshold: share of complete summaries flagged / of half-omitted flagged
 Usage:
   python bench/omission_benchmark.py [--methods unitcov topiccov ...] [--splits dev test] [--fit] [--with-support]
   --fit   fit unitcov's calibration and flag threshold on the development split and print them (paste into
-          engine/evidence/coverage.py UNITCOV_CALIBRATION and the registry); the test split is not used.
+          engine/evidence/coverage/regions.py UNITCOV_CALIBRATION and the registry); the test split is not used.
 """
 from __future__ import annotations
 
@@ -55,13 +55,13 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from engine.evidence.coverage import METHODS, calibrate, score_coverage, select_regions
-from engine.evidence.coverage_types import CoverageParams  # noqa: E402
+from engine.evidence.coverage.regions import METHODS, calibrate, score_coverage, select_regions
+from engine.evidence.coverage.base import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
-from engine.evidence.salience import unit_salience  # noqa: E402
-from engine.evidence.sentences import split_sentences  # noqa: E402
+from engine.evidence.text.salience import unit_salience  # noqa: E402
+from engine.evidence.text.sentences import split_sentences  # noqa: E402
 
 SPLIT_SEED = 13
 ORDERS = (0, 1)
@@ -176,7 +176,7 @@ class Scorer:
         self.n += 1
         r = score_coverage(item.case, Summary("bench", item.case.case_id, text), self.emb, CoverageParams(method=self.key))
         sal = unit_salience(item.case, r.units)
-        import engine.evidence.coverage as coverage_module
+        import engine.evidence.coverage.regions as coverage_module
 
         coverage_module.RANK_ACTIONS = False  # the rankings before this rule, on the same units
         try:
@@ -275,7 +275,7 @@ def fit_calibration(results_dev: dict) -> None:
     the same for both)."""
     from scipy.optimize import curve_fit
 
-    from engine.evidence.unitcov import calibrated
+    from engine.evidence.coverage.unitcov import calibrated
 
     print("\n--fit (development split only)")
     coefs, comp, half = {}, [], []
@@ -329,7 +329,7 @@ def main() -> None:
               + ", ".join(f"{k} {v:.3f}" for k, v in sorted(mean.items(), key=lambda kv: -kv[1]))
               + f" -> {best}")
     if "test" in args.splits:
-        from engine.evidence.coverage import DEFAULT_METHOD
+        from engine.evidence.coverage.regions import DEFAULT_METHOD
 
         if DEFAULT_METHOD in args.methods:
             print(f"\ntargets on the test split for the default method ({DEFAULT_METHOD}):")

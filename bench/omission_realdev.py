@@ -9,14 +9,14 @@ split, Yim et al., Scientific Data 2023; CC BY 4.0), split by conversation id be
   removed     facts removed from real notes: an MTS-Dialog note section of at least four sentences is the
               source; its summaries are the section itself and the section with a quarter and a half of its
               sentences taken out (seeded). Facts are the rule-split claims of the section's sentences
-              (engine.evidence.verification.claims), omitted when their sentence was taken out. The kept
+              (engine.evidence.support.verification.claims), omitted when their sentence was taken out. The kept
               sentences stay word for word, so word overlap is near its ceiling here; the set checks false
               omissions on real clinical wording and gives a per-summary ranking.
 Scores per fact (higher = more likely omitted): coverage (1 − coverage), model (1 − P(stated)), and the
 combination ``w (1 − P) + (1 − w)(1 − coverage)`` for w in 0.25 / 0.5 / 0.75. On the paraphrase set's development
 split the weight and threshold are chosen (the most recall with at most 10 % of the stated facts reported omitted,
 :func:`choose`); the test split reports the shipped
-decision (engine.evidence.medomit_decision.DEFAULT_DECISION). On the removed set the model is asked only where
+decision (engine.evidence.medomit.decision.DEFAULT_DECISION). On the removed set the model is asked only where
 the shipped decision asks (its coverage alone does not decide), so only the shipped figures are reported there. Figures: AUROC per fact; recall, false-report rate and
 precision at the threshold; for ``removed``, Spearman per summary of the number of facts decided omitted with
 the true share of facts taken out; seconds per question after the summary is read.
@@ -47,9 +47,9 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import verify_set  # noqa: E402
 from verify_bench import CachedAnswers, open_backend  # noqa: E402
-from engine.evidence.medomit_decision import (DEFAULT_DECISION, ask_stated, combine, fact_coverage,  # noqa: E402
+from engine.evidence.medomit.decision import (DEFAULT_DECISION, ask_stated, combine, fact_coverage,  # noqa: E402
                                              model_decides)
-from engine.evidence.verification.claims import split_claims  # noqa: E402
+from engine.evidence.support.verification.claims import split_claims  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -130,7 +130,7 @@ def benchmark_items(split: str, kinds: tuple = ("notes", "conversation"), n_case
 
 def score(items: list[FactItem], emb, backend, band_only: bool = False) -> tuple[np.ndarray, list]:
     """Coverage of every fact and the model's P(stated) — for every fact, or with ``band_only`` only where the
-    shipped decision asks (engine.evidence.medomit_decision.model_decides): the shipped figures are exact, the
+    shipped decision asks (engine.evidence.medomit.decision.model_decides): the shipped figures are exact, the
     other weights' are not reported."""
     cov = np.zeros(len(items))
     p: list = [None] * len(items)

@@ -1,4 +1,4 @@
-"""Restatements inside a summary (engine.evidence.redundancy): found where documented, and how often raised elsewhere.
+"""Restatements inside a summary (engine.evidence.support.redundancy): found where documented, and how often raised elsewhere.
 
 Three sets, all written by the team:
   * sample floor — the bundled sample's 36 summaries; 7 carry a documented restatement (the manifest). The rule's
@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine.evidence.alignment import is_heading  # noqa: E402
+from engine.evidence.support.alignment import is_heading  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
-from engine.evidence.redundancy import restatements  # noqa: E402
-from engine.evidence.sentences import split_sentences  # noqa: E402
+from engine.evidence.support.redundancy import restatements  # noqa: E402
+from engine.evidence.text.sentences import split_sentences  # noqa: E402
 
 
 def flags(emb, text):

@@ -1,11 +1,11 @@
-"""Boilerplate down-weighting of uncovered regions (engine.evidence.salience), measured on the bundled sample.
+"""Boilerplate down-weighting of uncovered regions (engine.evidence.text.salience), measured on the bundled sample.
 
 For every sample summary and each coverage method (topiccov, sentcov, kde) the summary is scored with the shipped
 defaults (``CoverageParams(method=m)``: default threshold, ``top_regions`` 8), and its regions are listed twice
 from the same unit scores:
 
 * before — ranked by raw omission score (every unit's salience 1.0);
-* after  — ranked by score x salience (the engine.evidence.salience rule), as ``score_coverage`` now stores them.
+* after  — ranked by score x salience (the engine.evidence.text.salience rule), as ``score_coverage`` now stores them.
 
 Two views, each cut to the top 5 regions:
 * stored: ``select_regions`` (what ``score_coverage`` stores: regions at or above the threshold, topped up with
@@ -14,7 +14,7 @@ Two views, each cut to the top 5 regions:
 
 Prints (1) the share of ``dropped_fact`` spans of the manifest (summaries with such a defect) that overlap one of
 the top 5 regions of their summary, and (2) the share of top-5 regions (all summaries) that are boilerplate /
-small talk by the rule (region salience < engine.evidence.salience.LOW_SALIENCE, salience computed by the rule for both
+small talk by the rule (region salience < engine.evidence.text.salience.LOW_SALIENCE, salience computed by the rule for both
 rankings). The sample is our own synthetic data (sample_data/), not an external benchmark.
 Usage: python bench/region_salience.py [--methods topiccov sentcov kde]
 """
@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.evidence.coverage_types import CoverageParams, Region
-from engine.evidence.coverage import merge_regions, score_coverage, select_regions  # noqa: E402
+from engine.evidence.coverage.base import CoverageParams, Region
+from engine.evidence.coverage.regions import merge_regions, score_coverage, select_regions  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.evidence.salience import LOW_SALIENCE, unit_salience  # noqa: E402
+from engine.evidence.text.salience import LOW_SALIENCE, unit_salience  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
 
 TOP = 5

@@ -1,4 +1,4 @@
-"""Stigmatizing-language detector (engine/evidence/stigma.py), measured.
+"""Stigmatizing-language detector (engine/evidence/stigma/detector.py), measured.
 
 Prints, for span detection (a detector hit counts when it overlaps a labelled span):
   (a) the bundled sample: recall of the sample manifest's stigmatizing spans (summary defects and the notes'
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.data.loading import load_paths  # noqa: E402
 from engine.data.ratings import medians  # noqa: E402
-from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
+from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
 
 BUNDLE = ROOT / "sample_data" / "pdsqi_sample"
 LABELLED = ROOT / "sample_data" / "stigma" / "labelled.json"

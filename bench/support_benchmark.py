@@ -47,13 +47,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.evidence import alignment as A
-from engine.evidence import lexical as L
+from engine.evidence.support import alignment as A
+from engine.evidence.text import lexical as L
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note  # noqa: E402
-from engine.evidence.salience import classify  # noqa: E402
-from engine.evidence.sentences import split_sentences  # noqa: E402
+from engine.evidence.text.salience import classify  # noqa: E402
+from engine.evidence.text.sentences import split_sentences  # noqa: E402
 
 SEED = 20260513
 K_SWAP = 8
@@ -141,7 +141,7 @@ def build_items(cases: dict, splits: dict) -> list[dict]:
 def legacy_support(case: Case, text: str, sent_clean: str, emb: Embedder) -> float:
     """alignment-v2's ``support`` for one sentence, reproduced: token-level precision against the ROUGE-Gain ∪
     embedding-top-1 source sentences, raw transcript lines included."""
-    from engine.evidence.coverage_types import checked_summary_text
+    from engine.evidence.coverage.base import checked_summary_text
 
     rouge = L.rouge_scorer()
     blanked = checked_summary_text(text)
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
         n, df = background_df(profiles, sorted(profiles))
         L.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
         L.BACKGROUND_PATH.write_text(json.dumps({
-            "about": "Background for SumCheck's weak-support rule (engine/evidence/alignment.py): for each Porter stem, the "
+            "about": "Background for SumCheck's weak-support rule (engine/evidence/support/alignment.py): for each Porter stem, the "
                      "number of background sources holding it. Sources: the development split of "
                      "bench/support_benchmark.py (our own synthetic sample: note cases and conversation "
                      "transcripts, written by the SumCheck team; no real patient data). Regenerate with "

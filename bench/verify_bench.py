@@ -41,8 +41,8 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import verify_set  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
-from engine.evidence.lexical import content_stems  # noqa: E402
-from engine.evidence.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
+from engine.evidence.text.lexical import content_stems  # noqa: E402
+from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
 from engine.llm.backends import NextToken  # noqa: E402
 
 OUT = ROOT / "bench" / "out"

@@ -27,9 +27,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.evidence.lexical import content_stems, numbers
-from engine.evidence import specifics
-from engine.evidence.sentences import split_sentences
+from engine.evidence.text.lexical import content_stems, numbers
+from engine.evidence.support import specifics
+from engine.evidence.text import terms  # noqa: E402
+from engine.evidence.text.sentences import split_sentences
 
 REALDEV = Path(__file__).resolve().parents[2] / "shared" / "realdev"
 MTS_SECTIONS = ("GENHX", "PASTMEDICALHX", "FAM/SOCHX", "MEDICATIONS", "PASTSURGICAL", "ROS", "ALLERGY",
@@ -126,7 +127,7 @@ def edit(sentence: str, conv: str, kind: str, rng: random.Random) -> str | None:
         return None
     if kind == "drug":
         words = re.findall(r"[A-Za-z]+", sentence)
-        drug = next((w for w in words if len(w) >= 6 and w.lower().endswith(specifics.DRUG_STEMS)), None)
+        drug = next((w for w in words if len(w) >= 6 and w.lower().endswith(terms.DRUG_STEMS)), None)
         if not drug:
             return None
         choices = [d for d in DRUGS if d not in low and d != drug.lower()]

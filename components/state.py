@@ -95,7 +95,7 @@ def dataset(name: str) -> Dataset:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _stigma_results(path: str, name: str, version: int, extra_json: str):
-    from engine.evidence.stigma import assess_dataset
+    from engine.evidence.stigma.detector import assess_dataset
 
     return assess_dataset(_dataset(path, name, version), extra_entries=json.loads(extra_json))
 
@@ -103,7 +103,7 @@ def _stigma_results(path: str, name: str, version: int, extra_json: str):
 def stigma_results(name: str):
     """The stigmatizing-language detector's result for every summary of a dataset (built-in lexicon plus this
     workspace's clinician entries), computed once per data version and lexicon, not on every rerun."""
-    from engine.evidence.stigma_entries import workspace_entries
+    from engine.evidence.stigma.entries import workspace_entries
 
     s = store()
     return _stigma_results(s.location, name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))

@@ -6,10 +6,10 @@ import streamlit as st
 
 from components import case_view, coverage_view, evidence_view, jobs_view, state
 from engine.core import citations, untrusted
-from engine.evidence.coverage import DEFAULT_METHOD, METHODS
-from engine.evidence.medomit import MedOmit, medomit_job
-from engine.evidence.omission_flags import FLAG_KINDS
-from engine.evidence.verification.run import verification_job
+from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
+from engine.evidence.medomit.pipeline import MedOmit, medomit_job
+from engine.evidence.coverage.omission_flags import FLAG_KINDS
+from engine.evidence.support.verification.run import verification_job
 from engine.views.case import MAX_REGIONS, case_view as build_case_view, coverage_view as build_coverage_view
 from engine.views.case import support_view as build_support_view
 

@@ -5,7 +5,7 @@ import streamlit as st
 from components import evidence_view, jobs_view, state
 from engine.core import untrusted
 from engine.evidence.batch import evidence_job
-from engine.evidence.medomit import MedOmit, medomit_job
+from engine.evidence.medomit.pipeline import MedOmit, medomit_job
 from engine.views.evidence import evidence_page_view
 
 st.title("Evidence")

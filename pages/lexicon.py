@@ -5,8 +5,8 @@ import streamlit as st
 from components import frames, state
 from engine.core import untrusted
 from engine.data.store import StoreBusy, StoreError
-from engine.evidence.stigma import LexiconError, load_lexicon
-from engine.evidence.stigma_entries import add_clinician_entry, workspace_entries
+from engine.evidence.stigma.detector import LexiconError, load_lexicon
+from engine.evidence.stigma.entries import add_clinician_entry, workspace_entries
 
 md = untrusted.md
 ss = st.session_state

@@ -259,7 +259,7 @@ def make_server(routes, fail_first=0, fail_status=503):
 # ------------------------------------------------------------ a stored MED-OMIT result for the Case page
 def seed_medomit(name="sample"):
     """Store a MED-OMIT result for the first sample summary, computed by the scripted logic-test backend."""
-    from engine.evidence.medomit import MedOmit, run_medomit
+    from engine.evidence.medomit.pipeline import MedOmit, run_medomit
     from engine.sample import ensure_sample
     from engine.data.settings import workspace_path
     from engine.data.store import Store

@@ -138,8 +138,8 @@ def test_case_page_shows_stored_medomit_result():
 
 def test_evidence_page_lists_summaries():
     sid = seed_medomit()
-    from engine.evidence.alignment import alignment_cached
-    from engine.evidence.coverage import coverage_cached
+    from engine.evidence.support.alignment import alignment_cached
+    from engine.evidence.coverage.regions import coverage_cached
     from engine.evidence.embeddings import Embedder
     from engine.data.settings import workspace_path
     from engine.data.store import Store

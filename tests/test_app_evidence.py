@@ -25,8 +25,8 @@ def _run() -> AppTest:
 
 
 def _seed_embeddings(sid: str) -> None:
-    from engine.evidence.alignment import alignment_cached
-    from engine.evidence.coverage import coverage_cached
+    from engine.evidence.support.alignment import alignment_cached
+    from engine.evidence.coverage.regions import coverage_cached
     from engine.evidence.embeddings import Embedder
     from engine.data.settings import workspace_path
     from engine.data.store import Store
@@ -129,9 +129,9 @@ def test_case_page_focuses_the_picked_region_and_sentence():
     at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    from engine.evidence.alignment import alignment_cached
-    from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
-    from engine.evidence.coverage_types import CoverageParams
+    from engine.evidence.support.alignment import alignment_cached
+    from engine.evidence.coverage.regions import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+    from engine.evidence.coverage.base import CoverageParams
     from engine.data.settings import workspace_path
     from engine.data.store import Store
 

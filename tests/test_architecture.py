@@ -51,7 +51,7 @@ def _engine_imports(path, name):
         if not (mod == "engine" or mod.startswith("engine.")):
             continue
         if imported and mod.count(".") < 2 and f"{mod}.{imported}" in dict(_engine_modules()):
-            yield f"{mod}.{imported}"  # from engine.evidence import stigma
+            yield f"{mod}.{imported}"  # from engine.evidence.stigma import detector as stigma
         else:
             yield mod
 
@@ -184,3 +184,35 @@ def test_every_table_goes_through_the_display_rule():
     calls = [f"{_rel(p)}:{i + 1}" for p in UI if _rel(p) != "components/frames.py"
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines()) if "st.dataframe(" in line]
     assert calls == []
+
+
+# Inside engine/evidence: its concept sub-packages (and the embedding model) in order, lowest first; a module imports
+# only from its own sub-package and those below it. The package's top-level modules that gather every kind (the
+# kinds registry, the batch runner, the defect checks) stand above them all.
+EVIDENCE_ORDER = ("text", "stigma", "embeddings", "coverage", "support", "medomit")
+
+
+def _evidence_part(name: str):
+    parts = name.split(".")
+    if parts[:2] != ["engine", "evidence"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in EVIDENCE_ORDER else "(top)"
+
+
+def test_evidence_reads_as_concept_subpackages_importing_downward():
+    subs = {p.name for p in (ROOT / "engine" / "evidence").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert subs == {"text", "coverage", "support", "medomit", "stigma"}
+    for sub in subs:
+        doc = ast.get_docstring(ast.parse((ROOT / "engine" / "evidence" / sub / "__init__.py").read_text("utf-8")))
+        assert doc and "Imports:" in doc, sub
+    rank = {k: i for i, k in enumerate(EVIDENCE_ORDER)} | {"(top)": len(EVIDENCE_ORDER)}
+    bad = []
+    for name, path in _engine_modules():
+        here = _evidence_part(name)
+        if here is None:
+            continue
+        for dep in _engine_imports(path, name):
+            there = _evidence_part(dep)
+            if there is not None and there != here and rank[there] > rank[here]:
+                bad.append(f"{name} imports {dep}")
+    assert bad == []

@@ -41,14 +41,14 @@ def test_stop_is_checked_between_items():
     assert [x.item_id for x in out] == ["a", "b"] and set(kept) == {"a", "b"}
 
 
-@pytest.mark.parametrize("module", ["engine/judge/runner.py", "engine/evidence/medomit.py", "engine/evidence/batch.py"])
+@pytest.mark.parametrize("module", ["engine/judge/runner.py", "engine/evidence/medomit/pipeline.py", "engine/evidence/batch.py"])
 def test_every_long_run_goes_through_the_one_loop(module):
     text = (ROOT / module).read_text(encoding="utf-8")
     assert "run_cached(" in text and "for done, sid in enumerate(" not in text
 
 
 def test_every_coverage_method_and_llm_evidence_is_a_registered_kind():
-    from engine.evidence.coverage import METHODS
+    from engine.evidence.coverage.regions import METHODS
     from engine.evidence.kinds import EVIDENCE_KINDS, kind
 
     assert {f"coverage:{k}" for k in METHODS} | {"alignment", "medomit", "verification"} == set(EVIDENCE_KINDS)
@@ -58,10 +58,10 @@ def test_every_coverage_method_and_llm_evidence_is_a_registered_kind():
 
 def test_shipped_evidence_reads_back_typed_through_the_registry(store):
     from engine.sample import ensure_sample
-    from engine.evidence.alignment import AlignmentResult
-    from engine.evidence.coverage_types import CoverageResult
+    from engine.evidence.support.alignment import AlignmentResult
+    from engine.evidence.coverage.base import CoverageResult
     from engine.evidence.kinds import stored_results
-    from engine.evidence.medomit_result import MedOmitResult
+    from engine.evidence.medomit.result import MedOmitResult
 
     ensure_sample(store)
     al = stored_results(store, "sample", "alignment")
@@ -70,7 +70,7 @@ def test_shipped_evidence_reads_back_typed_through_the_registry(store):
     assert len(al) == 36 and all(isinstance(r, AlignmentResult) for r in al.values())
     assert len(cov) == 36 and all(isinstance(r, CoverageResult) for r in cov.values())
     assert med and all(isinstance(r, MedOmitResult) for r in med.values())
-    from engine.evidence.verification.result import VerificationResult
+    from engine.evidence.support.verification.result import VerificationResult
 
     ver = stored_results(store, "sample", "verification")
     assert len(ver) == 36 and all(isinstance(r, VerificationResult) for r in ver.values())

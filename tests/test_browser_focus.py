@@ -39,9 +39,9 @@ IN_VIEW_JS = """(id) => {
 def _first_case_evidence(ws):
     """The page's default case and summary, with its possibly omitted regions at the default threshold and its
     sentence alignment, from the workspace the server imported the sample into (stored: nothing is computed)."""
-    from engine.evidence.alignment import alignment_cached
-    from engine.evidence.coverage import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
-    from engine.evidence.coverage_types import CoverageParams
+    from engine.evidence.support.alignment import alignment_cached
+    from engine.evidence.coverage.regions import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+    from engine.evidence.coverage.base import CoverageParams
     from engine.data.store import Store
 
     def not_stored():

@@ -3,7 +3,7 @@ implementation's form (every sentence cites <Note ID:n>, some cite lists): a cit
 supports the sentence; another note that supports it better is only information."""
 import pytest
 
-from engine.evidence.alignment import align_summary
+from engine.evidence.support.alignment import align_summary
 from engine.llm.injection import scan
 from engine.core.models import Case, Note, Summary
 

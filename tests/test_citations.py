@@ -78,7 +78,7 @@ def test_citation_check_on_reference_form_cases():
                                    Note("2", "Echo: LVEF 35%."), Note("3", "Nephrology referral for CKD 3.")))
     summ = Summary("s", "c", "Atrial fibrillation on apixaban. <Note ID:1>, <Note ID:3> LVEF 35%. <Note ID:2>")
     assert [c.note_id for c in summ.citations] == ["1", "3", "2"]
-    from engine.evidence.sentences import split_sentences
+    from engine.evidence.text.sentences import split_sentences
 
     assert [s.citations for s in split_sentences(summ.text)] == [("1", "3"), ("2",)]
 

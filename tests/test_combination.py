@@ -36,7 +36,7 @@ def test_items_without_evidence_of_their_own_keep_the_judges_score():
 
 
 def test_medomit_share_reads_complete_results_of_the_default_model_only():
-    from engine.evidence.medomit_result import Fact, FactScore, MedOmitResult
+    from engine.evidence.medomit.result import Fact, FactScore, MedOmitResult
 
     facts = [Fact("F1", "a", "1", 0, 1, "exact"), Fact("F2", "b", "1", 2, 3, "exact"), Fact("F3", "c", None, None,
                                                                                             None, "unlinked")]

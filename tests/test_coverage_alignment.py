@@ -2,15 +2,15 @@
 import pytest
 
 from conftest import BUNDLE
-from engine.evidence.alignment import align_summary, combined_scores, coverage_density, extractive_fragments
-from engine.evidence.lexical import Rouge
-from engine.evidence.coverage_types import CoverageError, CoverageParams
-from engine.evidence.coverage import calibrate, score_coverage
+from engine.evidence.support.alignment import align_summary, combined_scores, coverage_density, extractive_fragments
+from engine.evidence.text.lexical import Rouge
+from engine.evidence.coverage.base import CoverageError, CoverageParams
+from engine.evidence.coverage.regions import calibrate, score_coverage
 from engine.evidence.embeddings import WINDOW, Embedder
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 from engine.sample import load_manifest
-from engine.evidence.sentences import split_sentences
+from engine.evidence.text.sentences import split_sentences
 
 PLANTED = ("Incidentally, the patient keeps a pet green iguana and was bitten on the left thumb by it last "
            "Tuesday, so a tetanus booster was given in the clinic.")
@@ -73,7 +73,7 @@ def test_planted_fact_among_top_regions_of_a_real_summary(emb, long_case):
     scores the planted fact at the note's end among the least covered places (ranked by score x salience; the
     stored list puts regions naming a drug or a change the summary never writes first, and the planted fact names
     neither)."""
-    from engine.evidence.coverage import merge_regions
+    from engine.evidence.coverage.regions import merge_regions
 
     case, summary = long_case
     r = score_coverage(case, summary, emb, CoverageParams(top_regions=8))

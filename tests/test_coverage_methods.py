@@ -11,12 +11,12 @@ import pytest
 
 from conftest import BUNDLE
 from engine.cli import main
-from engine.evidence.coverage import DEFAULT_METHOD, METHODS, score_coverage
-from engine.evidence.coverage_types import CoverageError, CoverageParams
-from engine.evidence.unitcov import UNITCOV_CALIBRATION, lexical_set, source_kind, source_units
+from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS, score_coverage
+from engine.evidence.coverage.base import CoverageError, CoverageParams
+from engine.evidence.coverage.unitcov import UNITCOV_CALIBRATION, lexical_set, source_kind, source_units
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
-from engine.evidence.salience import line_salience
+from engine.evidence.text.salience import line_salience
 
 
 @pytest.fixture(scope="module")

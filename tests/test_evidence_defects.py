@@ -6,10 +6,10 @@ import json
 import pytest
 
 from conftest import SAMPLE
-from engine.evidence import specifics
-from engine.evidence.coverage_types import Region, Unit
-from engine.evidence.coverage import merge_regions, region_rank_key
-from engine.evidence.unitcov import source_units
+from engine.evidence.support import specifics
+from engine.evidence.coverage.base import Region, Unit
+from engine.evidence.coverage.regions import merge_regions, region_rank_key
+from engine.evidence.coverage.unitcov import source_units
 from engine.evidence.defect_check import check_manifest, summary_rows
 from engine.core.models import Case, Note
 
@@ -90,7 +90,7 @@ def test_rank_tiers():
 # ------------------------------------------------------------------------- the sample manifest, as shipped
 
 def _shipped():
-    from engine.evidence.coverage import DEFAULT_METHOD
+    from engine.evidence.coverage.regions import DEFAULT_METHOD
     from engine.evidence.kinds import kind
 
     a, c = {}, {}

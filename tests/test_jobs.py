@@ -172,7 +172,7 @@ def _cancel_mid_call(be, start_job, settle_s: float):
 def test_medomit_cancel_stops_inside_the_running_llm_call(real_backend):
     """Cancel while MED-OMIT's first step (fact extraction) is generating: the worker stops within a fraction of a
     second although that single call alone takes several seconds; nothing half-done is stored."""
-    from engine.evidence.medomit import MedOmit, medomit_job
+    from engine.evidence.medomit.pipeline import MedOmit, medomit_job
 
     be, sha = real_backend
     ds = _one_case()

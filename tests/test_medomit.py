@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from engine.evidence.medomit_decision import DecisionParams
+from engine.evidence.medomit.decision import DecisionParams
 
-from engine.evidence.medomit_result import Cluster, Diagnosis, MedOmitResult, compare_ddx, fact_score, link_fact, merge_facts, score_document, uniqueness_values
-from engine.evidence.medomit import MedOmit, run_medomit
-from engine.evidence.medomit_checks import check_ddx
+from engine.evidence.medomit.result import Cluster, Diagnosis, MedOmitResult, compare_ddx, fact_score, link_fact, merge_facts, score_document, uniqueness_values
+from engine.evidence.medomit.pipeline import MedOmit, run_medomit
+from engine.evidence.medomit.checks import check_ddx
 from engine.core.models import Case, Dataset, Note, Summary
 from fakes import ScriptedBackend
 
@@ -248,7 +248,7 @@ def test_result_of_an_older_method_is_rescored_on_load():
 def test_the_clusters_reply_gets_a_budget_that_grows_with_the_facts():
     """A case with many facts needs a longer clusters reply than one fact list: a reply cut off at the fixed budget
     left the whole result incomplete (seen with the 1.5B on a 74-fact case)."""
-    from engine.evidence.medomit import MedOmitOptions
+    from engine.evidence.medomit.pipeline import MedOmitOptions
 
     opt = MedOmitOptions()
     assert opt.cluster_tokens(10) == opt.max_tokens_facts and opt.cluster_tokens(74) == 74 * 40

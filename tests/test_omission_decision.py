@@ -1,4 +1,4 @@
-"""MED-OMIT's omission decision (engine.evidence.medomit_decision) and the real-text omission set it was chosen on
+"""MED-OMIT's omission decision (engine.evidence.medomit.decision) and the real-text omission set it was chosen on
 (bench/omission_realdev.py), on real MTS-Dialog rows copied into tests/data (CC BY 4.0)."""
 import json
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from engine.evidence.medomit_decision import (DEFAULT_DECISION, DecisionParams, combine, decide, messages,
+from engine.evidence.medomit.decision import (DEFAULT_DECISION, DecisionParams, combine, decide, messages,
                                               model_decides)
 from fakes import AnswerBackend
 

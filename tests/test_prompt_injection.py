@@ -12,7 +12,7 @@ import pytest
 
 from engine.llm.backends import RenderedPrompt, neutralise_control_strings, render_segments
 from engine.judge.prompt import FewShotExample, build_messages, read_user_message, user_message
-from engine.evidence.medomit import MedOmit
+from engine.evidence.medomit.pipeline import MedOmit
 from engine.core.models import Case, Note, Summary
 from engine.llm.prompt_fence import Fence, attr_escape, fence_codes, read_blocks
 from payload import ATTACKS

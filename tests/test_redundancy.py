@@ -3,7 +3,7 @@ the real embedding model finds a paraphrased repeat while leaving a trend alone.
 import numpy as np
 import pytest
 
-from engine.evidence.redundancy import RULE, is_restatement, restatements, values
+from engine.evidence.support.redundancy import RULE, is_restatement, restatements, values
 
 
 def test_values_keep_their_units():

@@ -1,13 +1,13 @@
-"""Boilerplate / small-talk down-weighting of uncovered source regions (engine.evidence.salience)."""
+"""Boilerplate / small-talk down-weighting of uncovered source regions (engine.evidence.text.salience)."""
 import json
 
 import pytest
 
-from engine.evidence.coverage import COVERAGE_VERSION, merge_regions, result_from_dict, select_regions
-from engine.evidence.coverage_types import CoverageResult, Region, Unit
+from engine.evidence.coverage.regions import COVERAGE_VERSION, merge_regions, result_from_dict, select_regions
+from engine.evidence.coverage.base import CoverageResult, Region, Unit
 from engine.core.models import Case, Note
-from engine.evidence.salience import classify, line_salience, segment_weights, unit_salience
-from engine.evidence.sentences import split_sentences
+from engine.evidence.text.salience import classify, line_salience, segment_weights, unit_salience
+from engine.evidence.text.sentences import split_sentences
 
 
 @pytest.mark.parametrize("line", [
@@ -101,9 +101,9 @@ def _case_and_units(text: str, scores: list[float]):
 
 
 def test_boilerplate_region_ranks_below_a_clinical_one_with_a_lower_raw_score(monkeypatch):
-    import engine.evidence.coverage
+    import engine.evidence.coverage.regions
 
-    monkeypatch.setattr(engine.evidence.coverage, "RANK_ACTIONS", False)  # salience alone: no "started" tier
+    monkeypatch.setattr(engine.evidence.coverage.regions, "RANK_ACTIONS", False)  # salience alone: no "started" tier
     text = ("Apixaban 5 mg p.o. b.i.d. started for stroke prevention.\n\nVitals stable today.\n\n"
             "Pt verbalized understanding of plan, all questions answered.")
     case, units = _case_and_units(text, [0.80, 0.10, 0.82])

@@ -9,9 +9,9 @@ import warnings
 
 
 from conftest import ROOT
-from engine.evidence.alignment import alignment_key
-from engine.evidence.coverage import DEFAULT_METHOD, coverage_key
-from engine.evidence.coverage_types import CoverageParams
+from engine.evidence.support.alignment import alignment_key
+from engine.evidence.coverage.regions import DEFAULT_METHOD, coverage_key
+from engine.evidence.coverage.base import CoverageParams
 from engine.evidence.embeddings import EMBEDDING_NAME
 from engine.sample import SAMPLE_EVIDENCE, SAMPLE_NAME, ensure_sample, import_shipped_evidence
 from engine.data.store import Store

@@ -2,8 +2,8 @@
 page shows them without a run."""
 import json
 
-from engine.evidence.medomit_result import MedOmitResult
-from engine.evidence.medomit import result_key
+from engine.evidence.medomit.result import MedOmitResult
+from engine.evidence.medomit.pipeline import result_key
 from engine.llm.modelfiles import QWEN_SHA256
 from engine.sample import SAMPLE_MEDOMIT, ensure_sample
 

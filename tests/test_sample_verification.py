@@ -7,9 +7,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from engine.data.loading import load_paths
-from engine.evidence.verification.defects import check_manifest
-from engine.evidence.verification.result import VerificationResult
-from engine.evidence.verification.run import DEFAULT_PARAMS, verification_key
+from engine.evidence.verification_defects import check_manifest
+from engine.evidence.support.verification.result import VerificationResult
+from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_key
 from engine.llm.modelfiles import DEFAULT_EMBEDDED, embedded_sha256
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest
 

@@ -24,7 +24,7 @@ def _smoke_sample():
 
 
 def _seed_medomit(model_file: str):
-    from engine.evidence.medomit import MedOmit, run_medomit
+    from engine.evidence.medomit.pipeline import MedOmit, run_medomit
     from fakes import ScriptedBackend
 
     store = _smoke_sample()
@@ -122,8 +122,8 @@ def test_evidence_csv_export_has_the_column():
 
     import pandas as pd
 
-    from engine.evidence.medomit_result import MedOmitResult
-    from engine.evidence.medomit_rows import dataset_rows
+    from engine.evidence.medomit.result import MedOmitResult
+    from engine.evidence.medomit.rows import dataset_rows
     from engine.data.settings import workspace_path
     from engine.data.store import Store
     from engine.core.untrusted import dataframe_csv

@@ -1,4 +1,4 @@
-"""Stigmatizing-language detector (engine/evidence/stigma.py): lexicon, context rules, carried vs introduced,
+"""Stigmatizing-language detector (engine/evidence/stigma/detector.py): lexicon, context rules, carried vs introduced,
 run-time extra entries, the CLI, and the labelled sets in sample_data/stigma/labelled.json."""
 import json
 
@@ -7,7 +7,7 @@ from conftest import BUNDLE, SAMPLE
 
 from engine.core.models import Case, Note, Summary
 from engine.core.rubric import ITEM_KEYS, Scale, get_item
-from engine.evidence.stigma import (CARRIED, INTRODUCED, NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess,
+from engine.evidence.stigma.detector import (CARRIED, INTRODUCED, NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess,
                                     assess_dataset, detect, lexicon_version, load_lexicon)
 
 LABELLED = json.loads((SAMPLE / "stigma" / "labelled.json").read_text(encoding="utf-8"))

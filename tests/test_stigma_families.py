@@ -2,7 +2,7 @@
 covers doubts of the patient's credibility such as 'exaggerates symptoms'."""
 import pytest
 
-from engine.evidence.stigma import detect, word_family
+from engine.evidence.stigma.detector import detect, word_family
 
 
 @pytest.mark.parametrize("text,hit", [

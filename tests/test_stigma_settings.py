@@ -1,5 +1,5 @@
 """Clinician stigmatizing-language lexicon entries: stored in the workspace (migration 7), validated
-by engine.evidence.stigma, part of the lexicon version, used by detection, the Lexicon page and the CLI."""
+by engine.evidence.stigma.detector, part of the lexicon version, used by detection, the Lexicon page and the CLI."""
 import json
 import sqlite3
 
@@ -11,8 +11,8 @@ from engine.core import untrusted
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 from engine.data.settings import workspace_path
-from engine.evidence.stigma import INTRODUCED, LexiconError, assess, detect, lexicon_version, load_lexicon
-from engine.evidence.stigma_entries import add_clinician_entry, workspace_entries
+from engine.evidence.stigma.detector import INTRODUCED, LexiconError, assess, detect, lexicon_version, load_lexicon
+from engine.evidence.stigma.entries import add_clinician_entry, workspace_entries
 from engine.data.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
 TIMEOUT = 60

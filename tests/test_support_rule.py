@@ -6,8 +6,8 @@ import json
 import pytest
 
 from conftest import BUNDLE, SAMPLE
-from engine.evidence import alignment as A
-from engine.evidence import lexical as L
+from engine.evidence.support import alignment as A
+from engine.evidence.text import lexical as L
 from engine.evidence.embeddings import Embedder
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary

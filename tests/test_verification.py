@@ -10,12 +10,12 @@ import pytest
 
 from fakes import AnswerBackend
 from engine.core.models import Case, Dataset, Note, Summary
-from engine.evidence.verification.ask import read_yes
-from engine.evidence.verification.claims import split_claims
-from engine.evidence.verification.result import VerificationResult
-from engine.evidence.verification.run import (DEFAULT_PARAMS, VerifyParams, compute_verification, fact_findings,
+from engine.evidence.support.verification.ask import read_yes
+from engine.evidence.support.verification.claims import split_claims
+from engine.evidence.support.verification.result import VerificationResult
+from engine.evidence.support.verification.run import (DEFAULT_PARAMS, VerifyParams, compute_verification, fact_findings,
                                               verify_summary)
-from engine.evidence.verification.view import summary_view
+from engine.evidence.support.verification.view import summary_view
 from engine.llm.backends import NextToken
 
 CASE = Case("c1", "Cardiology", (
@@ -135,7 +135,7 @@ def smoke():
 
 
 def test_the_record_is_evaluated_once_and_answers_do_not_depend_on_the_question_before(smoke):
-    from engine.evidence.verification.ask import KEEP, messages, question_message, record_message
+    from engine.evidence.support.verification.ask import KEEP, messages, question_message, record_message
 
     rec = record_message(CASE)
     first = smoke.next_token(messages(rec, question_message("Metoprolol was started.")), KEEP)
@@ -218,7 +218,7 @@ def test_triage_and_calibration_read_the_unsupported_share_but_never_a_smoke_tes
     from dataclasses import replace as dc_replace
 
     from engine.data.store import Store
-    from engine.evidence.verification.run import METHOD_KEY, verification_key
+    from engine.evidence.support.verification.run import METHOD_KEY, verification_key
     from engine.judge.features import evidence_for
     from engine.judge.triage import queue
 

@@ -12,7 +12,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 from verify_set import (EDIT_KINDS, _conversation_items, _coverage, _foreign, _note_sentences, edit,  # noqa: E402
                         remove_turns, split_of)
-from engine.evidence.lexical import content_stems  # noqa: E402
+from engine.evidence.text.lexical import content_stems  # noqa: E402
 
 ROWS = json.loads((Path(__file__).parent / "data" / "mts_dialog_excerpt.json").read_text())["rows"]
 

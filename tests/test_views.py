@@ -49,7 +49,7 @@ def test_support_view_has_one_citation_verdict_per_sentence(sample):
 
 
 def test_evidence_page_view_rows_and_group_rates(sample):
-    from engine.evidence.stigma import assess_dataset
+    from engine.evidence.stigma.detector import assess_dataset
     from engine.views.evidence import evidence_page_view
 
     store, ds = sample

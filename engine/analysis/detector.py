@@ -33,7 +33,7 @@ class DetectorAgreement:
 def detector_agreement(ds: Dataset, detector: dict[str, dict[str, float]],
                        llm: Optional[dict[str, dict[str, Optional[float]]]] = None) -> list[DetectorAgreement]:
     """Per stigmatizing-language item: agreement of the detector's yes/no (``detector``: summary id -> item ->
-    1.0/0.0, from engine.evidence.stigma) and of the LLM judge's median with the raters' reference — counts and Cohen's
+    1.0/0.0, from engine.evidence.stigma.detector) and of the LLM judge's median with the raters' reference — counts and Cohen's
     κ with its asymptotic 95 % CI (engine.statistics.cohen_kappa). κ is not defined when a side answers the same
     for every summary; the reason is kept in ``notes``."""
     from engine.data.ratings import medians

@@ -17,7 +17,7 @@ from engine.cli.stats_commands import cmd_report, cmd_stats
 from engine.data.settings import SettingsError
 from engine.data.store import StoreBusy, StoreError
 from engine.data.validation import DatasetInvalid
-from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
+from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from engine.cli.common import dataset_and_ids, open_backend, open_store, print_jsonl, say
 from engine.data.validation import DatasetInvalid
-from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 
 
 def cmd_omissions(args) -> int:
@@ -34,7 +34,7 @@ def cmd_omissions(args) -> int:
             out.write(line + "\n")
 
     if args.method == "medomit":
-        from engine.evidence.medomit import MedOmit, run_medomit
+        from engine.evidence.medomit.pipeline import MedOmit, run_medomit
 
         try:
             backend, sha = open_backend(args, store)
@@ -70,10 +70,10 @@ def cmd_omissions(args) -> int:
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
-    from engine.evidence.coverage_types import CoverageError, CoverageParams
-    from engine.evidence.coverage import score_coverage
+    from engine.evidence.coverage.base import CoverageError, CoverageParams
+    from engine.evidence.coverage.regions import score_coverage
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.omission_flags import omission_flags
+    from engine.evidence.coverage.omission_flags import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
@@ -97,8 +97,8 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 
 
 def cmd_align(args) -> int:
-    from engine.evidence.alignment import align_summary, combined_scores
-    from engine.evidence.coverage_types import CoverageError
+    from engine.evidence.support.alignment import align_summary, combined_scores
+    from engine.evidence.coverage.base import CoverageError
     from engine.evidence.embeddings import Embedder
 
     try:
@@ -130,12 +130,12 @@ def cmd_align(args) -> int:
 
 
 def cmd_stigma(args) -> int:
-    """Stigmatizing language per summary (engine.evidence.stigma, no LLM): hits with spans and categories, carried forward
+    """Stigmatizing language per summary (engine.evidence.stigma.detector, no LLM): hits with spans and categories, carried forward
     from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
     lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
     from engine.data.ratings import medians
-    from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
-    from engine.evidence.stigma_entries import workspace_entries
+    from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
+    from engine.evidence.stigma.entries import workspace_entries
 
     try:
         store, ds, name, ids = dataset_and_ids(args)

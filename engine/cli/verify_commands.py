@@ -12,7 +12,7 @@ from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shi
 
 
 def cmd_verify(args) -> int:
-    from engine.evidence.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
     from engine.llm.backends import BackendError
 
     if args.concurrency is not None:

@@ -1,5 +1,5 @@
 """Clinician entries of the stigmatizing-language lexicon in the workspace, part of :class:`engine.data.store.Store`.
-The validation belongs to the lexicon's owner (``check``: :func:`engine.evidence.stigma_entries.check_clinician_entry`);
+The validation belongs to the lexicon's owner (``check``: :func:`engine.evidence.stigma.entries.check_clinician_entry`);
 the store keeps the entries, their history and the all-or-nothing write.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ class LexiconStore:
 
     # -- clinician stigmatizing-language lexicon entries -----------------------------------------------
     # Entries a clinician adds in Settings, on top of engine/resources/stigma_lexicon.json. ``stigma_entries()`` gives
-    # them in the dict shape engine.evidence.stigma.load_lexicon(extra_entries) accepts; every change changes the lexicon
+    # them in the dict shape engine.evidence.stigma.detector.load_lexicon(extra_entries) accepts; every change changes the lexicon
     # version that stigma results carry. Deactivated entries are kept (with when) and no longer used.
     _STIGMA_COLS = "entry_id, term, category, source, suggest, noun_only, patient_only, added_by, created_at, " \
                    "active, deactivated_at"
@@ -43,7 +43,7 @@ class LexiconStore:
                            + (" WHERE active = 1" if active_only else "") + " ORDER BY entry_id").fetchall()
 
     def stigma_entries(self, active_only: bool = True, with_meta: bool = False) -> list[dict]:
-        """The clinician lexicon entries, oldest first, as dicts ``engine.evidence.stigma.load_lexicon`` accepts (term,
+        """The clinician lexicon entries, oldest first, as dicts ``engine.evidence.stigma.detector.load_lexicon`` accepts (term,
         category, and source / suggest / noun_only / patient_only where set). ``with_meta`` adds entry_id,
         added_by, created_at, active and deactivated_at (for showing them; not for load_lexicon)."""
         with self.connect() as con:
@@ -53,7 +53,7 @@ class LexiconStore:
                          suggest: Optional[str] = None, source: str = "", noun_only: bool = False,
                          patient_only: bool = False, added_by: str = "") -> dict:
         """Add an active clinician entry and return it (``with_meta`` shape). ``check(current, raw)`` is the
-        lexicon owner's validation (:func:`engine.evidence.stigma.check_clinician_entry`): it gets the active entries and
+        lexicon owner's validation (:func:`engine.evidence.stigma.detector.check_clinician_entry`): it gets the active entries and
         the new one (whitespace normalised; ``added_by`` included) inside the write transaction and returns the
         entry to store, or raises saying why it cannot be used. A term that became an active entry meanwhile is
         refused with :class:`StoreError`."""

@@ -17,7 +17,7 @@ Each defect is *found* when the evidence a reader is shown for it names it:
 * a wrong citation: a sentence overlapping the span has the verdict ``wrong`` or ``unknown``;
 * a missing citation: a sentence overlapping the span has the verdict ``missing``;
 * a dropped fact: one of the first :data:`TOP_REGIONS` uncovered regions overlaps the source span, or a note-level
-  omission flag (:mod:`engine.evidence.omission_flags`: a note never cited, a result still pending) points to a
+  omission flag (:mod:`engine.evidence.coverage.omission_flags`: a note never cited, a result still pending) points to a
   passage overlapping it;
 * stigmatizing language: the lexicon detector marks a word inside the span;
 * redundancy (two spans saying the same thing): a sentence overlapping one span is marked as restating a sentence
@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from engine.evidence.alignment import AlignmentResult
-from engine.evidence.coverage_types import CoverageResult
-from engine.evidence.omission_flags import FLAG_KINDS, omission_flags
+from engine.evidence.support.alignment import AlignmentResult
+from engine.evidence.coverage.base import CoverageResult
+from engine.evidence.coverage.omission_flags import FLAG_KINDS, omission_flags
 from engine.core.models import Dataset
 
 TOP_REGIONS = 5
@@ -59,7 +59,7 @@ def _overlapping(al: AlignmentResult, text: str, span: str):
 def check_defect(ds: Dataset, summary_id: str, defect: Mapping, alignment: Optional[AlignmentResult],
                  coverage: Optional[CoverageResult]) -> DefectCheck:
     """One documented defect against the evidence of its summary."""
-    from engine.evidence import stigma
+    from engine.evidence.stigma import detector as stigma
 
     kind = defect.get("type", "")
     summary = ds.summary(summary_id)

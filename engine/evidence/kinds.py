@@ -11,14 +11,14 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.evidence.alignment import ALIGNMENT_VERSION
-from engine.evidence.alignment import result_from_dict as alignment_from
-from engine.evidence.coverage import COVERAGE_VERSION, METHODS
-from engine.evidence.coverage import result_from_dict as coverage_from
-from engine.evidence.medomit_result import METHOD_VERSION, MedOmitResult
-from engine.evidence.verification.result import VerificationResult
-from engine.evidence.verification.run import METHOD_KEY as VERIFY_KEY
-from engine.evidence.verification.run import METHOD_VERSION as VERIFY_VERSION
+from engine.evidence.support.alignment import ALIGNMENT_VERSION
+from engine.evidence.support.alignment import result_from_dict as alignment_from
+from engine.evidence.coverage.regions import COVERAGE_VERSION, METHODS
+from engine.evidence.coverage.regions import result_from_dict as coverage_from
+from engine.evidence.medomit.result import METHOD_VERSION, MedOmitResult
+from engine.evidence.support.verification.result import VerificationResult
+from engine.evidence.support.verification.run import METHOD_KEY as VERIFY_KEY
+from engine.evidence.support.verification.run import METHOD_VERSION as VERIFY_VERSION
 
 
 @dataclass(frozen=True)

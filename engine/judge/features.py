@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from engine.core.models import Dataset
 
 
@@ -64,7 +64,7 @@ def _json(text: Optional[str]) -> Optional[dict]:
 def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=None) -> dict[str, EvidenceSummary]:
     """summary id -> its evidence numbers (only ``summary_ids`` when given); stored evidence that is missing leaves
     that feature None."""
-    from engine.evidence import stigma
+    from engine.evidence.stigma import detector as stigma
 
     cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
     ali = store.evidence_results(dataset, "alignment") if store is not None else {}
@@ -122,7 +122,7 @@ def _verification(v: Optional[dict]) -> tuple[Optional[float], Optional[float], 
 def _medomit_share(m: Optional[dict]) -> Optional[float]:
     """Omitted weight / total weight of the scored facts of a complete MED-OMIT result; None for none, an incomplete
     one, or one by the smoke-test model."""
-    from engine.evidence.medomit_result import MedOmitResult
+    from engine.evidence.medomit.result import MedOmitResult
 
     if not m or m.get("status") != "complete":
         return None

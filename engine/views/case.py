@@ -16,16 +16,16 @@ from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import json_key
 from engine.data.ratings import display_table, judge_cell
-from engine.evidence import stigma
-from engine.evidence.alignment import alignment_cached
-from engine.evidence.coverage import DEFAULT_THRESHOLDS, coverage_cached, merge_regions
-from engine.evidence.coverage_types import CoverageError, CoverageParams
+from engine.evidence.stigma import detector as stigma
+from engine.evidence.support.alignment import alignment_cached
+from engine.evidence.coverage.regions import DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_results
-from engine.evidence.medomit_result import MedOmitResult
-from engine.evidence.medomit_rows import not_found_rows, omitted_fact_rows
-from engine.evidence.omission_flags import omission_flags
-from engine.evidence.stigma_entries import workspace_entries
-from engine.evidence.verification.view import VerificationView, summary_view
+from engine.evidence.medomit.result import MedOmitResult
+from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows
+from engine.evidence.coverage.omission_flags import omission_flags
+from engine.evidence.stigma.entries import workspace_entries
+from engine.evidence.support.verification.view import VerificationView, summary_view
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.stored import latest_result
 from engine.llm import injection
@@ -141,7 +141,7 @@ class CoverageView:
     """One coverage method on one summary: its scored units, the slider's range, and at ``threshold`` the
     note-level flags and the merged regions (least covered first)."""
 
-    coverage: object = None  # engine.evidence.coverage_types.CoverageResult
+    coverage: object = None  # engine.evidence.coverage.base.CoverageResult
     error: str = ""
     low: float = 0.0
     high: float = 0.0
@@ -175,7 +175,7 @@ class SupportView:
     """Sentence support of one summary: the alignment and, per sentence, its citation verdict (the judge model's
     own check beside the word rule where the summary was verified)."""
 
-    alignment: object = None  # engine.evidence.alignment.AlignmentResult
+    alignment: object = None  # engine.evidence.support.alignment.AlignmentResult
     error: str = ""
     citations: list[tuple[str, str, str]] = field(default_factory=list)  # (verdict, detail, by)
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from engine.core.models import Dataset
-from engine.evidence.alignment import combined_scores
-from engine.evidence.coverage import DEFAULT_METHOD
+from engine.evidence.support.alignment import combined_scores
+from engine.evidence.coverage.regions import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
-from engine.evidence.medomit_rows import dataset_rows, group_means
-from engine.evidence.omission_flags import describe, omission_flags
+from engine.evidence.medomit.rows import dataset_rows, group_means
+from engine.evidence.coverage.omission_flags import describe, omission_flags
 
 GROUPS = ("generator", "quality group")
 

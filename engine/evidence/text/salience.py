@@ -1,13 +1,13 @@
 """Salience of source text: how likely a good summary is to carry a piece of a note.
 
-Uncovered-region ranking (:func:`engine.evidence.coverage.merge_regions`) multiplies each region's raw omission score by
+Uncovered-region ranking (:func:`engine.evidence.coverage.regions.merge_regions`) multiplies each region's raw omission score by
 this weight, so boilerplate and small talk — text no good summary would carry, and which a summary therefore never
 "covers" — no longer lead the "possibly omitted" list. The rule is deterministic and cheap (regular expressions
 and word lists, no model); every lexicon it uses is a constant of this module.
 
 The rule
 --------
-A note is cut into **segments**: its sentences (:func:`engine.evidence.sentences.split_sentences`), each further cut at
+A note is cut into **segments**: its sentences (:func:`engine.evidence.text.sentences.split_sentences`), each further cut at
 line breaks. A segment is read after stripping a leading speaker tag (``[doctor]``, ``Patient:``) and a list
 marker (``1.``, ``-``). Its weight, first match wins:
 
@@ -52,7 +52,7 @@ letters and digits only) already occurred earlier in the case (notes in case ord
 A unit (a sentence or a token, with character offsets in one note) weighs the **largest** weight of the segments
 it overlaps, so a unit touching any clinical segment keeps 1.0; a unit between segments (whitespace) weighs 1.0.
 "Content words" are words of three or more letters outside :data:`STOPWORDS`, :data:`GENERIC_WORDS` and
-:data:`FILLERS`. In :mod:`engine.evidence.coverage` regions rank by raw omission score × salience, where a region's
+:data:`FILLERS`. In :mod:`engine.evidence.coverage.regions` regions rank by raw omission score × salience, where a region's
 salience makes that product its best salience-weighted unit score (a header merged into a content sentence ranks
 by the sentence's score); salience-0 regions come last, and ``Region.score`` stays the raw score. Global scores and
 thresholds do not use salience.
@@ -431,7 +431,7 @@ class _UnitLike(Protocol):
 @lru_cache(maxsize=256)
 def _segments(text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of a note's segments: its sentences, cut at line breaks."""
-    from engine.evidence.sentences import split_sentences
+    from engine.evidence.text.sentences import split_sentences
 
     out: list[tuple[int, int]] = []
     for s in split_sentences(text):

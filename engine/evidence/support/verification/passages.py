@@ -2,7 +2,7 @@
 
 The record is cut into lines: a transcript into its turns, a note into its sentences (:func:`record_lines`).
 A claim's passage is the few lines that share the most of its content words, each word weighted by its rarity
-(the support background's idf, :func:`engine.evidence.lexical.idf_weights`), with the line before each for
+(the support background's idf, :func:`engine.evidence.text.lexical.idf_weights`), with the line before each for
 context (a question before its answer), in record order. It is shown beside every answer, and it is what the
 model reads instead of the record when the whole record does not fit the model's context.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from engine.core.models import Case
-from engine.evidence.lexical import content_stems, idf_weights, numbers
-from engine.evidence.salience import is_dialogue
-from engine.evidence.sentences import split_sentences
+from engine.evidence.text.lexical import content_stems, idf_weights, numbers
+from engine.evidence.text.salience import is_dialogue
+from engine.evidence.text.sentences import split_sentences
 
 TOP_LINES = 3  # best-matching lines in a passage (each with the line before it)
 

@@ -13,10 +13,10 @@ from functools import lru_cache
 import numpy as np
 
 from engine.core.models import Case, Summary
-from engine.evidence.coverage_types import CoverageError, CoverageParams, Unit, checked_summary_text
+from engine.evidence.coverage.base import CoverageError, CoverageParams, Unit, checked_summary_text
 from engine.evidence.embeddings import Embedder
-from engine.evidence.salience import SPEAKER_TAG
-from engine.evidence.sentences import split_sentences
+from engine.evidence.text.salience import SPEAKER_TAG
+from engine.evidence.text.sentences import split_sentences
 
 
 # an abbreviation that never ends a sentence ("approx. 2 kg", "Dr. Osei", "vs. 40"): the splitter's cut after it
@@ -45,7 +45,7 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
     """The source cut into units a summary sentence can cover: every line, without its speaker tag, split into
     sentences (no merging across a lower-case start: transcripts are lower case), and a sentence longer than
     ``max_words`` words split into consecutive windows of ``max_words`` words — nothing is left out."""
-    from engine.evidence.sentences import segmenter
+    from engine.evidence.text.sentences import segmenter
 
     out: list[SourceUnit] = []
     for note_id, t in notes:
@@ -129,8 +129,8 @@ def _spoken_numbers(text: str) -> set[str]:
 def lexical_set(text: str) -> frozenset[str]:
     """Content words (crudely stemmed) and numbers — written in digits or in words — of ``text``: what a summary
     must repeat, in some form, to carry a source unit's facts. Stopwords, generic words and fillers do not count
-    (engine.evidence.salience.content_words); number words count as their digits, not as words."""
-    from engine.evidence.salience import content_words
+    (engine.evidence.text.salience.content_words); number words count as their digits, not as words."""
+    from engine.evidence.text.salience import content_words
 
     nums = set(re.findall(r"\d+(?:\.\d+)?", text)) | _spoken_numbers(text)
     words = {_stem(w) for w in content_words(text) if not _NUMBER_WORDS.fullmatch(w)}
@@ -149,18 +149,18 @@ def summary_units(text: str) -> list[str]:
 
 
 def source_kind(case: Case) -> str:
-    """"conversation" when a note is a transcript with speaker tags (engine.evidence.salience.is_dialogue), else "notes"."""
-    from engine.evidence.salience import is_dialogue
+    """"conversation" when a note is a transcript with speaker tags (engine.evidence.text.salience.is_dialogue), else "notes"."""
+    from engine.evidence.text.salience import is_dialogue
 
     return "conversation" if any(is_dialogue(n.text) for n in case.notes) else "notes"
 
 
-# A unit naming key terms (drugs, named conditions, labels: engine.evidence.specifics.key_terms) is covered at most
+# A unit naming key terms (drugs, named conditions, labels: engine.evidence.text.terms.key_terms) is covered at most
 # 0.3 + 0.7 × the share of them the summary writes: a summary sentence about "the medications" or one that repeats a
 # dose and a frequency does not cover "Start dapagliflozin 10 mg p.o. q.d." when it never names dapagliflozin.
 # Chosen on the development split of bench/omission_benchmark.py (with the calibration refitted there): mean of
 # the choice figures 0.935 -> 0.936, removed facts in the first 5 regions notes 0.49 -> 0.51, conversations
-# 0.34 -> 0.39; leaving routine abbreviations out of the key terms (engine.evidence.specifics.ROUTINE_ABBREVIATIONS)
+# 0.34 -> 0.39; leaving routine abbreviations out of the key terms (engine.evidence.text.terms.ROUTINE_ABBREVIATIONS)
 # then notes 0.51 -> 0.59. The base 0.3 (instead of ½) was chosen on the same split among 0.5 / 0.4 / 0.3 / 0.2 by
 # that figure (notes 0.587 / 0.595 / 0.600 / 0.460; 0.2 flags complete summaries); on the test split it moves
 # notes 0.512 -> 0.534, localisation 0.867 -> 0.863, Spearman 0.841 -> 0.833 (conversations 0.689 -> 0.687).
@@ -169,8 +169,8 @@ KEY_TERM_BASE = 0.3  # the cap is KEY_TERM_BASE + (1 - KEY_TERM_BASE) x the shar
 
 
 def key_share(unit_text: str, summary_text: str) -> float:
-    """Share of the unit's key terms (engine.evidence.specifics.key_terms) the summary writes; 1.0 when it has none."""
-    from engine.evidence.specifics import key_terms, missing_key_terms
+    """Share of the unit's key terms (engine.evidence.text.terms.key_terms) the summary writes; 1.0 when it has none."""
+    from engine.evidence.text.terms import key_terms, missing_key_terms
 
     keys = key_terms(unit_text)
     if not keys:
@@ -183,12 +183,12 @@ def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     with a summary sentence and (b) the share of its content words and numbers the summary repeats
     (:func:`lexical_set`); its omission score is 1 − that. A telegraphic summary keeps every content word, so (b)
     keeps compression from reading as omission; a paraphrase keeps the meaning, so (a) does. The raw global score
-    is the salience-weighted mean omission score (engine.evidence.salience: headers, sign-offs and small talk weigh little),
+    is the salience-weighted mean omission score (engine.evidence.text.salience: headers, sign-offs and small talk weigh little),
     i.e. the share of the source's summary-worthy content left uncovered; the reported global score maps it onto
     the true omission rate with a logistic curve fitted per source kind on the development split
     (:data:`UNITCOV_CALIBRATION`), so one flag threshold means the same for notes and for conversations. A unit
     naming key terms is covered at most 0.3 + 0.7 × the share of them the summary writes (:data:`KEY_TERM_CAP`)."""
-    from engine.evidence.salience import unit_salience
+    from engine.evidence.text.salience import unit_salience
 
     stext = checked_summary_text(summary.text)
     units = source_units(case)

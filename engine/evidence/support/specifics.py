@@ -13,12 +13,12 @@ wrong side. This module finds three kinds, each with what the notes say instead:
 * **side mismatch** — left / right / bilateral (OD / OS / OU) before or after a term the notes mention only with
   another side: "left optic neuritis" against "right optic neuritis", "optic neuritis OD".
 
-Checks read words, never meanings; they are one part of the weak-support rule (``engine.evidence.alignment``) and of the
+Checks read words, never meanings; they are one part of the weak-support rule (``engine.evidence.support.alignment``) and of the
 citation check (the cited notes must give the sentence's values). The word lists and the anchor gap were set
 on our own synthetic sample (``bench/support_benchmark.py`` reports how many genuine sentences they flag);
 ``bench/specifics_eval.py`` measures them on the validity set's inserted false facts, which played no part.
 
-Imports only the standard library and NLTK's Porter stemmer (the one ROUGE uses); :mod:`engine.evidence.alignment` builds
+Imports only the standard library and NLTK's Porter stemmer (the one ROUGE uses); :mod:`engine.evidence.support.alignment` builds
 on this module.
 """
 from __future__ import annotations
@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
+from engine.evidence.text.terms import (DRUG_STEMS, FINDING_ENDINGS, MONTHS, Tok, is_specific, stem, tokens)
+
 ANCHOR_GAP = 2  # a value belongs to the nearest content word at most this many words before it
 SIDE_WINDOW = 2  # a side word applies to the term within this many words after (or OD/OS/OU just after) it
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-/][A-Za-z0-9]+)*|\d+(?:[.,/:]\d+)*")
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6}
 _ROMAN_AFTER = {"class", "grade", "stage", "type", "bethesda", "gold", "nyha", "tirads", "tier", "phase", "ckd"}
 _SIDES = {"left": "left", "right": "right", "bilateral": "both", "bilaterally": "both", "od": "right",
@@ -60,18 +61,7 @@ class Finding:
         return f"{self.term} {self.anchor}: the notes say {' / '.join(self.source_says)}{where}"
 
 
-@dataclass(frozen=True)
-class _Tok:
-    text: str
-    low: str
-    start: int
-
-
-def _tokens(text: str) -> list[_Tok]:
-    return [_Tok(m.group(0), m.group(0).lower(), m.start()) for m in _TOKEN.finditer(text)]
-
-
-def _value(tok: _Tok, prev: Optional[_Tok]) -> Optional[str]:
+def _value(tok: Tok, prev: Optional[Tok]) -> Optional[str]:
     """The token as a normalised value: digits (thousands separators dropped, trailing zeros of a decimal kept
     apart), or a Roman numeral after class / grade / stage …; None when it is no value."""
     if tok.low[0].isdigit():
@@ -87,22 +77,13 @@ def _value(tok: _Tok, prev: Optional[_Tok]) -> Optional[str]:
     return None
 
 
-@lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem.porter import PorterStemmer  # the stemmer ROUGE (rouge-score) uses
-
-    return PorterStemmer()
-
-
-@lru_cache(maxsize=20000)
-def _stem(word: str) -> str:
-    return _stemmer().stem(word.lower())
+_CODE = re.compile(r"^(?:[CTLS]\d{1,2}|\d{1,2}[RL])$")  # a spinal level (T7, C5) or a lymph-node station (4R)
 
 
 _DOSE_UNITS = frozenset("mg mcg g units unit meq mmol iu ml".split())
 
 
-def _drug_like(tok: _Tok) -> bool:
+def _drug_like(tok: Tok) -> bool:
     """The word right before a dose ("ezetimibe 10 mg"): a lower-case word of five letters or more that is no
     unit, connective or verb form ("increased to 20 mg" gives the dose to no term)."""
     w = tok.text
@@ -114,20 +95,20 @@ def _is_unit(low: str) -> bool:
                                                  low.split("/")))
 
 
-def _is_anchor(tok: _Tok) -> bool:
+def _is_anchor(tok: Tok) -> bool:
     """A term a value can belong to: an abbreviation or label (two capitals, or a digit: FEV1, LVEF, MELD-Na,
-    A1c, TSH) or a drug (:func:`_specific`) — not a unit, a side, a capitalised word or a general word."""
+    A1c, TSH) or a drug (:func:`engine.evidence.text.terms.is_specific`) — not a unit, a side, a capitalised word or a general word."""
     if _is_unit(tok.low) or tok.low in _SIDES or tok.low[0].isdigit() or len(tok.low) < 2:
         return False
     return sum(c.isupper() for c in tok.text) >= 2 or any(c.isdigit() for c in tok.low) or \
-        _specific(tok.low.split("-")[-1])
+        is_specific(tok.low.split("-")[-1])
 
 
 _TIME_UNITS = frozenset("""s sec secs second seconds min mins minute minutes h hr hrs hour hours d day days wk wks week
 weeks mo mos month months y yr yrs year years episodes episode times cycles cycle doses""".split())
 
 
-def _measurement(toks: Sequence[_Tok], i: int, text: str) -> bool:
+def _measurement(toks: Sequence[Tok], i: int, text: str) -> bool:
     """Whether the value at ``i`` measures the term before it: not a duration or a count ("21 days",
     "14 episodes") and not followed by a word of its own, unless a percent sign ties it ("42% predicted")."""
     t = toks[i]
@@ -141,7 +122,7 @@ def _measurement(toks: Sequence[_Tok], i: int, text: str) -> bool:
     return _is_unit(nxt.low) or _value(nxt, t) is not None or not nxt.low.isalpha()
 
 
-def _anchored_values(toks: Sequence[_Tok], text: str = "") -> list[tuple[str, str, str]]:
+def _anchored_values(toks: Sequence[Tok], text: str = "") -> list[tuple[str, str, str]]:
     """(anchor key, anchor as written, value) for every measured value with a term before it (at most
     :data:`ANCHOR_GAP` words back, across units and connectives only); values that follow a value the same way
     share its term ("FEV1 1.12 L (42% predicted)", "A1c 11.8% to 9.6%"). A general word, a comma or a full stop
@@ -153,7 +134,7 @@ def _anchored_values(toks: Sequence[_Tok], text: str = "") -> list[tuple[str, st
         if v is None or (text and t.low[0].isdigit() and not _measurement(toks, i, text)):
             continue
         if not t.low[0].isdigit():  # a Roman numeral belongs to its "class" / "grade" / "stage" word
-            last[i] = (_stem(toks[i - 1].low), toks[i - 1].text)
+            last[i] = (stem(toks[i - 1].low), toks[i - 1].text)
         dosed = i + 1 < len(toks) and toks[i + 1].low in _DOSE_UNITS
         for j in range(i - 1, max(-1, i - 1 - ANCHOR_GAP), -1):
             if i in last:
@@ -166,7 +147,7 @@ def _anchored_values(toks: Sequence[_Tok], text: str = "") -> list[tuple[str, st
             if _value(toks[j], toks[j - 1] if j else None) is not None:
                 break
             if _is_anchor(toks[j]) or (dosed and _drug_like(toks[j])):
-                last[i] = (_stem(toks[j].low), toks[j].text)
+                last[i] = (stem(toks[j].low), toks[j].text)
                 break
             if not _is_unit(toks[j].low) and not toks[j].low[0].isdigit():
                 break  # a general word: the value is not this term's (a date in between is skipped)
@@ -175,7 +156,7 @@ def _anchored_values(toks: Sequence[_Tok], text: str = "") -> list[tuple[str, st
     return out
 
 
-def _side_term(tok: _Tok) -> bool:
+def _side_term(tok: Tok) -> bool:
     """A word a side can qualify: a lower-case word of four letters or more ("optic", "knee", "adrenal")."""
     return tok.text.isalpha() and tok.text.islower() and len(tok.text) >= 4 and not _is_unit(tok.low)
 
@@ -190,9 +171,9 @@ class SourceIndex:
         self.raw_tokens: set[str] = set()
         self.note_values: dict[str, set[str]] = {}  # note id -> every value it states
         for nid, text in notes:
-            toks = _tokens(text)
+            toks = tokens(text)
             self.raw_tokens |= {p for t in toks for p in [t.low, *re.split(r"[-/]", t.low)] if p}
-            self.stems[nid] = {_stem(p) for t in toks for p in [t.low, *re.split(r"[-/]", t.low)] if p}
+            self.stems[nid] = {stem(p) for t in toks for p in [t.low, *re.split(r"[-/]", t.low)] if p}
             for a, _, v in _anchored_values(toks, text):
                 self.values.setdefault(a, {}).setdefault(v, set()).add(nid)
             for i, t in enumerate(toks):
@@ -205,7 +186,7 @@ class SourceIndex:
                 span = toks[i + 1:i + 1 + SIDE_WINDOW] if t.low not in ("od", "os", "ou") else toks[max(0, i - 2):i]
                 for u in span:
                     if _side_term(u):
-                        self.sides.setdefault(_stem(u.low), {}).setdefault(side, set()).add(nid)
+                        self.sides.setdefault(stem(u.low), {}).setdefault(side, set()).add(nid)
 
     def has_stem(self, stem: str, note_ids: Optional[Iterable[str]] = None) -> bool:
         ids = self.stems if note_ids is None else [n for n in note_ids if n in self.stems]
@@ -217,37 +198,11 @@ def index_for(notes: tuple[tuple[str, str], ...]) -> SourceIndex:
     return SourceIndex(notes)
 
 
-# Word endings that mark a drug (WHO INN / USAN stems) or a named clinical finding or procedure (Greco-Latin
-# suffixes). A term is "specific" when it carries one: a general word a summary may paraphrase with ("woman",
-# "advised", "nightly", "cervical") never does.
-DRUG_STEMS = ("olol", "pril", "prilat", "sartan", "statin", "azole", "mab", "nib", "gliflozin", "gliptin", "glutide",
-              "parin", "xaban", "gatran", "grel", "darone", "thyroxine", "mycin", "micin", "cillin", "cycline",
-              "floxacin", "phosphamide", "platin", "taxel", "rubicin", "sone", "olone", "azepam", "zolam", "azepine",
-              "oxetine", "triptan", "dipine", "tidine", "prazole", "vir", "semide", "thiazide", "lukast", "terol",
-              "tropium", "formin", "caine", "profen", "fenac", "vudine", "setron", "barbital", "tretin", "dronate",
-              "lamide", "trexate", "limus", "tinib", "ciclib", "zumab", "ximab", "umab", "cept", "quine", "dazole",
-              "conazole", "fungin", "penem", "cef", "ceph", "amide", "idine", "oxacin", "adone", "orphine", "codone",
-              "morphone", "tyline", "pramine", "peridol", "apine", "idone", "afil", "osin", "zosin", "olamine",
-              "glinide", "gliptin", "lutamide", "relin", "parib", "rafenib", "lisib", "degib", "tide")
-FINDING_ENDINGS = ("itis", "oma", "omas", "ectomy", "otomy", "ostomy", "plasty", "rrhage", "rrhagic", "petechial",
-                   "petechiae", "infarction", "embolism", "embolus", "thrombosis", "aneurysm", "abscess", "fracture",
-                   "hematoma", "transfusion", "cerebellar", "perinephric", "dissection", "perforation")
-_CODE = re.compile(r"^(?:[CTLS]\d{1,2}|\d{1,2}[RL])$")  # a spinal level (T7, C5) or a lymph-node station (4R)
-
-
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
-
-
-def _specific(word: str) -> bool:
-    w = word.lower()
-    return len(w) >= 6 and w not in _MONTHS and (w.endswith(DRUG_STEMS) or w.endswith(FINDING_ENDINGS))
-
-
 def absent_terms(text: str, index: SourceIndex) -> list[Finding]:
-    """Specific terms (:func:`_specific`: drugs, named findings and procedures; labels mixing letters and digits)
+    """Specific terms (:func:`engine.evidence.text.terms.is_specific`: drugs, named findings and procedures; labels mixing letters and digits)
     that no note contains in any inflection."""
     out, seen = [], set()
-    for t in _tokens(text):
+    for t in tokens(text):
         if t.low[0].isdigit() or t.low in seen:
             continue
         seen.add(t.low)
@@ -257,7 +212,7 @@ def absent_terms(text: str, index: SourceIndex) -> list[Finding]:
             continue
         parts = [p for p in re.split(r"[-/]", t.low) if len(p) >= 4 and p.isalpha()]
         for p in parts:
-            if _specific(p) and not index.has_stem(_stem(p)) and p not in index.raw_tokens:
+            if is_specific(p) and not index.has_stem(stem(p)) and p not in index.raw_tokens:
                 out.append(Finding("absent term", t.text))
                 break
     return out
@@ -266,7 +221,7 @@ def absent_terms(text: str, index: SourceIndex) -> list[Finding]:
 def value_mismatches(text: str, index: SourceIndex, note_ids: Optional[Sequence[str]] = None) -> list[Finding]:
     """Values whose term the notes (``note_ids``: only these) give with other values and never with this one."""
     out = []
-    for anchor, written, v in _anchored_values(_tokens(text), text):
+    for anchor, written, v in _anchored_values(tokens(text), text):
         given = index.values.get(anchor, {})
         if note_ids is not None:
             given = {val: ids & set(note_ids) for val, ids in given.items() if ids & set(note_ids)}
@@ -281,7 +236,7 @@ def value_mismatches(text: str, index: SourceIndex, note_ids: Optional[Sequence[
 
 def side_mismatches(text: str, index: SourceIndex) -> list[Finding]:
     out = []
-    toks = _tokens(text)
+    toks = tokens(text)
     for i, t in enumerate(toks):
         side = _SIDES.get(t.low) if (t.low not in ("l", "r") or t.text.isupper()) else None
         if side is None:
@@ -290,7 +245,7 @@ def side_mismatches(text: str, index: SourceIndex) -> list[Finding]:
         for u in span:
             if not _side_term(u):
                 continue
-            known = index.sides.get(_stem(u.low), {})
+            known = index.sides.get(stem(u.low), {})
             if known and side not in known and "both" not in known:
                 out.append(Finding("side mismatch", t.text, u.text, tuple(sorted(known)),
                                    tuple(sorted({n for ids in known.values() for n in ids}))))
@@ -329,69 +284,8 @@ def values_elsewhere(text: str, index: SourceIndex, cited: Sequence[str]) -> lis
     notes states the value at all: "anti-dsDNA 285 (note 2)" when note 4 is cited. Described, for the citation
     check."""
     out = []
-    for anchor, written, v in _anchored_values(_tokens(text), text):
+    for anchor, written, v in _anchored_values(tokens(text), text):
         holders = index.values.get(anchor, {}).get(v, set())
         if holders and not holders & set(cited) and not any(v in index.note_values.get(n, ()) for n in cited):
             out.append(f"{written} {v} (note {', '.join(sorted(holders))})")
     return out
-
-
-# ------------------------------------------------------------------------------------- key terms of the source
-
-# For ranking what a summary leaves out (never to flag a sentence): named conditions by their ending too.
-KEY_FINDING_ENDINGS = FINDING_ENDINGS + ("pathy", "osis", "emia", "uria", "penia", "scopy", "graphy", "megaly",
-                                         "plegia", "trophy", "ectasis")
-_GENERIC_CAPS = frozenset("""the and for with not per pmh hpi ros plan assessment exam labs meds note notes history
-impression summary diagnosis patient date time visit follow cont dose daily ago yes no none ok md do rn pa np
-ed er am pm po iv im sc sl bid tid qid qd prn qhs hs npo dnr dni ama amb ref""".split())
-# Routine abbreviations of a note's furniture — vital signs, the exam, routine panels and document words — name
-# nothing a summary of the case must carry; they are no key terms (written from common clinical usage).
-ROUTINE_ABBREVIATIONS = frozenset("""bp hr rr sao2 spo2 o2 temp bmi wt ht jvp jvd rrr nad heent perrla eomi cta abd ext
-neuro psych msk gu gi cv resp pnd doe sob cp nkda nka rtc f/u fu pcp pmd ed er icu ccu or pacu hpi cc ros pmh psh
-fh sh rx dx tx sx hx cbc bmp cmp lft lfts ua ucx bcx abg vbg cxr ecg ekg tte uop i/o ios lmp h2o ml etoh tob
-hpi a/p s/p c/o r/o w/u h&p""".split())
-_WORDISH = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
-
-
-# Devices and home therapies a reader must find in a summary when the notes order or change them (they have no
-# drug stem or finding ending).
-DEVICE_TERMS = frozenset("""concentrator pacemaker defibrillator catheter stent nebulizer tracheostomy gastrostomy
-colostomy ileostomy nephrostomy dialysis transfusion wheelchair walker splint brace pump""".split())
-
-
-def key_terms(text: str) -> list[str]:
-    """The terms of a source passage a reader would look for in a summary: drugs and named conditions or
-    procedures (by their endings), labels mixing letters and digits (PLA2R, CYP3A4, FEV1) and abbreviations of
-    three to six capitals (FFR, EGFR, GSC) — each once, in order."""
-    out = []
-    for m in _WORDISH.finditer(text):
-        w = m.group(0)
-        for part in w.split("-"):
-            low = part.lower()
-            if len(part) < 2 or low in _GENERIC_CAPS or low in ROUTINE_ABBREVIATIONS:
-                continue
-            caps = part.isupper() and part.isalpha() and 3 <= len(part) <= 6
-            mixed = any(c.isdigit() for c in part) and any(c.isalpha() for c in part) and len(part) >= 3 \
-                and not re.fullmatch(r"[xXqQ]\d+|\d+[a-z]+", part)
-            named = (len(low) >= 6 and low not in _MONTHS and (low.endswith(DRUG_STEMS)
-                                                                 or low.endswith(KEY_FINDING_ENDINGS))) \
-                or low in DEVICE_TERMS
-            if (caps or mixed or named) and part not in out:
-                out.append(part)
-    return out
-
-
-@lru_cache(maxsize=64)
-def _summary_words(summary: str) -> tuple[frozenset, frozenset]:
-    """The summary's words (hyphen and slash parts too) and their stems, read once per summary."""
-    have = {t.low for t in _tokens(summary)}
-    have |= {p for w in list(have) for p in re.split(r"[-/]", w) if p}
-    return frozenset(have), frozenset(_stem(w) for w in have)
-
-
-def missing_key_terms(passage: str, summary: str, keys: Optional[list[str]] = None) -> list[str]:
-    """:func:`key_terms` of a source passage (``keys`` when the caller has them) the summary never writes
-    (case-insensitive; any inflection)."""
-    have, stems = _summary_words(summary)
-    keys = key_terms(passage) if keys is None else keys
-    return [k for k in keys if k.lower() not in have and _stem(k.lower()) not in stems]

@@ -9,7 +9,7 @@ and an earlier sentence ``i`` the rule reads:
   alike the words are;
 * ``similarity``: the cosine of the two sentence embeddings;
 * ``overlap``: the rarity-weighted share of the shorter sentence's content words (Porter stems, weighted by the
-  inverse document frequency of :func:`engine.evidence.lexical.support_background`) that the other sentence also has;
+  inverse document frequency of :func:`engine.evidence.text.lexical.support_background`) that the other sentence also has;
 * ``said before``: the rarity-weighted share of ``j``'s content words that some earlier sentence already has.
 
 ``j`` restates ``i`` when ``j`` has no new value and the two are close in meaning (``similarity``) with some rare
@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.evidence.lexical import canonical_number, content_stems, idf_weights, rouge_scorer
+from engine.evidence.text.lexical import canonical_number, content_stems, idf_weights, rouge_scorer
 
 MIN_CONTENT = 3
 UNITS = frozenset("""% mg mcg ug g kg lb lbs mm cm m ml l dl mmhg mg/dl g/dl g/g mg/g g/l mg/l iu/ml iu/l u/l meq/l

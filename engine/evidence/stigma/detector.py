@@ -66,9 +66,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from engine.evidence.stigma_rules import RULES, context_rule, quotes_of
+from engine.evidence.stigma.rules import RULES, context_rule, quotes_of
 
-LEXICON_PATH = Path(__file__).resolve().parents[1] / "resources" / "stigma_lexicon.json"
+LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"
 RULES_VERSION = "stigma-rules-1"  # bump when a context rule changes: the lexicon version changes with it
 
 NOTES_ITEM = "stigmatizing_notes"  # PDSQI-9 item keys (engine.core.rubric)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.evidence.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 
 UNSUPPORTED_COLOUR = "rgba(255,140,0,0.38)"
 UNSCORED_COLOUR = "rgba(140,149,159,0.25)"

@@ -13,7 +13,7 @@ from typing import Mapping, Optional
 
 from engine.core.models import Dataset
 from engine.evidence.defect_check import DefectCheck
-from engine.evidence.verification.result import VerificationResult
+from engine.evidence.support.verification.result import VerificationResult
 
 INJECTED_DEFECT_TYPES = ("fabricated_fact", "falsified_fact", "wrong_citation")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.evidence.verification.passages import PassageRef
+from engine.evidence.support.verification.passages import PassageRef
 
 VERDICTS = ("supported", "unsupported", "unscored")
 

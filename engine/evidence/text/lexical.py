@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 
-BACKGROUND_PATH = Path(__file__).resolve().parents[1] / "resources" / "support_background.json"
+BACKGROUND_PATH = Path(__file__).resolve().parents[2] / "resources" / "support_background.json"
 
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'/-][a-z0-9]+)*")
@@ -123,7 +123,7 @@ def _spoken_values(run: list[str], generous: bool) -> set[str]:
 def _stop_stems() -> frozenset:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    from engine.evidence.salience import FILLERS, GENERIC_WORDS, STOPWORDS
+    from engine.evidence.text.salience import FILLERS, GENERIC_WORDS, STOPWORDS
 
     words = set(ENGLISH_STOP_WORDS) | set(STOPWORDS) | set(GENERIC_WORDS) | set(FILLERS) | {"doctor", "guest"}
     return frozenset(words | {t for w in words for t in rouge_scorer().tokens(w)})

@@ -3,7 +3,7 @@
 Method (Schumacher et al., MED-OMIT):
  1. atomic facts from the source, each linked back to the note and character span it came from;
  2. a differential diagnosis (DDx) from the source: ≤ 10 ranked conditions, probable / possible / unlikely;
- 3. per fact: omitted from the summary or not (:mod:`engine.evidence.medomit_decision`: one closed question per
+ 3. per fact: omitted from the summary or not (:mod:`engine.evidence.medomit.decision`: one closed question per
     fact, the summary read once, combined with the fact's coverage by the summary's words);
  4. importance of each fact against the DDx: critical = 1, important = 0.5, other = 0.1;
  5. facts clustered as supporting / refuting each diagnosis, sub-clustered by mechanism;
@@ -33,9 +33,9 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
 from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
-from engine.evidence.medomit_checks import check_ddx, check_facts
-from engine.evidence.medomit_decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
-from engine.evidence.medomit_result import (Cluster, Diagnosis, Fact, IMPORTANCE_WEIGHT, MedOmitResult,
+from engine.evidence.medomit.checks import check_ddx, check_facts
+from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
+from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, IMPORTANCE_WEIGHT, MedOmitResult,
                                             METHOD_VERSION, StepRecord, compare_ddx, link_fact, merge_facts,
                                             score_document)
 from engine.llm.backends import Backend
@@ -311,7 +311,7 @@ class MedOmit:
 
     def omissions(self, summary: Summary, facts: Sequence[Fact], records: list[StepRecord],
                   progress: Callable[[str], None] = lambda s: None) -> list[FactDecision]:
-        """Each fact decided present or omitted (:func:`engine.evidence.medomit_decision.decide`): one closed
+        """Each fact decided present or omitted (:func:`engine.evidence.medomit.decision.decide`): one closed
         question per fact with the summary read once, and the fact's coverage by the summary's words."""
         t0 = time.perf_counter()
         dec = decide([f.fact_id for f in facts], [f.text for f in facts], summary.text, self.embedder(),

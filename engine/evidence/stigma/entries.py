@@ -1,11 +1,11 @@
 """Clinician entries of the stigmatizing-language lexicon: validated against the built-in lexicon and the active
-entries (engine.evidence.stigma), stored in the workspace, read back for the detector.
+entries (engine.evidence.stigma.detector), stored in the workspace, read back for the detector.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from engine.evidence.stigma import LexiconEntry, LexiconError, compile_term, load_lexicon
+from engine.evidence.stigma.detector import LexiconEntry, LexiconError, compile_term, load_lexicon
 
 
 def workspace_entries(store) -> list[dict[str, Any]]:

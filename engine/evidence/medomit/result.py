@@ -52,7 +52,7 @@ class FactScore:
     score: float
     clusters: list[str]  # "supporting Dx / mechanism" labels
     explanation: str = ""
-    p_omitted: Optional[float] = None  # the decision's P(omitted) (engine.evidence.medomit_decision); None: older
+    p_omitted: Optional[float] = None  # the decision's P(omitted) (engine.evidence.medomit.decision); None: older
     p_stated: Optional[float] = None  # the model's P(yes) "the summary states it"; None: not asked / no answer
     coverage: Optional[float] = None  # how much of the fact the summary's words carry
 

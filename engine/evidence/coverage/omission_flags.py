@@ -1,6 +1,6 @@
 """Note-level omission flags: what a multi-note record can lose whole, shown beside the ranked uncovered regions.
 
-The ranked region list (:func:`engine.evidence.coverage.merge_regions`) orders source passages one by one. Two
+The ranked region list (:func:`engine.evidence.coverage.regions.merge_regions`) orders source passages one by one. Two
 omissions are about the record rather than one passage, and a reader checking a summary of several notes looks
 for them first; they are listed as flags above the regions, each with the passage it points to:
 
@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 from engine.core import citations
 from engine.core.models import Case, Note
-from engine.evidence.coverage_types import Region, Unit
+from engine.evidence.coverage.base import Region, Unit
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:
     """Sentences of the latest note that say a result is pending, which no summary sentence carries: a summary
     sentence carries one when it says something is pending, preliminary or expected and shares a content word with
     it."""
-    from engine.evidence.sentences import split_sentences
-    from engine.evidence.unitcov import source_units
+    from engine.evidence.text.sentences import split_sentences
+    from engine.evidence.coverage.unitcov import source_units
 
     latest = {n.note_id for n in latest_notes(case)}
     pending = [u for u in source_units(case) if u.note_id in latest and PENDING.search(u.text)
@@ -117,8 +117,8 @@ def uncited_note_flags(case: Case, summary_text: str, units: Sequence[Unit], thr
                        style: citations.CitationStyle = citations.DEFAULT_STYLE) -> list[OmissionFlag]:
     """One flag per note the summary never cites, when it cites at least one note of the case (a summary without
     citations is the citation check's finding, not this one). ``units``: the coverage method's scored units."""
-    from engine.evidence.coverage import merge_regions
-    from engine.evidence.salience import unit_salience
+    from engine.evidence.coverage.regions import merge_regions
+    from engine.evidence.text.salience import unit_salience
 
     ids = [n.note_id for n in case.notes]
     cited = set(citations.cited_ids(summary_text, style)) & set(ids)

@@ -17,7 +17,7 @@ Per summary: extractive **coverage** and **density** (Grusky et al., 2018) again
 support, and the combined score g = ½(z(support) + z(coverage)) with z over the summaries of a dataset.
 
 Source units are the sentences of the notes; in a conversation transcript (a note with at least two lines
-opening with a speaker tag, :func:`engine.evidence.salience.is_dialogue`) each unit loses its speaker tag ("[doctor]") and
+opening with a speaker tag, :func:`engine.evidence.text.salience.is_dialogue`) each unit loses its speaker tag ("[doctor]") and
 its disfluencies ("um", "uh", "mm-hmm", "you know", "i mean") before ROUGE and embeddings see it. The returned
 source references keep the original sentence text and offsets.
 
@@ -43,7 +43,7 @@ comparable across source kinds:
   the source states an age), or a patient name after a title ("Mrs. Kessler") absent from the source. One is
   enough: the sentence is weak whatever its score.
 
-* **false specifics** (:mod:`engine.evidence.specifics`) — a drug or named finding no note contains, a value the notes
+* **false specifics** (:mod:`engine.evidence.support.specifics`) — a drug or named finding no note contains, a value the notes
   give for that term only with other values, the other side. One is enough, with what the notes say instead.
 
 A section heading ("ASSESSMENT AND PLAN") is never weak. ``support`` keeps its meaning (and feeds the mean support
@@ -57,21 +57,21 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.evidence import specifics
+from engine.evidence.support import specifics
 from engine.core.citations import strip as strip_citations
 from engine.evidence.embeddings import Embedder
-from engine.evidence.lexical import (BACKGROUND_PATH, LIST_MARKER, content_stems, lexical_support, numbers,
+from engine.evidence.text.lexical import (BACKGROUND_PATH, LIST_MARKER, content_stems, lexical_support, numbers,
                                      rouge_scorer, words)
 from engine.core.models import Case, Summary
-from engine.evidence.salience import SPEAKER_TAG
-from engine.evidence.sentences import Sentence, split_sentences
+from engine.evidence.text.salience import SPEAKER_TAG
+from engine.evidence.text.sentences import Sentence, split_sentences
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
 # v2: citations read by engine.core.citations. v3: the weak-support rule (support_score, lexical, semantic,
 # foreign), and transcript units without speaker tags and disfluencies.
-# v4: a citation is right when the cited note supports the sentence. v5: fact-level checks (engine.evidence.specifics) in the
+# v4: a citation is right when the cited note supports the sentence. v5: fact-level checks (engine.evidence.support.specifics) in the
 # weak rule and the citation check.
-ALIGNMENT_VERSION = "alignment-v6"  # v6: restatements inside the summary (engine.evidence.redundancy)
+ALIGNMENT_VERSION = "alignment-v6"  # v6: restatements inside the summary (engine.evidence.support.redundancy)
 # The cited notes support a sentence when ½(lexical + semantic) against those notes alone reaches this. Chosen by
 # bench/citation_benchmark.py on its development split (redundant multi-note records with known wrong citations).
 CITED_SUPPORT = 0.46
@@ -119,9 +119,9 @@ class SentenceAlignment:
     weak_reason: str = ""
     cited_support: Optional[float] = None  # ½(lexical + semantic) against the cited notes alone (alignment-v4)
     also_supported: str = ""  # information: another note supports the sentence better (not a defect)
-    specifics: list[str] = field(default_factory=list)  # false-looking specifics, described (engine.evidence.specifics)
+    specifics: list[str] = field(default_factory=list)  # false-looking specifics, described (engine.evidence.support.specifics)
     restates: Optional[int] = None  # index of an earlier sentence this one says again (alignment-v6)
-    restates_detail: str = ""  # the restatement, described (engine.evidence.redundancy)
+    restates_detail: str = ""  # the restatement, described (engine.evidence.support.redundancy)
 
 
 @dataclass
@@ -166,7 +166,7 @@ class SourceProfile:
 
 
 def source_units(case: Case) -> list[tuple[str, Sentence, str]]:
-    from engine.evidence.salience import is_dialogue
+    from engine.evidence.text.salience import is_dialogue
 
     out = []
     for n in case.notes:
@@ -231,7 +231,7 @@ def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: So
     """(verdict, detail, support of the cited notes, also-supported note) for one sentence. Right = the cited
     notes support it and give its values; wrong = they do not (naming the note that does, if any), or a value
     the sentence attaches to a term is given by another note and by none of the cited ones
-    (:func:`engine.evidence.specifics.values_elsewhere`, read when ``index`` is given); a note that supports it better is
+    (:func:`engine.evidence.support.specifics.values_elsewhere`, read when ``index`` is given); a note that supports it better is
     only information: on real records later notes repeat earlier ones, and citing the earlier one is not wrong."""
     if not cites:
         return "missing", "no note citation", None, ""
@@ -256,14 +256,14 @@ def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: So
 
 
 def is_heading(text: str) -> bool:
-    from engine.evidence.salience import classify
+    from engine.evidence.text.salience import classify
 
     return classify(text, dialogue=False).kind == "header"
 
 
 def weak_verdict(ev: SupportEvidence, text: str = "", specifics: Sequence[str] = ()) -> tuple[bool, str]:
     """(weak, why) under the rule: a foreign number or name, a false specific (``specifics``: described
-    findings of :mod:`engine.evidence.specifics`), or support_score below WEAK_SUPPORT."""
+    findings of :mod:`engine.evidence.support.specifics`), or support_score below WEAK_SUPPORT."""
     if text and is_heading(text):
         return False, ""
     if ev.foreign:
@@ -309,7 +309,7 @@ def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]
 
 
 def _content_mask(text: str, spans) -> np.ndarray:
-    from engine.evidence.coverage_embedding import stopword_set
+    from engine.evidence.coverage.embedding_methods import stopword_set
 
     keep = np.zeros(len(spans), bool)
     for i, (s, e) in enumerate(spans):
@@ -324,7 +324,7 @@ def _content_mask(text: str, spans) -> np.ndarray:
 
 
 def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
-    from engine.evidence.coverage_types import checked_summary_text
+    from engine.evidence.coverage.base import checked_summary_text
 
     blanked = checked_summary_text(summary.text)
     ssents = split_sentences(summary.text)
@@ -400,7 +400,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
                                      [ref(j, sims[i, j]) for j in etop], round(support, 4),
                                      weak, best_note, verdict, detail, round(ev.score, 4), round(ev.lexical, 4),
                                      round(ev.semantic, 4), ev.foreign, why, cited_support, also, found))
-    from engine.evidence.redundancy import restatements
+    from engine.evidence.support.redundancy import restatements
 
     for r in restatements([x.clean for x in ssents], S, skip=[is_heading(x.clean) for x in ssents]):
         out[r.later].restates, out[r.later].restates_detail = r.first, r.describe()

@@ -2,7 +2,7 @@
 per summary of a dataset, and group means."""
 from __future__ import annotations
 
-from engine.evidence.medomit_result import MedOmitResult
+from engine.evidence.medomit.result import MedOmitResult
 
 
 def omitted_fact_rows(result: MedOmitResult) -> list[dict]:

@@ -11,7 +11,7 @@ Methods
 * ``unitcov`` (default) — beyond the paper: the source is cut into units (sentences; transcript lines without
   their speaker tag; long sentences in 40-word windows); each unit is as covered as the better of its best cosine
   with a summary sentence and the share of its content words and numbers (spoken numbers read as digits) the
-  summary repeats; the global score is the salience-weighted mean of 1 − coverage (:mod:`engine.evidence.salience`),
+  summary repeats; the global score is the salience-weighted mean of 1 − coverage (:mod:`engine.evidence.text.salience`),
   mapped by a line fitted per source kind (notes / conversation) on the development split of
   ``bench/omission_benchmark.py`` (a logistic curve) onto the true omission rate, so the score reads as "estimated share of the
   facts left out" and one flag threshold serves every case. Any non-empty summary is scored.
@@ -35,10 +35,10 @@ import numpy as np
 
 from engine.core.citations import strip as strip_citations
 from engine.core.models import Case, Summary
-from engine.evidence.coverage_embedding import kde_scores, sentcov_scores, topiccov_scores
-from engine.evidence.coverage_types import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
+from engine.evidence.coverage.embedding_methods import kde_scores, sentcov_scores, topiccov_scores
+from engine.evidence.coverage.base import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
 from engine.evidence.embeddings import Embedder, EMBEDDING_NAME
-from engine.evidence.unitcov import unitcov_scores
+from engine.evidence.coverage.unitcov import unitcov_scores
 
 
 # A region stating a change or a next step (started, stopped, switched, pending, scheduled, ordered, referred …)
@@ -79,13 +79,13 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
     """Adjacent units at or above the threshold (same note, only spaces/punctuation between) become one region,
     widened to whole words and trimmed of punctuation at its ends; the region's score is its highest unit score,
     and score x salience its highest salience-weighted unit score (``salience``: one weight per unit; None =
-    :func:`engine.evidence.salience.unit_salience`, all 1.0 = rank by raw score). With ``summary_text``, each region lists
-    its key terms the summary never writes (:func:`engine.evidence.specifics.missing_key_terms`). Regions are ranked by
+    :func:`engine.evidence.text.salience.unit_salience`, all 1.0 = rank by raw score). With ``summary_text``, each region lists
+    its key terms the summary never writes (:func:`engine.evidence.text.terms.missing_key_terms`). Regions are ranked by
     :func:`region_rank_key`."""
-    from engine.evidence.specifics import missing_key_terms
+    from engine.evidence.text.terms import missing_key_terms
 
     if salience is None:
-        from engine.evidence.salience import unit_salience
+        from engine.evidence.text.salience import unit_salience
 
         salience = unit_salience(case, units)
     if len(salience) != len(units):
@@ -144,9 +144,9 @@ def select_regions(case: Case, units: Sequence[Unit], method: str, threshold: fl
                    salience: Optional[Sequence[float]] = None, summary_text: Optional[str] = None) -> list[Region]:
     """The regions :func:`score_coverage` stores: up to ``top`` regions at or above the threshold; when fewer pass
     it, also the least covered places (units in the top 10 % of scores, 1 % for kde), all ranked by
-    :func:`region_rank_key`. ``salience`` as in :func:`merge_regions` (None = the engine.evidence.salience rule)."""
+    :func:`region_rank_key`. ``salience`` as in :func:`merge_regions` (None = the engine.evidence.text.salience rule)."""
     if salience is None:
-        from engine.evidence.salience import unit_salience
+        from engine.evidence.text.salience import unit_salience
 
         salience = unit_salience(case, units)
     min_words = METHODS[method].min_region_words if method in METHODS else 2
@@ -260,12 +260,12 @@ def result_from_dict(d: dict) -> CoverageResult:
 # Part of every stored result's key: bump it when the scoring code changes, so stored and shipped results
 # (sample_data/evidence_results.jsonl) are recomputed instead of shown stale.
 # v2: citations stripped by engine.core.citations (every form, runs with separators)
-# v3: regions ranked by score x salience (engine.evidence.salience: boilerplate and small talk last); Region.salience
+# v3: regions ranked by score x salience (engine.evidence.text.salience: boilerplate and small talk last); Region.salience
 # v4: the method registry, unitcov (default), any non-empty summary scored. v5: regions naming a key term the summary
 # never writes rank first; units no longer split after an abbreviation; region ends trimmed of punctuation; a
 # unit's coverage capped by the share of its key terms the summary writes (calibration refitted).
 # v6: that cap starts at 0.3 instead of 0.5, so a unit whose key terms the summary never writes is uncovered
-# (calibration refitted); devices and home therapies (engine.evidence.specifics.DEVICE_TERMS) are key terms.
+# (calibration refitted); devices and home therapies (engine.evidence.text.terms.DEVICE_TERMS) are key terms.
 COVERAGE_VERSION = "coverage-v6"
 
 

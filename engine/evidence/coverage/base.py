@@ -50,11 +50,11 @@ class Region:
     end: int
     text: str
     score: float  # the raw omission score (highest unit score in the region)
-    # engine.evidence.salience weight in [0, 1] (0 = boilerplate / small talk, 1 = content): score x salience is the region's
+    # engine.evidence.text.salience weight in [0, 1] (0 = boilerplate / small talk, 1 = content): score x salience is the region's
     # best salience-weighted unit score, and regions rank by it. Defaults to 1.0 so results stored before
     # coverage-v3 still load.
     salience: float = 1.0
-    # key terms of the region (drugs, named conditions, labels: engine.evidence.specifics.key_terms) the summary never
+    # key terms of the region (drugs, named conditions, labels: engine.evidence.text.terms.key_terms) the summary never
     # writes; a region with one ranks before every region without (coverage-v5)
     missing: list[str] = field(default_factory=list)
 

@@ -26,15 +26,15 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Case, Dataset, Summary
 from engine.core.stamps import json_key
-from engine.evidence import specifics
-from engine.evidence.alignment import is_heading
-from engine.evidence.lexical import numbers
-from engine.evidence.sentences import split_sentences
-from engine.evidence.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
+from engine.evidence.support import specifics
+from engine.evidence.support.alignment import is_heading
+from engine.evidence.text.lexical import numbers
+from engine.evidence.text.sentences import split_sentences
+from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
-from engine.evidence.verification.claims import split_claims
-from engine.evidence.verification.passages import LineIndex, record_lines
-from engine.evidence.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+from engine.evidence.support.verification.claims import split_claims
+from engine.evidence.support.verification.passages import LineIndex, record_lines
+from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 from engine.llm.backends import Backend, BackendError
 from engine.llm.modelfiles import is_smoke_test_model
 
@@ -58,7 +58,7 @@ DEFAULT_PARAMS = VerifyParams()
 
 def fact_findings(claim: str, case: Case, record_numbers: frozenset) -> list[str]:
     """What the record contradicts or never gives in ``claim``: the fact-level checks of
-    :func:`engine.evidence.specifics.check_sentence`, an age when the record mentions none, and a number the
+    :func:`engine.evidence.support.specifics.check_sentence`, an age when the record mentions none, and a number the
     record never states (digits or words)."""
     notes = [(n.note_id, n.text) for n in case.notes]
     out = [f.describe() for f in specifics.check_sentence(claim, notes)]

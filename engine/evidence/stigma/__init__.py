@@ -1,0 +1,5 @@
+"""Stigmatizing language, without an LLM: the lexicon detector (``detector``), its context rules (``rules``) and
+the clinicians' own lexicon entries (``entries``).
+
+Imports: engine.core, engine.data; nothing else of engine.evidence.
+"""
