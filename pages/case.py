@@ -42,12 +42,17 @@ def _colour(mark) -> tuple:
             mark.title)
 
 
-head = state.guarded(build_case_view, store, name, ds, case_id, None, stop=True)
-if head.stigma_error:
-    st.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(head.stigma_error))
-note_marks = {nid: [_colour(m) for m in marks] for nid, marks in head.note_marks.items()}
-
+lexicon_error = st.empty()
 left, right = st.columns([3, 2], gap="large")
+with right:  # the summary is picked first, so the page builds its one view for it and then draws both columns
+    st.markdown("#### Summary")
+    sid = state.summary_picker(ds, case, st, key="case_summary", horizontal=True,
+                               label_visibility="collapsed") if summaries else None
+view = state.guarded(build_case_view, store, name, ds, case_id, sid, stop=True)
+if view.stigma_error:
+    lexicon_error.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(view.stigma_error))
+note_marks = {nid: [_colour(m) for m in marks] for nid, marks in view.note_marks.items()}
+
 with left:
     st.markdown("#### Source notes")
     if any(note_marks.values()):
@@ -56,12 +61,9 @@ with left:
     with st.container(height=NOTES_HEIGHT):  # the notes scroll in their own box; citation badges scroll it
         case_view.render_notes([n.__dict__ for n in case.notes], note_marks)
 with right:
-    st.markdown("#### Summary")
     if not summaries:
         st.info("No summary for this case.")
         st.stop()
-    sid = state.summary_picker(ds, case, st, key="case_summary", horizontal=True, label_visibility="collapsed")
-    view = state.guarded(build_case_view, store, name, ds, case_id, sid, stop=True)
     s, sstig, verified = view.summary, view.stigma, view.verification
     summary_marks = [_colour(m) for m in view.summary_marks]
     case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
