@@ -7,7 +7,7 @@ from engine.core import untrusted
 from engine.core.rubric import get_item
 from engine.data.store import StoreError
 from engine.judge import calibration
-from engine.views.agreement import agreement_page_view, disagreement_rows, length_correlation
+from engine.views.agreement import agreement_page_view, disagreement_rows, fit_calibration, length_correlation
 
 st.title("Agreement")
 name, ds = state.require_dataset()
@@ -125,7 +125,7 @@ with t_cal:
         if st.button("Fit calibration", key="cal_fit"):
             try:
                 with st.spinner("Fitting and cross-validating…"):
-                    fitted = calibration.fit_from_store(store, name, config.key, kind)
+                    fitted = fit_calibration(store, name, config.key, kind)
             except calibration.CalibrationRefused as exc:
                 st.error(f"Calibration refused: {untrusted.md(exc)}")
             except StoreError as exc:

@@ -8,17 +8,13 @@ import streamlit as st
 from components import case_view, frames, state, triage_view
 from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
                                     render_shortcuts)
-from engine.core import citations
-from engine.judge import triage
-from engine.core import untrusted
-from engine.judge.stored import latest_result
-from engine.data.ratings import display_table, judge_cell
-from engine.data.reviews import (ADJUDICATION, KIND_LABELS, REVIEW_KINDS, current_reviews, export_reviews_csv, has_reviewed,
-                                 history_rows, review_history, reviews_as_ratings, save_review)
-from engine.core.rubric import ITEMS, get_item
-from engine.data.assignments import disagreements, reviewer_queue
+from engine.core import citations, untrusted
+from engine.core.rubric import ITEMS
+from engine.data.reviews import ADJUDICATION, KIND_LABELS, REVIEW_KINDS
 from engine.data.store import StoreError
-from engine.views.review import default_reviewer, review_order
+from engine.judge.triage import stratified_sample
+from engine.views.review import (adjudication_rows, assigned_queue, default_reviewer, my_review, review_order,
+                                 spot_check_view, submit_review, triage_queue)
 
 
 
@@ -64,7 +60,7 @@ def _open(sid_key: str) -> None:
 
 
 with st.expander("Review these first — triage queue", expanded=False):
-    entries, score_source = state.guarded(triage.for_dataset, store, name, ds, default=([], ""))
+    entries, score_source = state.guarded(triage_queue, store, name, ds, default=([], ""))
     blind_queue = st.session_state.get("review_blinded", True)
     if entries:
         st.caption(f"Ranked by the judge's scores ({untrusted.md(score_source)}) and the evidence: coverage, "
@@ -74,7 +70,7 @@ with st.expander("Review these first — triage queue", expanded=False):
                                    key="triage_sample_n",
                                    help="Draws across the thirds of the queue in turn (review first, middle, lowest "
                                         "risk), so a sample also checks summaries the judge liked.")
-        shown = triage.stratified_sample(entries, int(sample_n), seed=0) if sample_n else entries
+        shown = stratified_sample(entries, int(sample_n), seed=0) if sample_n else entries
         triage_view.render(shown, blind_queue)
         st.selectbox("Open", [e.summary_id for e in shown], key="triage_open", on_change=_open,
                      args=("triage_open",), index=None, placeholder="Pick a summary to review it",
@@ -103,7 +99,7 @@ blinded = c3.checkbox("Blinded", value=True, key="review_blinded",
 
 if reviewer:
     if reviewer != _me:  # the name was typed after the queue above was read
-        queue = state.guarded(reviewer_queue, store, name, reviewer, default=[])
+        queue = state.guarded(assigned_queue, store, name, reviewer, default=[])
     if queue:
         todo = [e for e in queue if not e.done]
         with st.expander(f"Your assigned summaries: {len(todo)} to do of {len(queue)}", expanded=bool(todo)):
@@ -117,13 +113,10 @@ if kind == ADJUDICATION:
     with st.expander("Adjudication queue — where reviewers disagree (shows their scores)", expanded=False):
         margin = st.number_input("Margin (1–5 items: a larger difference is a disagreement)", 0.0, 4.0, 1.0, 0.5,
                                  key="adjudication_margin")
-        pending = state.guarded(disagreements, store, name, float(margin), default=[])
+        pending = state.guarded(adjudication_rows, store, name, float(margin), default=[])
         if pending:
-            frames.show([{"summary": d.summary_id, "item": get_item(d.item).label,
-                                        "spread": d.spread,
-                                        "reviewers": ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}"
-                                                               for r, v in d.values.items())} for d in pending])
-            st.selectbox("Open", sorted({d.summary_id for d in pending}), key="adjudicate_open", on_change=_open,
+            frames.show(pending)
+            st.selectbox("Open", sorted({d["summary"] for d in pending}), key="adjudicate_open", on_change=_open,
                          args=("adjudicate_open",), index=None, placeholder="Pick a summary to adjudicate")
         else:
             st.info("No disagreement beyond the margin is waiting for an adjudicated score.")
@@ -156,14 +149,13 @@ with right:
     if not reviewer:
         st.info("Enter your name as reviewer to score this summary.")
     else:
-        mine = [r for r in state.guarded(current_reviews, store, name, sid, default=[])
-                if r.reviewer == reviewer and r.kind == kind]
+        values, comments = state.guarded(my_review, store, name, sid, reviewer, kind, default=({}, {}))
         with st.container(height=FORM_HEIGHT):
-            submitted = render_review_form(f"review:{name}:{sid}:{reviewer}:{kind}", ITEMS,
-                                           {r.item: r.value for r in mine}, {r.item: r.comment for r in mine})
+            submitted = render_review_form(f"review:{name}:{sid}:{reviewer}:{kind}", ITEMS, values, comments)
         if submitted is not None:
             try:
-                written = save_review(store, name, sid, reviewer, kind, submitted["values"], submitted["comments"])
+                written = submit_review(store, name, sid, reviewer, kind, submitted["values"],
+                                        submitted["comments"])
             except StoreError as exc:
                 st.error(f"Not saved: the workspace is busy or unavailable, retry in a moment: {untrusted.md(exc)}")
             except ValueError as exc:
@@ -177,7 +169,8 @@ with right:
                     st.info("Nothing changed: your current review already has these values.")
     render_shortcuts(ITEMS)
 
-revealed = not blinded or state.guarded(has_reviewed, store, name, sid, reviewer, default=False)
+shown_after = state.guarded(spot_check_view, store, name, ds, sid, reviewer, blinded, default=None)
+revealed = shown_after is not None and shown_after.revealed
 if not revealed:
     st.info("Blinded: the other raters' scores, the LLM judge results and the review history of this summary are "
             "hidden until you submit your review (or untick **Blinded**).")
@@ -187,34 +180,30 @@ else:
                "score. The median row is the reference: the panel's median (yes/no items: the share of yes), "
                "replaced by the adjudicated score where there is one — spot checks and adjudications are never "
                "averaged in as more raters.")
-    case_view.render_score_table(display_table(ds.ratings_for(sid)
-                                               + state.guarded(reviews_as_ratings, store, name, sid, default=[])),
-                                 [it.label for it in ITEMS if it.is_likert])
+    case_view.render_score_table(shown_after.score_rows, [it.label for it in ITEMS if it.is_likert])
 
     st.markdown("#### LLM judge")
-    stored = state.guarded(latest_result, store, name, sid, default=None)
+    stored = shown_after.judge
     if stored is None:
         st.info("No LLM judge result is stored for this summary (run it on the Judge page).")
     else:
         st.caption(f"Status: {untrusted.md(stored.status)} · model {untrusted.md(stored.provenance.model_file)} · "
                    f"{untrusted.md(stored.created_at)}"
                    + (f" · {untrusted.md(stored.reason)}" if stored.reason else ""))
-        frames.show([{"item": i.label, "LLM median": judge_cell(i, stored.items.get(i.key))}
-                         for i in ITEMS])
+        frames.show(shown_after.judge_rows)
         st.caption("Median over the judge's samples (yes/no items: the share of yes); blank = not scored; "
                    "NA = not applicable.")
 
     st.markdown("#### Review history of this summary")
-    history = state.guarded(review_history, store, name, sid, default=[])
-    if history:
-        frames.show(history_rows(history))
+    if shown_after.history_rows:
+        frames.show(shown_after.history_rows)
         st.caption("Newest first. Edits never overwrite: a replaced value stays, marked 'replaced by #n'.")
     else:
         st.info("No review of this summary yet.")
 
 st.markdown("#### Export")
 st.download_button("Download all reviews of this dataset (CSV, with history)",
-                   state.guarded(export_reviews_csv, store, name, default="") if revealed else "",
+                   shown_after.export_csv if revealed else "",
                    file_name=untrusted.filename(name, "-reviews.csv"), mime="text/csv", disabled=not revealed,
                    help="Every review row with reviewer and time, superseded rows included."
                         + ("" if revealed else " Available once you have submitted (or with Blinded off)."))

@@ -216,3 +216,37 @@ def test_evidence_reads_as_concept_subpackages_importing_downward():
             if there is not None and there != here and rank[there] > rank[here]:
                 bad.append(f"{name} imports {dep}")
     assert bad == []
+
+
+def _store_readers(path) -> set[str]:
+    """Calls in a page or component that hand the workspace store (a name ``store``) to an engine function other
+    than an engine view (directly, or through ``state.guarded(fn, store, ...)``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    origin = {}
+    for node, mod, name in _imports(path):
+        for a in node.names:
+            origin[a.asname or a.name.split(".")[0]] = mod if name is None else f"{mod}.{name}"
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn, args = node.func, list(node.args)
+        if isinstance(fn, ast.Attribute) and fn.attr == "guarded" or isinstance(fn, ast.Name) and fn.id == "guarded":
+            fn, args = (args[0], args[1:]) if args else (fn, [])
+        if not (args and isinstance(args[0], ast.Name) and args[0].id == "store"):
+            continue
+        base = fn
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        where = origin.get(base.id, "") if isinstance(base, ast.Name) else ""
+        named = ast.unparse(fn)
+        if where.startswith("engine.") and not where.startswith("engine.views") and not named.endswith("_job"):
+            out.add(f"{_rel(path)}: {named}")
+    return out
+
+
+def test_pages_hand_the_store_only_to_engine_views():
+    """Besides the views, a page may start a background job (``*_job``: progress and cancel) with the store;
+    components/state.py opens the store and imports the sample into a new workspace."""
+    found = set().union(*(_store_readers(p) for p in UI if _rel(p) != "components/state.py"))
+    assert found == set()

@@ -132,8 +132,8 @@ def test_evidence_csv_export_has_the_column():
     store = Store(workspace_path())
     ds = store.load_dataset("sample")
     results = {k: MedOmitResult.from_json(v) for k, v in store.evidence_results("sample", "medomit").items()}
-    csv = pd.read_csv(io.BytesIO(dataframe_csv(pd.DataFrame(dataset_rows(ds, results)))))
-    assert bool(csv.loc[csv["summary"] == sid, "smoke-test model"].item()) is True
+    csv = pd.read_csv(io.BytesIO(dataframe_csv(pd.DataFrame([r.display() for r in dataset_rows(ds, results)]))))
+    assert csv.loc[csv["summary"] == sid, "smoke-test model"].item() == "yes"
 
 
 def test_disagreements_exclude_argument():

@@ -160,3 +160,9 @@ def agreement_report(store, name: str, config_key: Optional[str], n_boot: int, c
 def judge_configurations(store, name: str):
     """The judge configurations present in a dataset's stored results (most summaries first)."""
     return configured_results(store, name).configs
+
+
+def fit_calibration(store, name: str, config_key: str, kind: str):
+    """Fit and store a calibration of one judge configuration to the dataset's raters (engine.judge.calibration
+    .fit_from_store); raises :class:`engine.judge.calibration.CalibrationRefused` with the reason."""
+    return calibration.fit_from_store(store, name, config_key, kind)

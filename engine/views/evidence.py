@@ -71,21 +71,20 @@ def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Sequence =
     summary (computed once per data version by the caller's cache)."""
     view = EvidencePageView()
     results = stored_results(store, name, "medomit")
-    rows = dataset_rows(ds, results)
-    for r in rows:
-        r["smoke-test model"] = "yes" if r["smoke-test model"] else ""
+    typed = dataset_rows(ds, results)
+    rows = [r.display() for r in typed]
     smoke = [r for r in results.values() if r.smoke_test]
     view.medomit_rows, view.medomit_results, view.medomit_smoke_tests = rows, len(results), len(smoke)
     if smoke:
         view.medomit_smoke_model = (smoke[0].provenance.get("model_file") or smoke[0].provenance.get("model")
                                     or "embedded model")
-    view.medomit_by_group = {g: group_means(rows, g) for g in GROUPS}
+    view.medomit_by_group = {g: group_means(typed, g) for g in GROUPS}
     covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")
     als = stored_results(store, name, "alignment")
     ver = stored_results(store, name, "verification")
     view.embedding_rows = _embedding_rows(ds, covs, als, ver)
     view.has_embedding = bool(covs or als)
-    weights = {r["summary"]: r["MED-OMIT weight"] for r in rows}
+    weights = {r.summary_id: r.weight for r in typed}
     view.chart_rows = [{**r, "MED-OMIT weight": weights.get(r["summary"])} for r in view.embedding_rows]
     view.stigma_rows = [{"summary": r.summary_id, "generator": ds.summary(r.summary_id).generator_model or "",
                          "quality group": ds.summary(r.summary_id).quality_group or "",

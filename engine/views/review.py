@@ -1,7 +1,11 @@
-"""The Spot-check page's view of who is reviewing and in which order: the reviewer a team server already knows,
-and the summaries a reviewer walks through (their assigned ones when the team's review plan names them, else
-every summary in case order)."""
+"""The Spot-check page: who is reviewing and in which order (the reviewer a team server already knows; the
+summaries a reviewer walks through — their assigned ones when the team's review plan names them, else every summary
+in case order), the triage and adjudication queues, the reviewer's own review for the form, saving it, and what the
+page shows of a summary once the reviewer may see the others' scores (:func:`spot_check_view`)."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
 
 from engine.core.models import Dataset
 from engine.data.assignments import reviewer_queue
@@ -20,3 +24,75 @@ def review_order(store, name: str, ds: Dataset, reviewer: str) -> tuple[list[tup
     queue = reviewer_queue(store, name, reviewer) if reviewer else []
     assigned = {e.summary_id for e in queue}
     return ([(c, s) for c, s in order if s in assigned] if assigned else order), queue
+
+
+def triage_queue(store, name: str, ds: Dataset):
+    """The triage queue of the dataset (engine.judge.triage.for_dataset): (entries, what the scores are)."""
+    from engine.judge import triage
+
+    return triage.for_dataset(store, name, ds)
+
+
+def assigned_queue(store, name: str, reviewer: str) -> list:
+    """The reviewer's assigned summaries (queue entries with ``done``), empty when the plan names them not."""
+    return reviewer_queue(store, name, reviewer) if reviewer else []
+
+
+def adjudication_rows(store, name: str, margin: float) -> list[dict]:
+    """One row per (summary, item) where the reviewers differ by more than ``margin``, with their values."""
+    from engine.core.rubric import get_item
+    from engine.data.assignments import disagreements
+
+    return [{"summary": d.summary_id, "item": get_item(d.item).label, "spread": d.spread,
+             "reviewers": ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}" for r, v in d.values.items())}
+            for d in disagreements(store, name, float(margin))]
+
+
+def my_review(store, name: str, summary_id: str, reviewer: str, kind: str) -> tuple[dict, dict]:
+    """The reviewer's current review of ``kind`` of one summary: (item -> value, item -> comment), for the form."""
+    from engine.data.reviews import current_reviews
+
+    mine = [r for r in current_reviews(store, name, summary_id) if r.reviewer == reviewer and r.kind == kind]
+    return {r.item: r.value for r in mine}, {r.item: r.comment for r in mine}
+
+
+def submit_review(store, name: str, summary_id: str, reviewer: str, kind: str, values, comments) -> list:
+    """Record a review (engine.data.reviews.save_review): the rows written, empty when nothing changed."""
+    from engine.data.reviews import save_review
+
+    return save_review(store, name, summary_id, reviewer, kind, values, comments)
+
+
+@dataclass
+class SpotCheckView:
+    """What the Spot-check page shows of one summary once the reviewer may see it (``revealed``): the rater
+    table (panel, spot checks, adjudication), the judge's latest result and the review history; and the CSV of
+    every review of the dataset."""
+
+    revealed: bool
+    score_rows: list[dict] = field(default_factory=list)
+    judge: Optional[object] = None  # engine.judge.results.JudgeResult
+    judge_rows: list[dict] = field(default_factory=list)
+    history_rows: list[dict] = field(default_factory=list)
+    export_csv: str = ""
+
+
+def spot_check_view(store, name: str, ds: Dataset, summary_id: str, reviewer: str, blinded: bool) -> SpotCheckView:
+    """Blinded and not yet reviewed by ``reviewer``: nothing of the others is read. Otherwise everything."""
+    from engine.core.rubric import ITEMS
+    from engine.data.ratings import display_table, judge_cell
+    from engine.data.reviews import export_reviews_csv, has_reviewed, history_rows, review_history, \
+        reviews_as_ratings
+    from engine.judge.stored import latest_result
+
+    if blinded and not has_reviewed(store, name, summary_id, reviewer):
+        return SpotCheckView(revealed=False)
+    judged = latest_result(store, name, summary_id)
+    return SpotCheckView(
+        revealed=True,
+        score_rows=display_table(ds.ratings_for(summary_id) + reviews_as_ratings(store, name, summary_id)),
+        judge=judged,
+        judge_rows=[{"item": i.label, "LLM median": judge_cell(i, judged.items.get(i.key))} for i in ITEMS]
+        if judged is not None else [],
+        history_rows=history_rows(review_history(store, name, summary_id)),
+        export_csv=export_reviews_csv(store, name))

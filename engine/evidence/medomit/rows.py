@@ -2,6 +2,9 @@
 per summary of a dataset, and group means."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 from engine.evidence.medomit.result import MedOmitResult
 
 
@@ -22,26 +25,53 @@ def not_found_rows(result: MedOmitResult) -> list[dict]:
     return [{"fact_id": f.fact_id, "text": f.text, "best match": f.link_score} for f in result.not_found]
 
 
-def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[dict]:
-    """One row per summary with its MED-OMIT weight and count (None when not run or incomplete), the facts not
-    found in the notes (not counted) and whether the smoke-test model computed it."""
-    rows = []
+@dataclass(frozen=True)
+class SummaryOmissions:
+    """One summary's MED-OMIT figures: weight and count are None when it was not run or the run is incomplete."""
+
+    summary_id: str
+    case_id: str
+    generator: str
+    quality_group: str
+    status: str  # "complete" | "incomplete" | "not run"
+    weight: Optional[float]
+    omitted: Optional[int]
+    not_found: Optional[int]  # facts not found in the notes (never counted)
+    smoke_test: Optional[bool]  # computed by the smoke-test model
+
+    def group(self, by: str) -> str:
+        """The summary's value of a grouping (``GROUPINGS``)."""
+        return {"generator": self.generator, "quality group": self.quality_group}[by]
+
+    def display(self) -> dict:
+        """The row as a table shows it (column labels)."""
+        return {"summary": self.summary_id, "case": self.case_id, "generator": self.generator,
+                "quality group": self.quality_group, "status": self.status, "MED-OMIT weight": self.weight,
+                "omitted facts": self.omitted, "not found in the notes": self.not_found,
+                "smoke-test model": "yes" if self.smoke_test else ""}
+
+
+GROUPINGS = ("generator", "quality group")
+
+
+def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[SummaryOmissions]:
+    """One row per summary of ``ds`` with its MED-OMIT result's figures (``results``: by summary id)."""
+    out = []
     for s in ds.summaries:
         r = results.get(s.summary_id)
-        rows.append({"summary": s.summary_id, "case": s.case_id, "generator": s.generator_model or "",
-                     "quality group": s.quality_group or "", "status": r.status if r else "not run",
-                     "MED-OMIT weight": r.document_weight if r else None,
-                     "omitted facts": r.omission_count if r else None,
-                     "not found in the notes": len(r.not_found) if r else None,
-                     "smoke-test model": (r.smoke_test if r else None)})
-    return rows
+        out.append(SummaryOmissions(s.summary_id, s.case_id, s.generator_model or "", s.quality_group or "",
+                                    r.status if r else "not run", r.document_weight if r else None,
+                                    r.omission_count if r else None, len(r.not_found) if r else None,
+                                    r.smoke_test if r else None))
+    return out
 
 
-def group_means(rows: list[dict], by: str) -> list[dict]:
-    groups: dict[str, list[dict]] = {}
+def group_means(rows: list[SummaryOmissions], by: str) -> list[dict]:
+    """Per group of ``by`` (one of ``GROUPINGS``): summaries with a weight, mean weight and mean omitted facts."""
+    groups: dict[str, list[SummaryOmissions]] = {}
     for r in rows:
-        if r["MED-OMIT weight"] is not None:
-            groups.setdefault(r[by] or "(none)", []).append(r)
-    return [{by: g, "summaries": len(v), "mean weight": round(sum(x["MED-OMIT weight"] for x in v) / len(v), 3),
-             "mean omitted facts": round(sum(x["omitted facts"] for x in v) / len(v), 2)}
+        if r.weight is not None:
+            groups.setdefault(r.group(by) or "(none)", []).append(r)
+    return [{by: g, "summaries": len(v), "mean weight": round(sum(x.weight for x in v) / len(v), 3),
+             "mean omitted facts": round(sum(x.omitted for x in v) / len(v), 2)}
             for g, v in sorted(groups.items())]
