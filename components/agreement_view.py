@@ -135,7 +135,7 @@ def _for_plot(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None:
-    """The committee headline: forest plots (inline SVG from ``engine.analysis.report``, data already escaped there) and one
+    """The committee headline: forest plots (inline SVG drawn by the engine's report module, data already escaped there) and one
     verdict per item in words."""
     c1, c2 = st.columns(2)
     with c1:
@@ -174,16 +174,16 @@ def report_button(dataset: str, config_key: str | None, spot_checks_in_reference
     from pathlib import Path
 
     from components import state
-    from engine.analysis import report
+    from engine.views.agreement import ReportError, committee_report, pdf_printer_available
 
     key = (dataset, config_key, state.data_version(), spot_checks_in_reference)
     if st.button("Make the committee report (HTML + PDF)", key="make_report"):
         with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
             html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
             try:
-                report.write(state.store(), dataset, html, pdf if report.chromium_path() else None, config_key,
-                             count_tokens=state.token_counter(), spot_checks_in_reference=spot_checks_in_reference)
-            except report.ReportError as exc:
+                committee_report(state.store(), dataset, html, pdf if pdf_printer_available() else None, config_key,
+                                 count_tokens=state.token_counter(), spot_checks=spot_checks_in_reference)
+            except ReportError as exc:
                 st.error(untrusted.md(exc))
                 return
             st.session_state["committee_report"] = {"key": key, "html": html.read_bytes(),

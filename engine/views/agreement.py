@@ -18,7 +18,7 @@ from engine.analysis.detector import detector_agreement
 from engine.analysis.formatting import format_estimate, format_p
 from engine.analysis.headline import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
 from engine.analysis.items import LIKERT
-from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, forest_svg
+from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_svg  # noqa: F401 (ReportError: for the page)
 from engine.analysis.spot_checks import spot_check_rows
 
 
@@ -166,3 +166,19 @@ def fit_calibration(store, name: str, config_key: str, kind: str):
     """Fit and store a calibration of one judge configuration to the dataset's raters (engine.judge.calibration
     .fit_from_store); raises :class:`engine.judge.calibration.CalibrationRefused` with the reason."""
     return calibration.fit_from_store(store, name, config_key, kind)
+
+
+def committee_report(store, name: str, out_html, out_pdf, config_key: Optional[str], count_tokens=None,
+                     spot_checks: bool = False):
+    """Write the committee report (engine.analysis.report.write): HTML, and the PDF when ``out_pdf`` is given."""
+    from engine.analysis import report
+
+    return report.write(store, name, out_html, out_pdf, config_key, count_tokens=count_tokens,
+                        spot_checks_in_reference=spot_checks)
+
+
+def pdf_printer_available() -> bool:
+    """Whether a PDF of the report can be printed here (a Chromium is installed)."""
+    from engine.analysis import report
+
+    return report.chromium_path() is not None
