@@ -5,8 +5,8 @@ import streamlit as st
 from components import frames, state
 from engine.core import untrusted
 from engine.data.store import StoreBusy, StoreError
-from engine.evidence.stigma.detector import LexiconError, load_lexicon
-from engine.evidence.stigma.entries import add_clinician_entry, workspace_entries
+from engine.evidence.stigma.detector import LexiconError
+from engine.views.lexicon import add_entry, built_in_lexicon, deactivate_entry, lexicon_page_view
 
 md = untrusted.md
 ss = st.session_state
@@ -38,12 +38,11 @@ def _add_stigma_entry() -> None:
     if s is None:
         return
     try:
-        added = add_clinician_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
-                                    suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
-                                    noun_only=bool(ss.get("stig_noun_only")),
-                                    patient_only=bool(ss.get("stig_patient_only")),
-                                    added_by=ss.get("stig_added_by", ""))
-        version = load_lexicon(workspace_entries(s)).version
+        added, version = add_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
+                                   suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
+                                   noun_only=bool(ss.get("stig_noun_only")),
+                                   patient_only=bool(ss.get("stig_patient_only")),
+                                   added_by=ss.get("stig_added_by", ""))
     except (LexiconError, StoreError) as exc:
         _stigma_failed("Not added", exc)
         return
@@ -60,8 +59,7 @@ def _deactivate_stigma_entry() -> None:
     if s is None or entry_id is None:
         return
     try:
-        gone = s.deactivate_stigma_entry(int(entry_id))
-        version = load_lexicon(workspace_entries(s)).version
+        gone, version = deactivate_entry(s, int(entry_id))
     except (LexiconError, StoreError) as exc:
         _stigma_failed("Not deactivated", exc)
         return
@@ -70,7 +68,7 @@ def _deactivate_stigma_entry() -> None:
                                    f"now {md(version)}.")
 
 
-base_lex = load_lexicon()
+base_lex = built_in_lexicon()
 per_cat = {c: sum(e.category == c for e in base_lex.entries) for c in base_lex.categories}
 st.caption(f"Built in: {len(base_lex.entries)} entries, version {md(base_lex.version)}. The terms, the context rules "
            "and the studies they come from are documented in the README, section \"Stigmatizing language\", and in "
@@ -85,32 +83,20 @@ if stig_flash:
     getattr(st, stig_flash[0])(stig_flash[1])
 
 stig_store = state.guarded(state.store)
-if stig_store is not None:
-    rows = state.guarded(stig_store.stigma_entries, active_only=False, with_meta=True, default=[])
-    try:
-        current_version = load_lexicon(workspace_entries(stig_store)).version
-    except LexiconError as exc:
-        current_version = None
-        st.error(f"A clinician entry cannot be used: {md(exc)}. Deactivate it below.")
-    except StoreError as exc:
-        current_version = None
-        state.show_store_error(exc)
-    active = [r for r in rows if r["active"]]
+view = state.guarded(lexicon_page_view, stig_store) if stig_store is not None else None
+if view is not None:
+    current_version = view.version
+    if view.entry_error:
+        st.error(f"A clinician entry cannot be used: {md(view.entry_error)}. Deactivate it below.")
+    active = view.active
     if current_version:
         st.markdown(f"**Lexicon version in use:** {md(current_version)} (built in + {len(active)} clinician "
                     f"{'entry' if len(active) == 1 else 'entries'})")
     st.caption("Every stigmatizing-language result keeps the lexicon version it was computed with. Adding or "
                "deactivating an entry changes the version, and results computed with an older version are recomputed "
                "with the current lexicon; the command line (`python -m engine stigma`) uses the same entries.")
-    if rows:
-        frames.show([{
-            "#": r["entry_id"], "term": r["term"], "category": r["category"], "suggest": r.get("suggest", ""),
-            "source / note": r.get("source", ""),
-            "only as a noun for a person": bool(r.get("noun_only")),
-            "only when the patient does it": bool(r.get("patient_only")),
-            "added by": r["added_by"], "added": r["created_at"],
-            "status": "active" if r["active"] else f"deactivated {r['deactivated_at'] or ''}".strip()}
-            for r in rows])
+    if view.entry_rows:
+        frames.show(view.entry_rows)
     else:
         st.info("No clinician entries yet: the built-in lexicon is used as it is.")
 
@@ -134,9 +120,7 @@ if stig_store is not None:
         st.form_submit_button("Add entry", on_click=_add_stigma_entry)
 
     if active:
-        by_id = {r["entry_id"]: r for r in active}
         d1, d2 = st.columns([4, 1], vertical_alignment="bottom")
-        d1.selectbox("Deactivate a clinician entry", list(by_id), key="stig_deactivate",
-                     format_func=lambda i: f"#{i} {by_id[i]['term']} ({by_id[i]['category']})" if i in by_id
-                     else str(i))
+        d1.selectbox("Deactivate a clinician entry", list(active), key="stig_deactivate",
+                     format_func=lambda i: f"#{i} {active[i][0]} ({active[i][1]})" if i in active else str(i))
         d2.button("Deactivate", on_click=_deactivate_stigma_entry)

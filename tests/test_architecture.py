@@ -250,3 +250,18 @@ def test_pages_hand_the_store_only_to_engine_views():
     components/state.py opens the store and imports the sample into a new workspace."""
     found = set().union(*(_store_readers(p) for p in UI if _rel(p) != "components/state.py"))
     assert found == set()
+
+
+def test_no_page_or_component_calls_a_store_method_by_any_name():
+    """Whatever the variable is called: no method of the workspace store is called outside components/state.py."""
+    import inspect
+
+    from engine.data import pg, store
+
+    classes = [c for mod in (store, pg) for _, c in inspect.getmembers(mod, inspect.isclass)
+               if c.__module__ == mod.__name__ and hasattr(c, "load_dataset")]
+    assert classes
+    names = {m for c in classes for m in dir(c) if not m.startswith("_") and callable(getattr(c, m))}
+    calls = [f"{_rel(p)}: .{n}(" for p in UI if _rel(p) != "components/state.py"
+             for n in names if re.search(rf"\.{n}\(", p.read_text(encoding="utf-8"))]
+    assert calls == []
