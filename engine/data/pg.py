@@ -277,7 +277,7 @@ class PgWorkspace:
         self._cat: Optional[Catalogue] = None
         self._cat_lock = threading.Lock()
         try:
-            import psycopg  # noqa: F401
+            import psycopg
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             from engine.data.schema import StoreError
@@ -287,6 +287,9 @@ class PgWorkspace:
                                    kwargs={"autocommit": True, "connect_timeout": 10,
                                            "application_name": "sumcheck"}, timeout=max(1.0, busy_timeout))
         try:
+            # one direct connection first: an unreachable server, a missing database or a refused password fails
+            # at once with the server's own words (the pool would retry quietly until its timeout)
+            psycopg.connect(self.url, autocommit=True, connect_timeout=10, application_name="sumcheck").close()
             self.pool.open(wait=True, timeout=15)
             with self.pool.connection() as con:
                 con.execute("CREATE TABLE IF NOT EXISTS sumcheck_schema (version BIGINT NOT NULL)")
