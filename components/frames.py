@@ -39,11 +39,16 @@ def _text(v) -> str:
     return str(v)
 
 
-def show(rows: Sequence[dict] | pd.DataFrame, **kwargs) -> None:
+def show(rows: Sequence[dict] | pd.DataFrame, wrap: bool = False, **kwargs) -> None:
     """Draw a table by the display rule (:func:`clean`, :func:`styled`): every table of the app goes through here.
-    ``kwargs`` reach ``st.dataframe`` (``column_config``, ``key``, ``height``, ``on_select``, …)."""
+    ``wrap``: a static table whose long cells wrap (messages a reader must read whole, e.g. an import's fixes);
+    otherwise an interactive one, and ``kwargs`` reach ``st.dataframe`` (``column_config``, ``key``, ``height``,
+    ``on_select``, …)."""
     import streamlit as st
 
+    if wrap:
+        st.table(styled(clean(rows)).hide(axis="index"))
+        return
     st.dataframe(styled(clean(rows)), **{"hide_index": True, "width": "stretch", **kwargs})
 
 

@@ -7,6 +7,9 @@ from components.frames import show
 from engine.core import untrusted
 
 
+WRAPPED_ISSUES = 50  # up to this many issues are shown in a table whose cells wrap
+
+
 def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict], n_errors: int | None = None,
                   more: str = "") -> None:
     """files: {file, format}; issues: {severity, file, row, field, message, fix} (at most a few hundred shown);
@@ -21,7 +24,7 @@ def render_report(ok: bool, files: list[dict], counts: dict, issues: list[dict],
     else:
         st.error(f"{n_err} error(s): nothing was imported. Each row below names the file, row and field.")
     if issues:
-        show(issues)
+        show(issues, wrap=len(issues) <= WRAPPED_ISSUES)  # a short list wraps, so every fix reads whole
     if more:
         st.caption(untrusted.md(more))
 

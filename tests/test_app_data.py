@@ -7,7 +7,7 @@ TIMEOUT = 60
 
 
 def _issues(at):
-    return next(d.value for d in at.dataframe if "message" in d.value.columns)
+    return next(d.value for d in [*at.dataframe, *at.table] if "message" in d.value.columns)
 
 
 def _data_page():
@@ -46,3 +46,20 @@ def test_thousands_of_errors_show_two_hundred_and_a_count(tmp_path):
     assert len(_issues(at)) == 200
     assert any("2\\,800 more issue\\(s\\)" in c.value for c in at.caption)  # shown through untrusted.md
     assert any(e.value.startswith("3000 error(s): nothing was imported") for e in at.error)
+
+
+def test_dialogue_csv_missing_note_gets_a_wrapping_error_and_no_ratings_mapping(tmp_path):
+    """Read before as a wide ratings export: four errors about ids and items, a 14-row ratings mapping editor, and
+    the error table cut its fixes off."""
+    f = tmp_path / "visits.csv"
+    f.write_text('encounter_id,transcript\nE1,"Doctor: what brings you in? Patient: chest pain."\n')
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    assert not at.exception and not any("Column mapping" in m.value for m in at.markdown)
+    at.button[0].click().run()  # Validate
+    issues = next(t.value for t in at.table if "message" in t.value.columns)  # a static table: long cells wrap
+    assert list(issues["message"]) == ["missing column 'dialogue' (a column 'transcript' is there)",
+                                       "missing column 'note'"]
+    assert '{"rename": {"transcript": "dialogue"}}' in issues["fix"].iloc[0]
+    files = next(d.value for d in at.dataframe if "format" in d.value.columns)
+    assert files["format"].iloc[0] == "dialogue CSV (columns encounter_id, transcript; no column for note)"

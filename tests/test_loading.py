@@ -75,7 +75,7 @@ def test_case_json_single_file_and_folder():
 
 def test_case_json_with_redcap_ratings():
     ds, rep = load_paths([FORMATS / "case_json", FORMATS / "redcap_ratings.csv"])
-    assert rep.formats[str(FORMATS / "redcap_ratings.csv")] == "wide ratings CSV"
+    assert rep.formats[str(FORMATS / "redcap_ratings.csv")].startswith("wide ratings CSV (")
     assert ds.ratings
     # blank Synthesized where Abstraction = no becomes NA, not "unrated"
     abst_no = {(r.summary_id, r.rater_id) for r in ds.ratings if r.item == "abstraction" and r.value == 0.0}
@@ -102,7 +102,7 @@ def test_redcap_mapping_is_editable(tmp_path):
 
 def test_dialogue_csv():
     ds, rep = load_paths([FORMATS / "dialogue.csv"], LoadOptions(default_specialty="Primary Care"))
-    assert rep.formats[str(FORMATS / "dialogue.csv")] == "dialogue CSV"
+    assert rep.formats[str(FORMATS / "dialogue.csv")] == "dialogue CSV (columns encounter_id, dialogue, note)"
     assert len(ds.cases) == 3
     c = ds.cases[0]
     assert c.target_specialty == "Primary Care"
@@ -270,3 +270,45 @@ def test_semicolon_and_tab_separated_exports_load_like_commas(tmp_path, delimite
     ds, rep = load_paths([b])
     ref, _ = load_paths([BUNDLE])
     assert rep.ok and ds.content_hash() == ref.content_hash()
+
+
+def _dialogue_csv(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def test_dialogue_csv_missing_its_note_column_says_so_and_is_no_ratings_export(tmp_path):
+    """Read before as a wide ratings export: four errors about summary ids, rater ids and items, nothing about the
+    missing column."""
+    p = _dialogue_csv(tmp_path / "visits.csv", ["encounter_id", "dialogue"],
+                      [["e1", "Doctor: how are you? Patient: short of breath."]])
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    rep = exc.value.report
+    assert rep.formats[str(p)] == "dialogue CSV (columns encounter_id, dialogue; no column for note)"
+    msgs = [e.message for e in rep.errors]
+    assert msgs == ["missing column 'note'"], msgs
+    assert sniff_wide_ratings(p) is None  # the Data page offers no ratings mapping editor for it
+
+
+def test_dialogue_column_under_another_name_gets_the_rename_that_fixes_it(tmp_path):
+    p = _dialogue_csv(tmp_path / "visits.csv", ["encounter_id", "transcript", "note"],
+                      [["e1", "Doctor: how are you? Patient: short of breath.", "Dyspnoea."]])
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    (err,) = exc.value.report.errors
+    assert err.message == "missing column 'dialogue' (a column 'transcript' is there)" and err.field == "transcript"
+    assert '{"rename": {"transcript": "dialogue"}}' in err.hint
+    ds, rep = load_paths([p], LoadOptions(mapping=RatingsMapping(rename={"transcript": "dialogue"})))
+    assert [s.text for s in ds.summaries] == ["Dyspnoea."] and ds.cases[0].notes[0].text.startswith("Doctor:")
+
+
+def test_bundle_tables_and_ratings_exports_are_not_taken_for_dialogues(tmp_path):
+    notes = _dialogue_csv(tmp_path / "n.csv", ["case_id", "note_id", "text"], [["c1", "1", "Note."]])
+    from engine.data.fields import detect_table
+
+    assert detect_table(notes, ["case_id", "note_id", "text"]) == "notes"
+    assert detect_table(notes, ["summary_id", "rater", "summary", "accurate", "thorough"]) is None

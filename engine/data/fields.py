@@ -12,7 +12,7 @@ from engine.core.dates import DATE_CONVENTION, parse_note_date
 from engine.core.models import reserved_rater_problem
 from engine.core.rubric import ValueError_, parse_value
 from engine.data.files import InputRow
-from engine.data.mapping import DIALOGUE_COLUMNS, RatingsMapping, TABLE_COLUMNS, ID_RE
+from engine.data.mapping import DIALOGUE_COLUMNS, RatingsMapping, TABLE_COLUMNS, ID_RE, dialogue_roles
 from engine.data.strict_json import short_text, json_type
 from engine.data.validation import Issue, ValidationReport
 
@@ -151,12 +151,33 @@ def detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
         return "notes"
     if {"case_id", "target_specialty"} <= cols and "text" not in cols:
         return "cases"
+    roles = dialogue_roles(header)
+    if len(roles) >= 2 and {"dialogue", "note"} & set(roles) and not RatingsMapping.guess(header).items:
+        return "dialogue"  # a dialogue CSV with a column missing or named otherwise: reported with the fix
     stem = path.stem.lower()
     if stem in TABLE_COLUMNS:
         if stem == "ratings" and RatingsMapping.guess(header).items:
             return None  # a wide export that happens to be called ratings.csv
         return stem  # a bundle table with missing columns: reported against that table
     return None
+
+
+def table_reason(path: Path, header: Sequence[str], table: Optional[str]) -> str:
+    """Why :func:`detect_table` read ``header`` as ``table`` (None: a wide ratings export), for the import report."""
+    cols = set(header)
+    if table == "dialogue":
+        roles = dialogue_roles(header)
+        missing = [r for r in DIALOGUE_COLUMNS if r not in roles]
+        return ("columns " + ", ".join(roles[r] for r in DIALOGUE_COLUMNS if r in roles)
+                + (f"; no column for {', '.join(missing)}" if missing else ""))
+    if table is not None:
+        need = set(TABLE_COLUMNS[table][0])
+        if path.stem.lower() == table and not need <= cols:
+            return f"file name {path.name}"
+        return "columns " + ", ".join(c for c in TABLE_COLUMNS[table][0] if c in cols)
+    items = RatingsMapping.guess(header).items
+    return (f"{len(items)} column(s) name PDSQI-9 items" if items
+            else "no other format matches its columns")
 
 
 def text_field(report, fname, row: Optional[InputRow], fld: str, value: object, what: str) -> Optional[str]:

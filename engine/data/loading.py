@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core.models import Case, Dataset, Note
-from engine.data.fields import detect_table
+from engine.data.fields import detect_table, table_reason
 from engine.data.files import (BOMS, csv_delimiter, open_regular, read_csv, read_fd, read_jsonl, resolve_max_mb,
                                read_text_file, split_lines)
 from engine.data.mapping import LoadOptions, RatingsMapping, TABLE_COLUMNS
@@ -212,14 +212,15 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
                 continue
             header, rows = opts.mapping.apply(header, rows)
         table = detect_table(path, header)
+        why = f" ({table_reason(path, header, table)})"
         if table == "dialogue":
-            report.formats[fname] = "dialogue CSV" + sniffed
+            report.formats[fname] = "dialogue CSV" + why + sniffed
             read_dialogue(c, report, path, header, rows, opts)
         elif table is not None:
-            report.formats[fname] = f"bundle table '{table}'" + sniffed
+            report.formats[fname] = f"bundle table '{table}'" + why + sniffed
             read_table(c, report, path, table, header, rows, opts)
         elif fmt == "csv":
-            report.formats[fname] = "wide ratings CSV" + sniffed
+            report.formats[fname] = "wide ratings CSV" + why + sniffed
             read_wide_ratings(c, report, path, header, rows, opts)
         else:
             report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,

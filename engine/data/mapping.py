@@ -26,6 +26,26 @@ TABLE_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 DIALOGUE_COLUMNS = ("encounter_id", "dialogue", "note")
+# Other names a dialogue CSV's columns go by (MTS-Dialog, ACI-BENCH and hand-made exports): a file with two of the
+# three roles is read as a dialogue CSV, and a role found under another name is reported with the rename that fixes it.
+DIALOGUE_ALIASES = {
+    "encounter_id": ("id", "encounter", "conversation_id", "dialogue_id", "visit_id", "case_id", "file", "ID"),
+    "dialogue": ("transcript", "conversation", "dialog", "src", "source", "section_text_dialogue"),
+    "note": ("summary", "clinical_note", "note_text", "soap_note", "tgt", "target", "section_text"),
+}
+
+
+def dialogue_roles(header: Sequence[str]) -> dict[str, str]:
+    """The columns of ``header`` that play a dialogue CSV's roles (role -> column; the exact name first, then an
+    alias, case-insensitively)."""
+    low = {h.strip().lower(): h for h in header}
+    out = {}
+    for role in DIALOGUE_COLUMNS:
+        for name in (role, *DIALOGUE_ALIASES[role]):
+            if name.lower() in low:
+                out[role] = low[name.lower()]
+                break
+    return out
 CASE_JSON_KEYS_REQUIRED = ("target_specialty", "notes")
 CASE_JSON_KEYS_OPTIONAL = ("case_id", "summary", "summary_id", "summaries", "generator_model", "quality_group",
                            "prompt_variant")

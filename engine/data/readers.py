@@ -13,7 +13,7 @@ from engine.data.fields import (check_columns, check_id, date_field, check_rater
                                 as_text, text_field)
 from engine.data.files import InputRow
 from engine.data.mapping import (CASE_JSON_KEYS_OPTIONAL, CASE_JSON_KEYS_REQUIRED, DIALOGUE_COLUMNS, LoadOptions,
-                                 NOTE_OBJ_KEYS, RatingsMapping, SUMMARY_OBJ_KEYS, SURVEY_META_RE)
+                                 NOTE_OBJ_KEYS, RatingsMapping, SUMMARY_OBJ_KEYS, SURVEY_META_RE, dialogue_roles)
 from engine.data.strict_json import JsonProblem, short_text, json_type, loads_strict
 from engine.data.validation import Issue, ValidationReport
 
@@ -170,6 +170,22 @@ def read_table(c: Collector, report: ValidationReport, path: Path, table: str, h
 def read_dialogue(c: Collector, report: ValidationReport, path: Path, header, rows: list[InputRow],
                    opts: LoadOptions) -> None:
     fname = str(path)
+    roles = dialogue_roles(header)
+    missing = [r for r in DIALOGUE_COLUMNS if r not in header]
+    if missing:
+        renames = {roles[r]: r for r in missing if r in roles}
+        for role in missing:
+            if role in roles:
+                report.add(Issue(fname, f"missing column '{role}' (a column '{roles[role]}' is there)", line=1,
+                                 field=roles[role],
+                                 hint=f"rename it: Data page 'Columns of the other tables' ({roles[role]} -> {role}),"
+                                      f" or --mapping with {json.dumps({'rename': renames})}"))
+            else:
+                report.add(Issue(fname, f"missing column '{role}'", line=1, field=role,
+                                 hint="a dialogue CSV has the columns encounter_id, dialogue, note (the note is the "
+                                      f"summary); add the '{role}' column or rename the one that holds it"))
+        c.broken.update(("cases", "notes", "summaries"))
+        return
     unknown = [h for h in header if h not in DIALOGUE_COLUMNS]
     if unknown:
         report.add(Issue(fname, f"unknown column(s) {', '.join(unknown)} in a dialogue CSV", line=1, field=unknown[0],
