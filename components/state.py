@@ -125,10 +125,23 @@ def _selection_from_url() -> None:
     if st.session_state.get("_selection_from_url"):
         return
     st.session_state["_selection_from_url"] = True
+    asked = {}
     for param, key in SELECTION.items():
         value = st.query_params.get(param)
         if value:
             st.session_state[key] = value
+            asked[key] = value
+    st.session_state[URL_ASKED] = asked
+
+
+URL_ASKED = "_selection_asked_by_url"  # what the link named, until each is either found or reported missing
+
+
+def _missing_from_link(state_key: str, label: str, asked: str, instead: str) -> None:
+    """The link named a dataset / case / summary that is not there: say so once (never open another silently)."""
+    st.warning(f"The link names {label.lower()} '{untrusted.md_inline(asked)}', which "
+               + ("the workspace does not have" if state_key == "dataset" else "this dataset does not have")
+               + f"; showing '{untrusted.md_inline(instead)}' instead.")
 
 
 def publish_selection() -> None:
@@ -143,9 +156,13 @@ def _keyed_choice(where, widget, label: str, options: list, key: str, state_key:
     """A widget whose value is the shared selection ``state_key``: it opens on the shared value (which another page
     may have changed) and writes the user's choice back before the page runs."""
     current = st.session_state.get(state_key)
+    asked = st.session_state.get(URL_ASKED, {})
     if current not in options:
+        if asked.get(state_key) == current and current is not None:
+            _missing_from_link(state_key, label, current, str(options[0]))
         current = options[0]
         st.session_state[state_key] = current
+    asked.pop(state_key, None)
     # always (re)set: a widget with this key on another page is another widget, whose old value would not carry
     st.session_state[key] = current
 
@@ -164,7 +181,11 @@ def selected_dataset_name() -> Optional[str]:
         return None
     current = st.session_state.get("dataset")
     if current not in names:
-        current = SAMPLE_NAME if SAMPLE_NAME in names else names[0]
+        fallback = SAMPLE_NAME if SAMPLE_NAME in names else names[0]
+        asked = st.session_state.get(URL_ASKED, {})
+        if current is not None and asked.pop("dataset", None) == current:
+            _missing_from_link("dataset", "Dataset", current, fallback)
+        current = fallback
         st.session_state["dataset"] = current
     return current
 

@@ -50,13 +50,20 @@ def test_a_link_opens_the_same_view():
     assert at.radio(key="case_summary").value == "neuro-02-s3"
 
 
-def test_a_link_naming_nothing_real_falls_back_quietly():
+def test_a_link_naming_nothing_real_says_so_and_shows_the_first():
+    """Before, a link naming a missing case silently opened card-01 and rewrote the URL."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["case"] = "<script>alert(1)</script>"
     at.query_params["summary"] = "nope"
     _ok(at.run())
     _ok(at.switch_page("pages/case.py").run())
-    assert at.selectbox(key="case_picker").value == at.selectbox(key="case_picker").options[0]
+    first = at.selectbox(key="case_picker").options[0]
+    assert at.selectbox(key="case_picker").value == first
+    said = " ".join(w.value for w in at.warning)
+    assert "The link names case" in said and "which this dataset does not have; showing" in said, said
+    assert "The link names summary 'nope'" in said and "<script>" not in said  # escaped, never markup
+    _ok(at.run())  # said once: a rerun shows the page without the warning
+    assert not any("The link names" in w.value for w in at.warning)
 
 
 def test_judge_settings_persist_across_pages():
