@@ -34,6 +34,6 @@ def render_heat_note(note_id: str, text: str, units: list[dict], threshold: floa
 
 
 def verdict_badge(verdict: str) -> str:
-    colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e"}.get(verdict, "#cf222e")
+    colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e", "n/a": "#6e7781"}.get(verdict, "#cf222e")
     return (f'<span style="background:{colour};color:white;border-radius:4px;padding:0 6px;font-size:0.8em">'
             f"citation {untrusted.html(verdict)}</span>")

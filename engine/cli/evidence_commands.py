@@ -108,10 +108,11 @@ def cmd_align(args) -> int:
         return 1
     emb = Embedder(store=store)
     results = []
+    cites = ds.cites_notes()
     for sid in ids:
         s = ds.summary(sid)
         try:
-            results.append(align_summary(ds.case(s.case_id), s, emb))
+            results.append(align_summary(ds.case(s.case_id), s, emb, cites))
         except CoverageError as exc:
             say(f"error: {sid}: {exc}", file=sys.stderr)
     combined_scores(results)

@@ -149,6 +149,11 @@ class Dataset:
         return citations.detect_style([s.text for s in self.summaries],
                                       [n.note_id for c in self.cases for n in c.notes])
 
+    def cites_notes(self) -> bool:
+        """Whether any summary of the dataset cites a note (in any form the dataset uses)."""
+        style = self.citation_style()
+        return any(citations.find(s.text, style) for s in self.summaries)
+
     def summaries_for(self, case_id: str) -> list[Summary]:
         return [s for s in self.summaries if s.case_id == case_id]
 

@@ -48,11 +48,13 @@ def compute_evidence(store, name: str, ds: Dataset, summary_ids: Sequence[str], 
     ``emb`` is an Embedder or a function returning one (called only when something must be computed). ``report``
     gets keyword arguments ``done, item, step, step_index, cached`` (the shape of :meth:`Job.report`). Between
     summaries and steps a cancelled job stops (:func:`check_cancelled`); what was stored is kept."""
+    cites = ds.cites_notes()
+
     def stored(sid: str) -> Optional[EvidenceOutcome]:
         s = ds.summary(sid)
         case = ds.case(s.case_id)
         have = (_stored(store, name, f"coverage:{params.method}", coverage_key(case, s, params, EMBEDDING_NAME), sid)
-                and _stored(store, name, "alignment", alignment_key(case, s), sid))
+                and _stored(store, name, "alignment", alignment_key(case, s, cites), sid))
         return EvidenceOutcome(sid, False) if have else None
 
     def compute(done: int, sid: str) -> EvidenceOutcome:
@@ -66,7 +68,7 @@ def compute_evidence(store, name: str, ds: Dataset, summary_ids: Sequence[str], 
             refused = str(exc)
         check_cancelled()
         report(done=done, item=sid, step=EVIDENCE_STEPS[1], step_index=1)
-        alignment_cached(store, name, case, s, emb)
+        alignment_cached(store, name, case, s, emb, cites)
         return EvidenceOutcome(sid, True, refused)
 
     batch = EvidenceBatch()

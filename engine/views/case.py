@@ -188,7 +188,7 @@ def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
                  verification: Optional[VerificationView]) -> SupportView:
     s = ds.summary(summary_id)
     try:
-        al = alignment_cached(store, name, ds.case(s.case_id), s, embedder)
+        al = alignment_cached(store, name, ds.case(s.case_id), s, embedder, ds.cites_notes())
     except CoverageError as exc:
         return SupportView(error=str(exc))
     cites = [verification.citation_for(a.start, (a.citation_verdict, a.citation_detail)) if verification

@@ -109,7 +109,7 @@ class SentenceAlignment:
     support: float
     weak: bool
     best_note: str
-    citation_verdict: str  # ok | missing | unknown | wrong
+    citation_verdict: str  # ok | missing | unknown | wrong | n/a (no citation expected)
     citation_detail: str
     # the weak-support rule (alignment-v3); None in results stored before it
     support_score: Optional[float] = None  # ½(lexical + semantic)
@@ -226,14 +226,18 @@ def note_support(text: str, profile: SourceProfile, note_ids: Sequence[str], vec
 
 
 def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: SourceProfile, vec: np.ndarray,
-                     stems_of: dict[str, frozenset], index: Optional["specifics.SourceIndex"] = None
-                     ) -> tuple[str, str, Optional[float], str]:
+                     stems_of: dict[str, frozenset], index: Optional["specifics.SourceIndex"] = None,
+                     unexpected: str = "") -> tuple[str, str, Optional[float], str]:
     """(verdict, detail, support of the cited notes, also-supported note) for one sentence. Right = the cited
     notes support it and give its values; wrong = they do not (naming the note that does, if any), or a value
     the sentence attaches to a term is given by another note and by none of the cited ones
     (:func:`engine.evidence.support.specifics.values_elsewhere`, read when ``index`` is given); a note that supports it better is
-    only information: on real records later notes repeat earlier ones, and citing the earlier one is not wrong."""
+    only information: on real records later notes repeat earlier ones, and citing the earlier one is not wrong.
+    ``unexpected``: why no citation is expected here (see :func:`citations_unexpected`); an uncited sentence is then
+    "n/a", never "missing"."""
     if not cites:
+        if unexpected:  # nothing to cite between (one source) or the dataset never cites: no citation is missing
+            return "n/a", f"no citation expected: {unexpected}", None, ""
         return "missing", "no note citation", None, ""
     bad = [c for c in cites if c not in note_ids]
     if bad:
@@ -323,8 +327,21 @@ def _content_mask(text: str, spans) -> np.ndarray:
     return keep
 
 
-def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResult:
+def citations_unexpected(case: Case, dataset_cites: bool = True) -> str:
+    """Why a summary of ``case`` is not expected to cite notes ("" when it is): a single source note leaves nothing
+    to tell apart; a dataset none of whose summaries cites anything was not written to cite."""
+    if len(case.notes) <= 1:
+        return "the case has one source note"
+    return "" if dataset_cites else "no summary of this dataset cites a note"
+
+
+def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bool = True) -> AlignmentResult:
+    """Align every summary sentence with its supporting source sentences, check its citations and specifics.
+    ``dataset_cites``: whether any summary of the dataset cites notes (:meth:`engine.core.models.Dataset
+    .cites_notes`); when none does, or the case has one note, an uncited sentence is not a missing citation."""
     from engine.evidence.coverage.base import checked_summary_text
+
+    unexpected = citations_unexpected(case, dataset_cites)
 
     blanked = checked_summary_text(summary.text)
     ssents = split_sentences(summary.text)
@@ -390,7 +407,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
             best_note = max(note_score, key=note_score.get)
         cites = list(sent.citations)
         verdict, detail, cited_support, also = citation_verdict(sent.clean, cites, note_ids, profile, S[i], stems_of,
-                                                                index)
+                                                                index, unexpected)
         del best_j
         ev = sentence_support(sent.clean, profile, emb, S[i])
         found = [f.describe() for f in specifics.check_sentence(sent.clean, notes)]
@@ -407,7 +424,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder) -> AlignmentResul
     cov, dens = coverage_density(summary.text, "\n".join(n.text for n in case.notes))
     mean_support = float(np.mean([a.support for a in out])) if out else 0.0
     issues = [{"sentence": a.index, "verdict": a.citation_verdict, "detail": a.citation_detail, "text": a.text}
-              for a in out if a.citation_verdict != "ok"]  # "also supported elsewhere" is information, not an issue
+              for a in out if a.citation_verdict not in ("ok", "n/a")]  # "also supported elsewhere": information
     return AlignmentResult(summary.summary_id, out, round(cov, 4), round(dens, 4), round(mean_support, 4),
                            None, issues)
 
@@ -440,8 +457,9 @@ def result_from_dict(d: dict) -> AlignmentResult:
                            d["citation_issues"])
 
 
-def alignment_key(case: Case, summary: Summary) -> str:
-    """The stored result's key: code version, embedding model, the notes and the summary."""
+def alignment_key(case: Case, summary: Summary, dataset_cites: bool = True) -> str:
+    """The stored result's key: code version, embedding model, the notes and the summary (and, only where no
+    citation is expected, why — so the keys of cases whose summaries cite are unchanged)."""
     import hashlib
 
     from engine.evidence.embeddings import EMBEDDING_NAME
@@ -452,19 +470,22 @@ def alignment_key(case: Case, summary: Summary) -> str:
         bg = "none"
     from engine.core.stamps import json_key
 
+    unexpected = citations_unexpected(case, dataset_cites)
     return json_key({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME, "background": bg, "weak": WEAK_SUPPORT,
-                     "notes": [asdict(n) for n in case.notes], "summary": summary.text})
+                     "notes": [asdict(n) for n in case.notes], "summary": summary.text,
+                     **({"citations": f"n/a: {unexpected}"} if unexpected else {})})
 
 
-def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb) -> AlignmentResult:
+def alignment_cached(store, dataset: str, case: Case, summary: Summary, emb, dataset_cites: bool = True
+                     ) -> AlignmentResult:
     """Align once and keep the result in the workspace (``emb``: an Embedder or a function returning one)."""
     import json
 
-    key = alignment_key(case, summary)
+    key = alignment_key(case, summary, dataset_cites)
     hit = store.get_evidence(dataset, "alignment", key, summary.summary_id) if store is not None else None
     if hit is not None:
         return result_from_dict(json.loads(hit))
-    res = align_summary(case, summary, emb if isinstance(emb, Embedder) else emb())
+    res = align_summary(case, summary, emb if isinstance(emb, Embedder) else emb(), dataset_cites)
     if store is not None:
         store.put_evidence(dataset, "alignment", key, summary.summary_id, "complete", json.dumps(res.to_dict()))
     return res

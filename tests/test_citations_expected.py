@@ -1,0 +1,43 @@
+"""A citation is missing only where citations are expected: not in a one-source case (a dialogue and its note) and
+not in a dataset none of whose summaries cites a note. (Before, every sentence of a dialogue dataset's summary was
+flagged "citation missing".)"""
+import pytest
+
+from engine.core.models import Case, Dataset, Note, Summary
+from engine.evidence.embeddings import Embedder
+from engine.evidence.support.alignment import align_summary, alignment_key
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return Embedder()
+
+
+DIALOGUE = Case("e1", "Family medicine", (Note("1", "[doctor] What brings you in? [patient] A cough for a week, "
+                                                 "no fever. [doctor] Any inhaler use? [patient] Albuterol twice."),))
+TWO_NOTES = Case("c1", "Cardiology", (Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily."),
+                                      Note("2", "Echo: LVEF 35%. Start sacubitril/valsartan.")))
+
+
+def test_a_one_source_summary_has_no_missing_citation(emb):
+    s = Summary("e1", "e1", "Cough for one week without fever. Uses albuterol twice.")
+    res = align_summary(DIALOGUE, s, emb)
+    assert {a.citation_verdict for a in res.sentences} == {"n/a"} and res.citation_issues == []
+    assert "one source note" in res.sentences[0].citation_detail
+
+
+def test_a_dataset_that_never_cites_has_no_missing_citation_but_one_that_cites_does(emb):
+    plain = Summary("c1-s1", "c1", "New atrial fibrillation on apixaban. LVEF 35%, sacubitril/valsartan started.")
+    ds = Dataset("plain", [TWO_NOTES], [plain])
+    assert not ds.cites_notes()
+    res = align_summary(TWO_NOTES, plain, emb, ds.cites_notes())
+    assert {a.citation_verdict for a in res.sentences} == {"n/a"} and res.citation_issues == []
+    cited = Summary("c1-s2", "c1", "New atrial fibrillation on apixaban. <NoteID:1> LVEF 35%, sacubitril/valsartan "
+                                   "started.")
+    ds2 = Dataset("cites", [TWO_NOTES], [plain, cited])
+    assert ds2.cites_notes()
+    res2 = align_summary(TWO_NOTES, plain, emb, ds2.cites_notes())
+    assert [i["verdict"] for i in res2.citation_issues] == ["missing", "missing"]
+    # keys: unchanged where citations are expected (stored results of citing datasets stay valid)
+    assert alignment_key(TWO_NOTES, plain, True) != alignment_key(TWO_NOTES, plain, False)
+    assert alignment_key(TWO_NOTES, plain) == alignment_key(TWO_NOTES, plain, True)
