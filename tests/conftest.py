@@ -23,12 +23,20 @@ BUNDLE = SAMPLE / "pdsqi_sample"
 FORMATS = SAMPLE / "formats"
 
 
+@pytest.fixture(scope="session")
+def suite_prefix_cache(tmp_path_factory):
+    """One folder of saved rubric prefixes for the whole run (never the user's): the smoke-test model evaluates the
+    rubric once and every later judge test loads it, as a user's second run does. Tests of the prefix cache itself
+    point SUMCHECK_CACHE_DIR at a folder of their own."""
+    return tmp_path_factory.mktemp("prefix-cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
+def isolated_settings(tmp_path, monkeypatch, suite_prefix_cache):
     """Every test gets its own workspace and settings file: the user's are never touched."""
     monkeypatch.setenv("SUMCHECK_WORKSPACE", str(tmp_path / "ws" / "workspace.sqlite"))
     monkeypatch.setenv("SUMCHECK_CONFIG", str(tmp_path / "cfg" / "settings.json"))
-    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path / "cache"))  # saved rubric prefixes stay in the test
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(suite_prefix_cache))  # saved rubric prefixes, never the user's
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # a PostgreSQL workspace's backups too
     yield
 
