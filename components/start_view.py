@@ -1,4 +1,4 @@
-"""The start page's blocks: what SumCheck does, where the current dataset stands, and the next steps as links."""
+"""The start page's blocks: what SumCheck does, where the current dataset stands, and the next steps as buttons."""
 from __future__ import annotations
 
 import streamlit as st
@@ -36,6 +36,7 @@ def next_steps(steps: list[dict]) -> None:
     """``steps``: text, page, command."""
     st.markdown("#### Next")
     for i, s in enumerate(steps, 1):
-        st.page_link(s["page"], label=f"{i}. {s['text']}")
+        if st.button(f"{i}. {s['text']}", key=f"next_step_{i}", type="primary" if i == 1 else "secondary"):
+            st.switch_page(s["page"])
         if s["command"]:
             st.caption(f"or from the command line: {untrusted.md_inline(s['command'])}")

@@ -34,6 +34,9 @@ MEDOMIT_METHODS = ("medomit",)
 SAMPLE_VERIFY = SAMPLE_ROOT / "verification_results.jsonl"
 VERIFY_METHODS = ("verification",)
 SAMPLE_NAME = "sample"
+SAMPLE_ABOUT = ("This is the bundled sample: 12 synthetic patients written for SumCheck (no real person, no PHI), "
+                "3 summaries each with documented defects, and 7 raters' PDSQI-9 scores. Its judge results, evidence "
+                "and MED-OMIT rows come with it, so every page shows something before you run anything.")
 
 
 def ensure_sample(store: Store) -> ImportResult | None:

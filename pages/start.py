@@ -3,6 +3,7 @@ import streamlit as st
 
 from components import start_view, state
 from engine.core import untrusted
+from engine.sample import SAMPLE_ABOUT, SAMPLE_NAME
 from engine.status import dataset_status
 
 st.title("SumCheck")
@@ -13,6 +14,8 @@ if name is None:
     st.stop()
 s = state.guarded(dataset_status, state.store(), name, stop=True)
 st.markdown(f"#### Dataset '{untrusted.md_inline(name)}'")
+if name == SAMPLE_NAME:
+    st.info(SAMPLE_ABOUT)
 start_view.status(
     [("cases", str(s.cases)), ("summaries", str(s.summaries)), ("raters", str(s.raters)),
      ("evidence", f"{min(s.coverage, s.support)} of {s.summaries}"),

@@ -20,6 +20,17 @@ def test_start_page_says_what_it_is_and_where_the_sample_stands():
     assert "Next" in text
 
 
+def test_start_page_says_the_sample_is_synthetic_and_its_next_steps_are_buttons():
+    """Before, the Start page never said the sample is synthetic and its next steps looked like plain text."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert any("12 synthetic patients" in i.value and "no PHI" in i.value for i in at.info)
+    steps = [b for b in at.button if b.key and b.key.startswith("next_step_")]
+    assert steps and steps[0].label.startswith("1. ")
+    steps[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value != "SumCheck"  # the button opened the step's page
+
+
 def test_status_follows_the_work(store):
     from conftest import BUNDLE
     from engine.data.loading import load_paths
