@@ -93,8 +93,8 @@ def test_a_constant_judge_reads_chance_not_agreement():
     rows = {h.item: h for h in headline(analyse(ds, llm, n_boot=50))}
     h = rows["stigmatizing_summary"]
     assert h.llm_statistic.startswith("Cohen's κ")
-    assert "not distinguishable from chance" in h.verdict and "agrees" not in h.verdict
-    assert "answered no for every summary" in h.verdict
+    assert "κ is not defined" in h.verdict and "agrees" not in h.verdict and h.llm is None
+    assert "answered no for every summary" in h.verdict and "matches the raters' majority on 24 of 30" in h.verdict
     assert "judge said 0 of 30 yes (0%); the raters 18 of 90 yes (20%)" in h.verdict  # the yes-rates side by side
     assert h.secondary.startswith("AC1")  # the AC1 is still shown, as the secondary figure
     assert "not distinguishable from chance" in rows["accurate"].verdict  # a constant 1-5 judge too
@@ -190,3 +190,15 @@ def test_report_keeps_the_panel_and_states_the_reference(store, sample):
     assert "Dr Spot" in html and "spot checks reported apart" in html
     mixed = build(store, "sample", n_boot=50, count_tokens=lambda t: len(t.split()), spot_checks_in_reference=True)
     assert "with the clinicians" in render_html(mixed)
+
+
+def test_a_constant_yes_no_side_gets_no_kappa_of_zero_with_a_zero_interval():
+    """Before: 'κ 0.00 (95% CI −0.00 to 0.00)' beside 'AC1 −0.93' for a judge that said yes to every summary."""
+    from engine.analysis.items import item_agreement, item_matrix
+
+    ds = _ds(30, _yes_no_or_likert)
+    m = item_matrix(ds, "abstraction")
+    ia = item_agreement(m, np.ones(len(m.summary_ids)), False, 20, 0)
+    assert ia.llm_agreement is None and ia.llm_matches == (6, 30) and ia.llm_constant == 1.0
+    assert any(n.startswith("κ LLM vs human majority: not defined: the LLM gave every summary the same answer")
+               for n in ia.notes)

@@ -132,7 +132,12 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
             if not likert:
                 secondary = f"AC1 {format_estimate(_finite(a.llm_ac1))}" if _finite(a.llm_ac1) else ""
                 verdict += f" The LLM judge said {lc}; the raters {hc}."
-            if a.llm_constant is not None:
+            if a.llm_constant is not None and not likert:
+                k, n_pairs = a.llm_matches or (0, 0)
+                verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}, so it tells no summary from "
+                            f"another: κ is not defined (every answer the same), and it matches the raters' majority "
+                            f"on {k} of {n_pairs} summaries.")
+            elif a.llm_constant is not None:
                 verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}: its agreement is not "
                             f"distinguishable from chance" + (f" ({lshort} {format_estimate(llm)})" if llm else "")
                             + ".")
@@ -150,8 +155,8 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
             warning = f"only {n} summaries: the interval is wide, read with care"
         if humans and humans.ci_low is not None and humans.ci_high is not None and not at_chance(humans) and \
                 koo_li_band(humans.ci_low) != koo_li_band(humans.ci_high):
-            warning = (warning + "; " if warning else "") + (f"the interval spans {koo_li_band(humans.ci_low)} to "
-                                                           f"{koo_li_band(humans.ci_high)}")
+            warning = (warning + "; " if warning else "") + (f"the raters' interval spans {koo_li_band(humans.ci_low)}"
+                                                           f" to {koo_li_band(humans.ci_high)}")
         out.append(HeadlineRow(a.item, item.label, "likert" if likert else "yes/no", n, statistic, humans, band,
                                "ICC(2,1) LLM vs human median" if likert else "Cohen's κ LLM vs human majority",
                                llm, llm_band, hc, lc,

@@ -141,6 +141,7 @@ class ItemAgreement:
     llm_agreement: Optional[rel.Estimate] = None
     llm_ac1: Optional[rel.Estimate] = None
     llm_constant: Optional[float] = None  # the one value the LLM gave every compared summary, when it never varied
+    llm_matches: Optional[tuple[int, int]] = None  # yes/no items: (summaries where the LLM = the human majority, of)
     human_median: Optional[float] = None  # median over summaries of the human median
     llm_median: Optional[float] = None
     human_yes: Optional[tuple[int, int]] = None  # yes/no items: (yes answers, answers) over all human ratings
@@ -242,9 +243,17 @@ def item_agreement(m: ItemMatrix, llm: Optional[np.ndarray], likert: bool, n_boo
             pairs = [[float(h > 0.5), float(v >= 0.5)] for h, v in zip(hm[decided], llm[decided])]
             if len(pairs) >= 3 and len({p[1] for p in pairs}) == 1:
                 out.llm_constant = pairs[0][1]
-            if len(pairs) >= 3:
+            if pairs:
+                out.llm_matches = (sum(1 for h, v in pairs if h == v), len(pairs))
+            constant = [who for who, k in (("the raters' majority", 0), ("the LLM", 1))
+                        if len({p[k] for p in pairs}) == 1]
+            if len(pairs) >= 3 and constant:  # κ is 0 by construction then, whatever the agreement: not shown
+                out.notes.append(f"κ LLM vs human majority: not defined: {' and '.join(constant)} gave every summary "
+                                 "the same answer (AC1 and the share of agreement still say how often they agree)")
+            elif len(pairs) >= 3:
                 out.llm_agreement = safe_statistic(lambda: rel.cohen_kappa(np.array(pairs), categories=[0.0, 1.0]),
-                                          out.notes, "κ LLM vs human majority")
+                                                   out.notes, "κ LLM vs human majority")
+            if len(pairs) >= 3:
                 out.llm_ac1 = safe_statistic(lambda: rel.gwet_ac(pairs, "unweighted", categories=[0.0, 1.0]), out.notes,
                                     "AC1 LLM vs human majority")
             else:
