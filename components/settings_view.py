@@ -1,5 +1,11 @@
 """Settings page pieces that show plain data: the embedded models' measured validity."""
 from components.frames import show
+from engine.core.rubric import ITEMS
+
+
+def item_label(key: str) -> str:
+    """An item key of the validity table as the item's label (a key the rubric does not have stays as it is)."""
+    return next((i.label for i in ITEMS if i.key == key), key)
 
 
 def _f(v) -> str:
@@ -14,7 +20,7 @@ def render_validity(figures: dict[str, list[dict]], labels: dict[str, str]) -> N
             rows.append({"model": labels[key], "item": "not measured yet", "samples": "", "ρ expected": "",
                          "ρ calibrated": "", "AUROC": "", "s / summary": ""})
         for r in rs:
-            rows.append({"model": labels[key], "item": r["item"], "samples": str(r["samples"]),
+            rows.append({"model": labels[key], "item": item_label(r["item"]), "samples": str(r["samples"]),
                          "ρ expected": _f(r.get("spearman_raw")), "ρ calibrated": _f(r.get("spearman_calibrated")),
                          "AUROC": _f(r.get("auroc")), "s / summary": _f(r.get("sec_per_summary_median"))})
     show(rows)

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import BUNDLE
 from engine import statistics as rel
+from engine.core.rubric import ITEMS
 from engine.analysis.agreement import analyse, disagreements, reliability_rows
 from engine.analysis.items import item_matrix, llm_effect
 from engine.data.loading import load_paths
@@ -108,7 +109,7 @@ def test_report_is_json_and_tables_are_plain(report):
     d = json.loads(json.dumps(report.to_dict()))
     assert d["overall"]["icc"]["ICC3k"]["value"] > 0.5
     rows = reliability_rows(report)
-    assert rows[-1]["item"] == "overall" and rows[0]["ICC(3,k)"]
+    assert rows[-1]["item"] == "overall" and rows[0]["ICC(3,k)"] and rows[0]["item"] == ITEMS[0].label
     assert "eigenvalues" in report.factor_analysis and len(report.item_correlation["matrix"]) == 8
 
 

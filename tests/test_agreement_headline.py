@@ -93,3 +93,10 @@ def test_configurations_are_never_pooled():
     assert all(r.provenance.params["n_samples"] == 7 for r in main)
     rerun = results_for(rs, configs[1].key)
     assert [r.summary_id for r in rerun] == ["s1"] and config_key_of(rerun[0]) == configs[1].key
+
+
+def test_scores_are_written_with_at_most_two_decimals():
+    from engine.analysis.formatting import format_score
+
+    assert [format_score(v) for v in (3.72075, 4.5806, 4.5, 4.0, -0.001, None)] == ["3.72", "4.58", "4.5", "4", "0",
+                                                                                     "—"]

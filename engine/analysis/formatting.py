@@ -28,3 +28,12 @@ def format_estimate(e: Optional[rel.Estimate], digits: int = 2) -> str:
 def format_boot_p(p: float, n_boot: int) -> str:
     """A bootstrap p-value: "< 1/n_boot" when no resample reached the observed value."""
     return f"< {1 / n_boot:.3g}" if p == 0 else format_p(p)
+
+
+def format_score(v: Optional[float], digits: int = 2) -> str:
+    """A score or a median as people read it: at most ``digits`` decimals, no trailing zeros (3.72075 -> "3.72",
+    4.5 -> "4.5", 4.0 -> "4"); "—" when missing."""
+    if v is None or not math.isfinite(v):
+        return "—"
+    text = f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text

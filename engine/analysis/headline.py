@@ -10,7 +10,7 @@ from typing import Optional
 from engine import statistics as rel
 from engine.core.rubric import format_share
 from engine.analysis.agreement import AgreementReport
-from engine.analysis.formatting import format_boot_p, format_estimate, format_p
+from engine.analysis.formatting import format_boot_p, format_estimate, format_p, format_score
 
 
 # Koo & Li (2016), J Chiropr Med 15:155: ICC < 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, > 0.9 excellent.
@@ -113,8 +113,8 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
         llm = _finite(a.llm_agreement)
         llm_band = koo_li_band(llm.value if llm else None)
         if likert:
-            hc = "—" if a.human_median is None else f"median {a.human_median:g}"
-            lc = "—" if a.llm_median is None else f"median {a.llm_median:g}"
+            hc = "—" if a.human_median is None else f"median {format_score(a.human_median)}"
+            lc = "—" if a.llm_median is None else f"median {format_score(a.llm_median)}"
         else:
             hc, lc = share_of(a.human_yes), share_of(a.llm_yes)
         llm_prefixes = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")

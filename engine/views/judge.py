@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from engine.analysis.formatting import format_score
 from engine.core.models import Dataset
 from engine.core.rubric import ITEMS, format_value
 from engine.data.ratings import judge_cell, medians, reference_cell
@@ -39,9 +40,9 @@ def _item_rows(ds: Dataset, res: JudgeResult, calibrated: dict, with_calibration
                      "expected score": "" if sc.expected is None else f"{sc.expected:.2f}",
                      **({"calibrated": "" if cal_v is None else f"{cal_v:.2f}"} if with_calibration else {}),
                      "LLM median": judge_cell(item, sc),  # yes/no items: the share of yes over the samples
-                     "spread": "" if sc.spread is None else f"{sc.spread:g}",
+                     "spread": "" if sc.spread is None else format_score(sc.spread),
                      "human median": reference_cell(item, ratings) if item.key in human else "",
-                     "LLM − human": "" if diff is None else f"{diff:+g}"})
+                     "LLM − human": "" if diff is None else ("+" if diff > 0 else "") + format_score(diff)})
     return rows
 
 
