@@ -121,7 +121,9 @@ with tab_cov:
         regions, flags = cv.regions, cv.flags
         left_c, right_c = st.columns([2, 3])
         with left_c:
-            st.markdown(f"**Possibly omitted** (least covered first; headers, sign-offs and small talk last): "
+            st.markdown(f"**Possibly omitted**, in rank order — ★ names what the summary never writes, ➜ states a "
+                        f"change or next step; those come first, and each group by the number shown (omission score "
+                        f"× salience): "
                         f"{len(regions)}{'+' if len(regions) == MAX_REGIONS else ''} region(s) at or above {thr:.2f}",
                         help="A region naming a drug, condition or label the summary never writes comes first "
                              "(★, with the terms). Then by omission score × salience. Salience is 0 for headers, "
@@ -131,6 +133,10 @@ with tab_cov:
                              "content (see the README). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
+            elif not cov.flagged:
+                st.caption("This summary is not flagged as omitting (its global omission score is under the flag "
+                           "threshold): these are the least covered parts of the notes, which a complete summary "
+                           "may rightly leave out — read them as places to look, not as omissions.")
             if flags:
                 kinds = dict.fromkeys(f.kind for f in flags)
                 st.caption("⚑ Note-level flags come first: " + "; ".join(
@@ -138,10 +144,11 @@ with tab_cov:
             shown_items = [*flags, *regions]
             rlabels = [f"⚑ {FLAG_KINDS[f.kind].label.capitalize()}: note {untrusted.md_inline(f.note_id)} — "
                        f"{untrusted.md_inline(f.text or '(no scored content)', 80)}" for f in flags] + \
-                      [f"\\[{r.score:.2f}\\]{' ◦' if r.salience < 1 else ''} Note {untrusted.md_inline(r.note_id)}: "
+                      [f"{mark + ' ' if mark else ''}\\[{rank:.2f}\\]{' ◦' if r.salience < 1 else ''} "
+                       f"Note {untrusted.md_inline(r.note_id)}: "
                        f"{untrusted.md_inline(r.text, 80)}"
-                       + (f" ★ *not in the summary: {untrusted.md_inline(', '.join(r.missing), 60)}*" if r.missing else "")
-                       for r in regions]
+                       + (f" — *not in the summary: {untrusted.md_inline(', '.join(r.missing), 60)}*" if r.missing else "")
+                       for r, mark, rank in zip(regions, cv.marks, cv.rank_scores)]
             pick = st.radio("Region", rlabels, label_visibility="collapsed", on_change=_picked,
                             args=("coverage",)) if rlabels else None
         with right_c:

@@ -253,3 +253,27 @@ def test_judge_page_on_a_server_streams_partial_scores_and_stops_early(monkeypat
     assert any("scores so far after 2 of 3 samples" in c.value for c in at.caption)
     table = next(d.value for d in at.dataframe if "median so far" in d.value.columns)
     assert list(table["median so far"])[:2] == ["4", "5"] and set(table["decided"]) == {"yes"}
+
+
+def test_case_page_regions_follow_the_numbers_they_show_and_a_complete_summary_says_why_it_has_regions():
+    """Before: captioned "least covered first" while the numbers ran 0.73, 0.70, 0.85, 0.84 (the hidden tiers), and
+    a complete summary listed 19 regions without a word."""
+    import re
+
+    at = _run("app.py")
+    at.switch_page("pages/case.py").run()
+    captions = []
+    for sid in ("card-01-s1", "card-01-s2", "card-01-s3"):
+        at.radio(key="case_summary").set_value(sid).run()
+        assert not at.exception
+        options = next((r.options for r in at.radio if r.label == "Region"), [])
+        rows = [(m.group(1), float(m.group(2))) for o in options
+                if (m := re.match(r"^([★➜]*) ?\\\[([-\d.]+)\\\]", o))]
+        assert len(rows) == sum(1 for o in options if not o.startswith("⚑")), options[:3]
+        tiers = list(dict.fromkeys(mark for mark, _ in rows))
+        assert tiers == sorted(tiers, key=lambda m: ("★" not in m, "➜" not in m)), (sid, tiers)
+        for mark in tiers:
+            nums = [n for k, n in rows if k == mark]
+            assert nums == sorted(nums, reverse=True), (sid, mark, nums)
+        captions += [c.value for c in at.caption]
+    assert any("not flagged as omitting" in c for c in captions)  # the complete summary says why it has regions

@@ -18,7 +18,8 @@ from engine.core.stamps import json_key
 from engine.data.ratings import display_table, judge_cell
 from engine.evidence.stigma import detector as stigma
 from engine.evidence.support.alignment import alignment_cached
-from engine.evidence.coverage.regions import DEFAULT_THRESHOLDS, coverage_cached, merge_regions
+from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
+                                              region_rank_score)
 from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_results
 from engine.evidence.medomit.result import MedOmitResult
@@ -139,7 +140,7 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
 @dataclass
 class CoverageView:
     """One coverage method on one summary: its scored units, the slider's range, and at ``threshold`` the
-    note-level flags and the merged regions (least covered first)."""
+    note-level flags and the merged regions in rank order (tier marks, then score x salience)."""
 
     coverage: object = None  # engine.evidence.coverage.base.CoverageResult
     error: str = ""
@@ -149,6 +150,8 @@ class CoverageView:
     threshold: float = 0.0
     regions: list = field(default_factory=list)
     flags: list = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)  # per region: its rank tier (★ / ➜, see region_marks)
+    rank_scores: list[float] = field(default_factory=list)  # per region: the number its tier is ranked by
 
 
 def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, method: str,
@@ -167,7 +170,8 @@ def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, meth
     thr = default if threshold is None else threshold
     regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS, summary_text=citations.strip(s.text))
     flags = omission_flags(case, s.text, cov.units, thr, ds.citation_style())
-    return CoverageView(cov, "", lo, hi, default, thr, regions, flags)
+    return CoverageView(cov, "", lo, hi, default, thr, regions, flags, [region_marks(r) for r in regions],
+                        [region_rank_score(r) for r in regions])
 
 
 @dataclass

@@ -62,6 +62,18 @@ def region_rank_key(r: Region) -> tuple:
     return (r.salience <= 0, tier, -weighted, -r.score)
 
 
+def region_marks(r: Region) -> str:
+    """The tier of :func:`region_rank_key` as marks a reader sees: "★" the region names a key term the summary never
+    writes, "➜" it states a change or a next step; regions rank by these marks first, then by score x salience."""
+    action = RANK_ACTIONS and _ACTION.search(r.text or "") is not None
+    return ("★" if r.missing else "") + ("➜" if action else "")
+
+
+def region_rank_score(r: Region) -> float:
+    """The number regions of one tier are ranked by (score x salience)."""
+    return r.score * r.salience if r.score > 0 else r.score
+
+
 # ------------------------------------------------------------------------------------------------- kde
 
 
