@@ -10,7 +10,7 @@ from engine.judge.results import JudgeParams
 from engine.judge.runner import Judge, judge_job
 from engine.judge.source import describe_source
 from engine.llm.modelfiles import embedded
-from engine.views.judge import judge_page_view
+from engine.views.judge import configuration_note, judge_page_view
 from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 
 st.title("Judge")
@@ -60,14 +60,28 @@ with st.form("judge_params"):
                        value=bool(opts["trim"]))
     early_stop = st.checkbox("Stop early when the medians are decided (same result, fewer samples)",
                              value=bool(opts["early_stop"]))
+    stored_choice = st.radio("A summary that already has a result with these settings",
+                             ["Use the stored result", "Run it again (replaces the stored result)"],
+                             index=1 if opts.get("rerun") else 0, horizontal=True)
     run = st.form_submit_button("Run judge", type="primary")
 if run:
     opts.update(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), scope=scope,
-                explain=bool(explain), trim=bool(trim), early_stop=bool(early_stop))
+                explain=bool(explain), trim=bool(trim), early_stop=bool(early_stop),
+                rerun=stored_choice.startswith("Run it again"))
 
 params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), explain=explain,
                      trim=trim, early_stop=bool(early_stop))
 store = state.store()
+model_sha = embedded(cfg.embedded_model).sha256 if cfg.source == SOURCE_EMBEDDED else None
+new_config = state.guarded(configuration_note, store, name, params, model_sha, default=None)
+if new_config is not None and new_config.text:
+    confirmed = st.session_state.get("judge_new_config_seen") == new_config.text
+    if run and new_config.options_changed and not confirmed:  # options on this page: the first press says so
+        st.session_state["judge_new_config_seen"] = new_config.text
+        run = False
+        st.warning(new_config.text + " Press **Run judge** again to go ahead.")
+    else:  # another model (chosen in Settings) or confirmed: said, and the run goes ahead
+        st.warning(new_config.text)
 
 if run and jobs_view.running("judge"):
     st.warning("A judge run is still going: cancel it or wait for it before starting another.")
@@ -88,7 +102,8 @@ elif run:
     model = source.get("model") or (embedded(cfg.embedded_model).short_label if cfg.source == SOURCE_EMBEDDED
                                      else cfg.model_path)
     what = f"summary {sid}" if scope == "This summary" else f"all {len(ids)} summaries of '{name}'"
-    jobs_view.start("judge", judge_job(judge, ds, ids, store=store, dataset_name=name, concurrency=concurrency),
+    jobs_view.start("judge", judge_job(judge, ds, ids, store=store, dataset_name=name, concurrency=concurrency,
+                                       rerun=bool(opts.get("rerun"))),
                     label=f"Judge run on {what} · {model} · {int(n_samples)} sample(s)")
 
 

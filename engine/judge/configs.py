@@ -37,7 +37,8 @@ class JudgeConfig:
     @property
     def label(self) -> str:
         p = self.params
-        bits = [f"{p.get('n_samples', '?')} samples", f"T={p.get('temperature', '?')}"]
+        n = p.get("n_samples", "?")  # one sample is the greedy pass: no temperature applies to it
+        bits = ["1 greedy sample"] if n == 1 else [f"{n} samples", f"T={p.get('temperature', '?')}"]
         if p.get("shots"):
             bits.append(f"{p['shots']}-shot")
         if p.get("explain"):

@@ -223,10 +223,10 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
               progress: Callable[[JudgeProgress], None] = lambda p: None,
               should_stop: Callable[[], bool] = lambda: False,
               on_partial: Optional[Callable[[PartialResult], None]] = None,
-              concurrency: int = 1) -> Iterator[JudgeResult]:
-    """Judge summaries, skipping those whose cache key is already stored (resume), storing each result as soon as
-    it is finished, and yielding the results in ``summary_ids`` order. Stops cleanly between samples when
-    ``should_stop()`` is true.
+              concurrency: int = 1, rerun: bool = False) -> Iterator[JudgeResult]:
+    """Judge summaries, skipping those whose cache key is already stored (resume; with ``rerun`` every summary is
+    judged again and its stored result replaced), storing each result as soon as it is finished, and yielding the
+    results in ``summary_ids`` order. Stops cleanly between samples when ``should_stop()`` is true.
 
     ``concurrency`` > 1 keeps up to that many summaries in flight (at most :data:`MAX_IN_FLIGHT`) when the backend
     can serve requests at once (``backend.capabilities.concurrent``, an OpenAI-compatible server); in process llama.cpp
@@ -236,7 +236,7 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
     n = max(1, min(int(concurrency), MAX_IN_FLIGHT))
     if n > 1 and len(summary_ids) > 1 and judge.backend.capabilities.concurrent:
         yield from _run_concurrent(judge, ds, list(summary_ids), store, dataset_name or ds.name, progress,
-                                   should_stop, on_partial, n)
+                                   should_stop, on_partial, n, rerun)
         return
     total = len(summary_ids)
     name = dataset_name or ds.name
@@ -244,7 +244,7 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
 
     def lookup(sid: str) -> Optional[JudgeResult]:
         prepared[sid] = judge.prepare(ds, sid)
-        if store is None:
+        if store is None or rerun:
             return None
         case, _, _, key = prepared[sid]
         cached = store.get_judge_result(name, key, sid, case.case_id)
@@ -269,11 +269,11 @@ def run_batch(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
 
 
 def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
-              dataset_name: Optional[str] = None, concurrency: int = 1) -> Job:
+              dataset_name: Optional[str] = None, concurrency: int = 1, rerun: bool = False) -> Job:
     """:func:`run_batch` as a background :class:`~engine.core.jobs.Job` (not started): one step per sample, results
     in ``job.results`` as they finish, the newest :class:`PartialResult` in ``job.latest``. Its cancel stops the
     in-process model within the current call (a server: after the request in flight); finished summaries are
-    stored, and counted as "new", "from the workspace" or "unscored"."""
+    stored, and counted as "new", "from the workspace" or "unscored". ``rerun``: judge stored summaries again."""
     def work(job: Job) -> None:
         def progress(p: JudgeProgress) -> None:
             if p.message == "judging":
@@ -285,9 +285,10 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
         def on_partial(partial: PartialResult) -> None:
             job.latest = partial
 
-        plan_job(job, judge, ds, summary_ids, store, dataset_name or ds.name)
+        plan_job(job, judge, ds, summary_ids, store, dataset_name or ds.name, rerun)
         for res in run_batch(judge, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
-                             should_stop=job.should_stop, on_partial=on_partial, concurrency=concurrency):
+                             should_stop=job.should_stop, on_partial=on_partial, concurrency=concurrency,
+                             rerun=rerun):
             job.results.append(res)
             job.count(CACHED_COUNT if res.from_cache else
                       "new" if res.status == STATUS_SCORED else res.status)
@@ -295,7 +296,8 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
     return Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples)
 
 
-def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str) -> None:
+def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str,
+             rerun: bool = False) -> None:
     """Give ``job`` its plan (:mod:`engine.core.run_plan`) when the backend tokenizes in process (llama.cpp): each
     summary's prompt tokens, none for one already stored, and this model's speeds measured on the workspace's
     results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""
@@ -308,7 +310,7 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
     for sid in summary_ids:
         check_cancelled()
         case, summary, examples, key = judge.prepare(ds, sid)
-        if store is not None and store.get_judge_result(name, key, sid, case.case_id) is not None:
+        if not rerun and store is not None and store.get_judge_result(name, key, sid, case.case_id) is not None:
             prompts.append(None)
             continue
         try:
@@ -325,7 +327,8 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
 
 def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
                     progress: Callable[[JudgeProgress], None], should_stop: Callable[[], bool],
-                    on_partial: Optional[Callable[[PartialResult], None]], n: int) -> Iterator[JudgeResult]:
+                    on_partial: Optional[Callable[[PartialResult], None]], n: int,
+                    rerun: bool = False) -> Iterator[JudgeResult]:
     """:func:`run_batch` with up to ``n`` summaries in flight on worker threads. Workers judge and store; every
     callback runs here, in the caller's thread, from the events the workers post."""
     import queue
@@ -366,8 +369,8 @@ def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
                 idx, sid = next_submit, ids[next_submit]
                 next_submit += 1
                 prepared = judge.prepare(ds, sid)
-                cached = (store.get_judge_result(name, prepared[3], sid, prepared[0].case_id) if store is not None
-                          else None)
+                cached = (store.get_judge_result(name, prepared[3], sid, prepared[0].case_id)
+                          if store is not None and not rerun else None)
                 if cached is not None:
                     res = JudgeResult.from_json(cached, from_cache=True)
                     finished[idx] = res

@@ -72,3 +72,34 @@ def judge_page_view(store, name: str, ds: Dataset, summary_id: Optional[str]) ->
     view.calibration = cal
     view.item_rows = _item_rows(ds, res, calibrated.get(res.summary_id, {}), cal is not None)
     return view
+
+
+@dataclass(frozen=True)
+class ConfigurationNote:
+    """What a run's settings mean for the dataset's judge configurations: ``text`` "" when they match a stored one;
+    ``options_changed``: the same model is stored but these options differ (the page asks before running)."""
+
+    text: str = ""
+    options_changed: bool = False
+
+
+def configuration_note(store, name: str, params, model_sha256: Optional[str]) -> ConfigurationNote:
+    """Before a run: whether these settings (and, when known, this model) make a judge configuration the dataset
+    does not have yet, said in a sentence. ``params``: the run's :class:`engine.judge.results.JudgeParams`."""
+    from dataclasses import asdict
+
+    from engine.judge.configs import IGNORED_PARAMS, configurations
+
+    want = {k: v for k, v in asdict(params).items() if k not in IGNORED_PARAMS}
+    stored = configurations(stored_judge_results(store, name))
+    if not stored:
+        return ConfigurationNote()
+    same_model = [c for c in stored if model_sha256 is None or c.model_sha256 == model_sha256]
+    if any({k: c.params.get(k) for k in want} == want for c in same_model):
+        return ConfigurationNote()
+    differs = sorted({k for c in same_model for k in want if c.params.get(k) != want[k]})
+    return ConfigurationNote(
+        "These settings make a new judge configuration"
+        + (f" (they differ in {', '.join(differs)})" if same_model else " (another model)")
+        + f": its results are analysed apart from the {len(stored)} configuration(s) stored for this dataset, "
+          "never pooled with them.", bool(same_model))
