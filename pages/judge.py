@@ -134,8 +134,12 @@ view = state.guarded(judge_page_view, store, name, ds, sid, stop=True)
 st.markdown(f"#### {untrusted.md_inline(sid)}")
 res = view.result
 if res is None:
-    st.info("Not judged yet: press **Run judge**.")
+    st.info("Not judged yet: press **Run judge**." if not jobs_view.running("judge") else
+            "Not judged yet: the run above is going.")
 else:
+    if jobs_view.running("judge"):  # the stored result stays readable, marked, while a new run is going
+        st.warning("**Previous result**, stored before the run that is going now: it is replaced when the run "
+                   "finishes.")
     judge_view.render_status(res.status, res.reason,
                              judge_view.when_text((name, sid) in st.session_state.get("judged_now", set()),
                                                   res.created_at),

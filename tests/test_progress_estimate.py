@@ -76,6 +76,21 @@ def test_tokens_show_as_read_and_this_runs_speed_takes_over():
     job.wait(5)
 
 
+def test_the_bar_moves_with_the_counted_tokens():
+    """Before, a one-summary, one-sample run's bar stayed at 0 % while the text counted "3,072 of 3,224 tokens"."""
+    job, gate = _planned_job(100.0, [1000.0])
+    time.sleep(0.1)
+    assert job.status().fraction == 0.0
+    gate["go"] = True
+    deadline, seen = time.time() + 5, []
+    while time.time() < deadline and not job.status().finished:
+        seen.append(job.status().fraction)
+        time.sleep(0.05)
+    moving = sorted(set(f for f in seen if 0 < f < 1))
+    assert len(moving) >= 2 and moving == sorted(moving)  # 0.25, 0.5, 0.75, ... while the prompt is read
+    assert job.status().fraction == 1.0
+
+
 def test_without_a_plan_the_old_extrapolation_stays():
     job = Job("x", 10, lambda j: time.sleep(0.2)).start()
     assert job.status().speed_from == ""

@@ -130,6 +130,7 @@ class JobStatus:
     unit: str = "summaries"
     detail: str = ""  # tokens as they are read and written ("reading the prompt: 1,024 of 3,210 new tokens")
     speed_from: str = ""  # where the estimate's speed comes from ("measured before" | "this run")
+    work_fraction: Optional[float] = None  # planned jobs: the share of the planned tokens read and written so far
 
     @property
     def fraction(self) -> float:
@@ -137,6 +138,8 @@ class JobStatus:
             return 1.0 if self.state != RUNNING else 0.0
         if self.state == DONE:
             return 1.0
+        if self.work_fraction is not None and self.state == RUNNING:
+            return self.work_fraction  # moves with the counted tokens, not only when an item or a sample ends
         within = self.step_index / self.n_steps if self.n_steps > 0 and self.done < self.total else 0.0
         return min((self.done + within) / self.total, 1.0)
 
@@ -342,7 +345,17 @@ class Job:
                 eta = span_t / span_f * (1.0 - f)
             return JobStatus(self.kind, self._state, self.total, self._done, self._item, self._step,
                              self._step_index, self.n_steps, now - self._t0, eta, dict(self._counts), self._error,
-                             self.unit, self._detail if self._state == RUNNING else "", speed_from)
+                             self.unit, self._detail if self._state == RUNNING else "", speed_from,
+                             self._work_fraction())
+
+    def _work_fraction(self) -> Optional[float]:
+        """The share of the planned work tokens done (None without a plan or with nothing to do)."""
+        work = self._work or []
+        total = sum(work)
+        if not work or total <= 0:
+            return None
+        current = work[self._done] if self._done < len(work) else 0.0
+        return min((sum(work[:self._done]) + min(self._in_item, current)) / total, 1.0)
 
     def _planned_eta(self, now: float) -> tuple[Optional[float], str]:
         """Seconds left from the plan: the work left over this run's own speed once it has read enough, else the
