@@ -76,6 +76,7 @@ def test_judge_page_progress_and_cancel_mid_call():
     assert texts and "Judge: summary 1/1" in texts[0] and "sample" in texts[0], texts
     assert texts[0].startswith("Judge run on summary card-01-s1 · ")  # the bar says which summary and model
     assert any(b.key == "cancel_judge" for b in at.button)
+    assert any("Previous result" in w for w in _warnings(at))  # the stored result is marked, not current
     at = _cancel(at, "judge")
     warnings = _warnings(at)
     assert any(w.startswith("Judge run on summary card-01-s1 · ") and "3 sample(s) — Judge cancelled — 0 of 1 "
