@@ -95,6 +95,13 @@ def test_link_and_merge():
     nid, s, e, kind, score = link_fact("LVEF is 35 percent", "Echo shows LVEF of 35%", notes, "1")
     assert nid == "2" and kind == "fuzzy" and notes["2"][s:e] == "Echo: LVEF 35%."
     assert link_fact("Patient owns a boat", "likes sailing on weekends", notes, None)[3] == "unlinked"
+    # a fact the notes state word for word is always linked, whatever its quote (before: "Wt 85.7 kg", "K 4.8 mEq/L"
+    # and "eGFR 63" of card-01 were listed as "not found in the notes")
+    labs = {"1": "Vitals: BP 128/76, Wt  85.7kg.\nLabs: Na 138 mEq/L, K 4.8 mEq/L, eGFR 63."}
+    for fact in ("Wt 85.7 kg", "K 4.8 mEq/L", "eGFR 63", "na 138 meq/l"):
+        nid, s, e, kind, _ = link_fact(fact, "a quote the model invented", labs, None)
+        assert (nid, kind) == ("1", "exact") and "".join(labs["1"][s:e].lower().split()) == "".join(
+            fact.lower().split()), fact
     merged = merge_facts([("Started apixaban 5 mg.", "q", "1"), ("started apixaban 5 mg", "q", "2"),
                           ("LVEF 35%", "q", "2")])
     assert [m[0] for m in merged] == ["Started apixaban 5 mg.", "LVEF 35%"]

@@ -215,17 +215,43 @@ def _sentences_with_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _squeezed(text: str) -> tuple[str, list[int]]:
+    """``text`` lower-cased without any white space, with each kept character's index in ``text``."""
+    keep = [(i, c.lower()) for i, c in enumerate(text) if not c.isspace()]
+    return "".join(c for _, c in keep), [i for i, _ in keep]
+
+
+MIN_VERBATIM = 5  # characters (white space not counted) a fact or quote needs to be linked by finding it verbatim
+
+
+def find_verbatim(note: str, probe: str) -> Optional[tuple[int, int]]:
+    """Where ``probe`` stands in ``note`` word for word, ignoring case and white space ("Wt 85.7 kg" in
+    "wt  85.7kg"; a trailing full stop or semicolon of the probe not needed): (start, end) or None."""
+    hay, idx = _squeezed(note)
+    whole = probe.strip().strip('"').strip()
+    for candidate in dict.fromkeys((whole, whole.rstrip(".;,:"))):
+        p, _ = _squeezed(candidate)
+        if len(p) < MIN_VERBATIM:
+            continue
+        i = hay.find(p)
+        if i >= 0:
+            return idx[i], idx[i + len(p) - 1] + 1
+    return None
+
+
 def link_fact(text: str, quote: str, notes: dict[str, str], prefer: Optional[str]) -> tuple[
         Optional[str], Optional[int], Optional[int], str, float]:
-    """Find where a fact came from: the exact quote (case-insensitive), else the most similar sentence
-    (difflib ratio ≥ 0.55, on quote and fact text). Returns note id, start, end, link kind, score."""
+    """Find where a fact came from: the quote, else the fact's own text, standing word for word in a note
+    (:func:`find_verbatim`: case and white space ignored) — a fact the notes state verbatim is always linked —
+    else the most similar sentence (difflib ratio ≥ 0.55, on quote and fact text). Returns note id, start, end,
+    link kind, score."""
     order = ([prefer] if prefer in notes else []) + [n for n in notes if n != prefer]
     q = quote.strip().strip('"').strip()
-    if len(q) >= 8:
+    for probe in (q, text):
         for nid in order:
-            i = notes[nid].lower().find(q.lower())
-            if i >= 0:
-                return nid, i, i + len(q), "exact", 1.0
+            span = find_verbatim(notes[nid], probe) if probe else None
+            if span is not None:
+                return nid, span[0], span[1], "exact", 1.0
     best = (None, None, None, 0.0)
     for nid in order:
         t = notes[nid]
