@@ -45,19 +45,51 @@ def _marked_html(text: str, offset: int, marks: Sequence[Mark]) -> str:
     return marks_html(text, marks, offset, escape=_text_html)
 
 
+# a sentence's problems, shown where it ends: symbol and colour per kind (engine.views.case.FLAG_KINDS)
+FLAG_STYLE = {"citation wrong": ("✗ cite", "#cf222e"), "citation missing": ("? cite", "#bf8700"),
+              "false specific": ("≠ fact", "#8250df"), "restatement": ("↺ again", "#57606a"),
+              "weak support": ("~ weak", "#0969da")}
+
+
+def _flag_badge(kind: str, title: str) -> str:
+    symbol, colour = FLAG_STYLE.get(kind, ("!", "#cf222e"))
+    return (f'<span class="sumcheck-flag" data-kind="{untrusted.html(kind)}" title="{untrusted.html(title)}" '
+            f'style="border:1px solid {colour};color:{colour};border-radius:4px;padding:0 4px;margin-left:3px;'
+            f'font-size:0.75em;white-space:nowrap">{untrusted.html(symbol)}</span>')
+
+
+def flag_legend() -> str:
+    """HTML legend of the sentence flags."""
+    chips = "".join(_flag_badge(k, k) + f' <span style="font-size:0.8em;margin-right:8px">{untrusted.html(k)}</span>'
+                    for k in FLAG_STYLE)
+    return f'<div style="font-size:0.8em">Sentence flags (hover one for the reason): {chips}</div>'
+
+
 def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str],
-                 marks: Sequence[Mark] = ()) -> str:
+                 marks: Sequence[Mark] = (), flags: Sequence[tuple[int, str, str]] = ()) -> str:
     """The summary, escaped, with every citation (start, end, cited note ids — from ``engine.core.citations``, in
-    whatever form the dataset writes them) shown as one badge per note (red if the note does not exist), and
-    ``marks`` (e.g. stigmatizing language) highlighted with their title on hover."""
+    whatever form the dataset writes them) shown as one badge per note (red if the note does not exist),
+    ``marks`` (e.g. stigmatizing language) highlighted with their title on hover, and ``flags`` (end, kind, reason)
+    shown as small badges where their sentence ends."""
+    cuts = sorted({e for e, _, _ in flags} | {s for s, _, _ in citations} | {e for _, e, _ in citations} | {0})
+    by_end: dict[int, list[tuple[str, str]]] = {}
+    for end, kind, title in flags:
+        by_end.setdefault(end, []).append((kind, title))
+    cites = {start: (end, ids) for start, end, ids in sorted(citations)}
     out, pos = [], 0
-    for start, end, ids in sorted(citations):
-        if start < pos:
+    for cut in cuts + [len(text)]:
+        if cut < pos:
             continue
-        out.append(_marked_html(text[pos:start], pos, marks))
-        out.append(" ".join(_badge(nid, known_note_ids) for nid in ids))
-        pos = end
+        out.append(_marked_html(text[pos:cut], pos, marks))
+        pos = cut
+        if cut in cites:
+            end, ids = cites[cut]
+            out.append(" ".join(_badge(nid, known_note_ids) for nid in ids))
+            pos = end
+        if pos in by_end:
+            out.append("".join(_flag_badge(k, t) for k, t in by_end.pop(pos)))
     out.append(_marked_html(text[pos:], pos, marks))
+    out += ["".join(_flag_badge(k, t) for k, t in v) for v in by_end.values()]  # a flag past the text's end
     return f'<div style="line-height:1.7">{"".join(out)}</div>'
 
 
@@ -93,11 +125,13 @@ def render_notes(notes: Sequence[dict], marks: dict[str, Sequence[Mark]] | None 
 
 
 def render_summary(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], note_ids: Sequence[str],
-                   meta: dict, marks: Sequence[Mark] = ()) -> None:
+                   meta: dict, marks: Sequence[Mark] = (), flags: Sequence[tuple[int, str, str]] = ()) -> None:
     facts = " · ".join(f"{k}: {untrusted.md_inline(v)}" for k, v in meta.items() if v)
     if facts:
         st.caption(facts)
-    st.markdown(summary_html(text, citations, note_ids, marks), unsafe_allow_html=True)
+    st.markdown(summary_html(text, citations, note_ids, marks, flags), unsafe_allow_html=True)
+    if flags:
+        st.markdown(flag_legend(), unsafe_allow_html=True)
 
 
 RATER_WIDTH = 150  # px of the rater column beside the eight 1-5 items: the table fits a 1,280 px window

@@ -69,7 +69,8 @@ with right:
     case_view.render_summary(s.text, citations.spans(s.text, ds.citation_style()),
                              [n.note_id for n in case.notes],
                              {"generator": s.generator_model, "quality group": s.quality_group,
-                              "prompt": s.prompt_variant}, evidence_view.cut_around(summary_marks, verified.marks))
+                              "prompt": s.prompt_variant}, evidence_view.cut_around(summary_marks, verified.marks),
+                             [(f.end, f.kind, f.title) for f in view.sentence_flags])
     if verified.marks:
         st.caption(f"Orange: claims the record does not support ({untrusted.md_inline(verified.headline)}); hover "
                    "a mark for the probability and the lines it was checked against, or see the Claim verification "

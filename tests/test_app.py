@@ -277,3 +277,24 @@ def test_case_page_regions_follow_the_numbers_they_show_and_a_complete_summary_s
             assert nums == sorted(nums, reverse=True), (sid, mark, nums)
         captions += [c.value for c in at.caption]
     assert any("not flagged as omitting" in c for c in captions)  # the complete summary says why it has regions
+
+
+def test_the_summary_marks_its_own_problems_without_a_click():
+    """Before: card-01-s3's fabricated amiodarone sentence, its wrong citation and its missing citation showed only
+    after clicking each sentence in the Sentence-support tab. Now the summary carries the flags where each sentence
+    ends (with the reason on hover) and the unsupported claim is marked in it."""
+    import re
+
+    at = _run("app.py")
+    at.switch_page("pages/case.py").run()
+    at.radio(key="case_summary").set_value("card-01-s3").run()
+    assert not at.exception
+    html = next(m.value for m in at.markdown if "line-height:1.7" in m.value)  # the summary as drawn
+    kinds = re.findall(r'class="sumcheck-flag" data-kind="([^"]+)" title="([^"]*)"', html)
+    assert any(k == "citation wrong" for k, _ in kinds), kinds
+    assert any(k == "citation missing" for k, _ in kinds), kinds
+    cut = html.index("catheterization")  # the wrongly cited sentence's flag follows it, before the next sentence
+    assert "citation wrong" in html[cut:cut + 1500]
+    i = html.index("amiodarone")
+    assert 'title="Unsupported claim' in html[max(0, i - 200):i]  # the fabricated claim is marked in the summary
+    assert any("Sentence flags" in m.value for m in at.markdown)

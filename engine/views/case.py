@@ -21,7 +21,7 @@ from engine.evidence.support.alignment import alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
                                               region_rank_score)
 from engine.evidence.coverage.base import CoverageError, CoverageParams
-from engine.evidence.kinds import stored_results
+from engine.evidence.kinds import kind as evidence_kind, stored_results
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows
 from engine.evidence.coverage.omission_flags import omission_flags
@@ -65,6 +65,44 @@ class CaseView:
     medomit: Optional[MedOmitResult] = None
     omitted_rows: list[dict] = field(default_factory=list)
     not_found_rows: list[dict] = field(default_factory=list)
+    sentence_flags: list["SentenceFlag"] = field(default_factory=list)  # from the stored sentence support
+
+
+@dataclass(frozen=True)
+class SentenceFlag:
+    """A problem of one summary sentence, shown where the sentence ends: ``kind`` one of :data:`FLAG_KINDS`,
+    ``title`` the reason in words (hover), ``sentence`` its 1-based number."""
+
+    end: int
+    kind: str
+    title: str
+    sentence: int
+
+
+# what the summary marks at a sentence's end, from its stored sentence support (engine.evidence.support.alignment)
+FLAG_KINDS = ("citation wrong", "citation missing", "false specific", "restatement", "weak support")
+
+
+def sentence_flags(alignment) -> list[SentenceFlag]:
+    """The flags of every sentence of a stored alignment result: wrong or unknown citation, missing citation, false
+    specifics, restatement of an earlier sentence, weak support by the notes."""
+    out = []
+    for a in alignment.sentences:
+        n = a.index + 1
+        if a.citation_verdict in ("wrong", "unknown"):
+            out.append(SentenceFlag(a.end, "citation wrong", f"sentence {n}: citation {a.citation_verdict} — "
+                                                             f"{a.citation_detail}", n))
+        elif a.citation_verdict == "missing":
+            out.append(SentenceFlag(a.end, "citation missing", f"sentence {n}: {a.citation_detail}", n))
+        for finding in a.specifics:
+            out.append(SentenceFlag(a.end, "false specific", f"sentence {n}: {finding}", n))
+        if a.restates is not None:
+            why = a.restates_detail or f"says again what sentence {a.restates + 1} said"
+            out.append(SentenceFlag(a.end, "restatement", f"sentence {n}: {why}", n))
+        if a.weak and not a.specifics:
+            out.append(SentenceFlag(a.end, "weak support", f"sentence {n}: weakly supported by the notes — "
+                                                           f"{a.weak_reason}", n))
+    return out
 
 
 def _stigma_title(hit, extra: str = "") -> str:
@@ -129,6 +167,9 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
         view.score_rows.append({"rater": DETECTOR_ROW, "group": "detector",
                                 **{get_item(k).label: ("yes" if v else "no")
                                    for k, v in view.stigma.item_answers.items()}})
+    aligned = store.evidence_results(name, "alignment").get(s.summary_id)  # read only: the evidence runs compute it
+    if aligned is not None:
+        view.sentence_flags = sentence_flags(evidence_kind("alignment").load(aligned))
     stored = store.evidence_results(name, "medomit").get(s.summary_id)
     if stored:
         view.medomit = MedOmitResult.from_json(stored)
