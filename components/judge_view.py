@@ -47,11 +47,21 @@ def render_item_table(rows: list[dict]) -> None:
                "the raters.")
 
 
-def render_explanations(expl: dict[str, str]) -> None:
+def render_explanations(expl: list[tuple[str, str, str]]) -> None:
+    """``expl``: (item label, the judge's explanation, how it contradicts the evidence or "")."""
     if expl:
         st.markdown("**Explanations**")
-        for item, text in expl.items():
-            st.markdown(f"- **{untrusted.md_inline(item)}**: {untrusted.md_inline(text)}")
+        for item, text, contradicts in expl:
+            st.markdown(f"- **{untrusted.md_inline(item)}**: {untrusted.md_inline(text)}"
+                        + (f"  \n  ⚠ *Contradicts the evidence: {untrusted.md_inline(contradicts)}*"
+                           if contradicts else ""))
+
+
+def render_conflicts(conflicts: dict[str, str]) -> None:
+    """Items whose verdict the product's own evidence contradicts (item label -> what the evidence finds)."""
+    if conflicts:
+        st.warning("The judge's verdict contradicts the evidence on: " + "; ".join(
+            f"**{untrusted.md_inline(k)}** — {untrusted.md_inline(v)}" for k, v in conflicts.items()))
 
 
 def render_samples(samples: list[dict]) -> None:

@@ -150,7 +150,8 @@ else:
         if cal is not None:
             st.caption(f"Calibrated: {untrusted.md(cal.label)} (version {cal.version} of this judge configuration, "
                        "fitted on the Agreement page); blank where the item could not be calibrated.")
-    judge_view.render_explanations({k: v.explanation for k, v in res.items.items() if v.explanation})
+    judge_view.render_conflicts(view.conflicts)
+    judge_view.render_explanations([(e.item, e.text, e.contradicts) for e in view.explanations])
     judge_view.render_samples([asdict(s) for s in res.samples])
     judge_view.render_provenance(asdict(res.provenance), {**asdict(res.timing),
                                                          "prompt_tokens_per_s": res.timing.prompt_tps,

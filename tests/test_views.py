@@ -117,3 +117,36 @@ def test_data_view_lists_validates_imports_deletes_and_restores(tmp_path):
     assert after.dataset_names == [SAMPLE_NAME] and str(saved) in {str(b.path) for b in after.backups}
     data_view.restore(store, saved)
     assert sorted(data_view.data_page_view(store).dataset_names) == ["copy", SAMPLE_NAME]
+
+
+def test_judge_view_marks_verdicts_the_evidence_contradicts_and_shows_validity(sample):
+    """Before: a summary with a fabricated claim, a wrong citation and omitted facts could get 5s whose explanations
+    said it "does not omit any relevant information", with nothing said; the Judge page named no validity."""
+    from engine.views.judge import evidence_conflicts, judge_page_view
+
+    store, ds = sample
+    v = judge_page_view(store, SAMPLE_NAME, ds, "card-01-s3")
+    res = v.result
+    conflicts = evidence_conflicts(store, SAMPLE_NAME, ds, res)
+    for key, evidence in (("accurate", "unsupported claim"), ("cited", "citation issue")):
+        if res.items[key].expected is not None and res.items[key].expected >= 4:
+            assert evidence in conflicts[key]
+    assert all("validity (ρ, own set)" in r for r in v.item_rows)
+    assert any(r["validity (ρ, own set)"].startswith("ρ ") for r in v.item_rows)  # the 1.5B's measured figures
+    # a verdict the detector contradicts, on a copy of the result
+    import copy
+
+    fake = copy.deepcopy(res)
+    fake.items["stigmatizing_summary"].median, fake.items["stigmatizing_summary"].values = 0.0, [0.0]
+    hit = next(s for s in ds.summaries
+               if "stigmatizing_summary" in evidence_conflicts(store, SAMPLE_NAME, ds,
+                                                               _as(fake, s.summary_id, s.case_id)))
+    assert hit is not None
+
+
+def _as(result, summary_id, case_id):
+    import copy
+
+    r = copy.deepcopy(result)
+    r.summary_id, r.case_id = summary_id, case_id
+    return r

@@ -8,7 +8,7 @@ from typing import Optional
 
 from engine.analysis.formatting import format_score
 from engine.core.models import Dataset
-from engine.core.rubric import ITEMS, format_value
+from engine.core.rubric import ITEMS, format_value, get_item
 from engine.data.ratings import judge_cell, medians, reference_cell
 from engine.judge import calibration
 from engine.judge.configs import config_key_of, is_smoke_test
@@ -23,6 +23,72 @@ class JudgePageView:
     item_rows: list[dict] = field(default_factory=list)
     calibration: object = None  # the Calibration whose scores fill the "calibrated" column, when one is stored
     dataset_rows: list[dict] = field(default_factory=list)
+    explanations: list["Explanation"] = field(default_factory=list)
+    conflicts: dict[str, str] = field(default_factory=dict)  # item label -> how the verdict contradicts the evidence
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One item's explanation by the judge, by the item's label, with where it contradicts the product's own
+    evidence about the same summary ("" when it does not)."""
+
+    item: str
+    text: str
+    contradicts: str = ""
+
+
+def _embedded_key(res: JudgeResult) -> Optional[str]:
+    from engine.llm.modelfiles import EMBEDDED
+
+    return next((k for k, m in EMBEDDED.items() if m.sha256 == res.provenance.model_sha256), None)
+
+
+def _validity_cells(res: JudgeResult) -> dict[str, str]:
+    """Item key -> the model's measured validity for it (one greedy sample, our own validity set's test split)."""
+    from engine.llm.modelfiles import validity_figures
+
+    key = _embedded_key(res)
+    rows = [r for r in validity_figures(key) if r.get("samples") == 1] if key else []
+    return {r["item"]: f"ρ {r['spearman_raw']:.2f} (n {r.get('n_test', '?')})" for r in rows
+            if r.get("spearman_raw") is not None}
+
+
+def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[str, str]:
+    """Item key -> how the judge's verdict on that item contradicts the stored evidence about the same summary:
+    no stigmatizing language while the detector finds some; a top Accurate / Cited score while claim verification
+    finds unsupported claims or the sentence support finds citation issues. Only evidence already stored is read.
+    (Thorough has no such rule: neither unit coverage's flag nor MED-OMIT's count separates the sample's complete
+    summaries from the others well enough — 9 of its 12 complete summaries would be marked.)"""
+    from engine.evidence.kinds import stored_results
+    from engine.evidence.stigma import detector as stigma
+    from engine.evidence.stigma.entries import workspace_entries
+
+    s, out = ds.summary(res.summary_id), {}
+
+    def value(key: str) -> Optional[float]:
+        sc = res.items.get(key)
+        return None if sc is None or sc.is_na else primary_score(key, sc)
+
+    try:
+        assessed = stigma.assess(ds.case(s.case_id), s, lexicon=stigma.load_lexicon(workspace_entries(store)))
+    except (ValueError, OSError):
+        assessed = None
+    if assessed is not None:
+        terms = sorted({h.hit.text.lower() for h in assessed.summary_hits})
+        for key, found in assessed.item_answers.items():
+            v = value(key)
+            if found and v is not None and v < 0.5:
+                what = f" ({', '.join(terms[:4])})" if key == "stigmatizing_summary" and terms else ""
+                out[key] = f"the stigmatizing-language detector finds it{what}"
+    ver = stored_results(store, name, "verification").get(s.summary_id)
+    unsupported = len(getattr(ver, "unsupported_claims", []) or []) if ver is not None else 0
+    if unsupported and (value("accurate") or 0) >= 4:
+        out["accurate"] = f"claim verification finds {unsupported} unsupported claim(s)"
+    al = stored_results(store, name, "alignment").get(s.summary_id)
+    issues = len(al.citation_issues) if al is not None else 0
+    if issues and (value("cited") or 0) >= 4:
+        out["cited"] = f"the sentence support finds {issues} citation issue(s)"
+    return out
 
 
 def _item_rows(ds: Dataset, res: JudgeResult, calibrated: dict, with_calibration: bool) -> list[dict]:
@@ -71,6 +137,13 @@ def judge_page_view(store, name: str, ds: Dataset, summary_id: Optional[str]) ->
     cal, calibrated = calibration.calibrated_scores(store, name, config_key_of(res), [res])
     view.calibration = cal
     view.item_rows = _item_rows(ds, res, calibrated.get(res.summary_id, {}), cal is not None)
+    validity = _validity_cells(res)
+    for row, item in zip(view.item_rows, [i for i in ITEMS if i.key in res.items]):
+        row["validity (ρ, own set)"] = validity.get(item.key, "not measured")
+    conflicts = evidence_conflicts(store, name, ds, res)
+    view.explanations = [Explanation(i.label, res.items[i.key].explanation, conflicts.get(i.key, ""))
+                         for i in ITEMS if i.key in res.items and res.items[i.key].explanation]
+    view.conflicts = {get_item(k).label: v for k, v in conflicts.items()}
     return view
 
 
