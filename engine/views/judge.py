@@ -167,7 +167,7 @@ def configuration_note(store, name: str, params, model_sha256: Optional[str]) ->
     stored = configurations(stored_judge_results(store, name))
     if not stored:
         return ConfigurationNote()
-    same_model = [c for c in stored if model_sha256 is None or c.model_sha256 == model_sha256]
+    same_model = [c for c in stored if c.model_sha256 == model_sha256]  # None: the stored server configurations
     if any({k: c.params.get(k) for k in want} == want for c in same_model):
         return ConfigurationNote()
     differs = sorted({k for c in same_model for k in want if c.params.get(k) != want[k]})
