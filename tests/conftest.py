@@ -24,6 +24,15 @@ FORMATS = SAMPLE / "formats"
 
 
 @pytest.fixture(scope="session")
+def suite_embedder():
+    """One bundled MiniLM for the modules that only read embeddings: its in-memory cache keeps the sample notes'
+    vectors from one module to the next (tests of the embedder itself make their own)."""
+    from engine.evidence.embeddings import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
 def suite_prefix_cache(tmp_path_factory):
     """One folder of saved rubric prefixes for the whole run (never the user's): the smoke-test model evaluates the
     rubric once and every later judge test loads it, as a user's second run does. Tests of the prefix cache itself

@@ -4,13 +4,12 @@ flagged "citation missing".)"""
 import pytest
 
 from engine.core.models import Case, Dataset, Note, Summary
-from engine.evidence.embeddings import Embedder
 from engine.evidence.support.alignment import align_summary, alignment_key
 
 
 @pytest.fixture(scope="module")
-def emb():
-    return Embedder()
+def emb(suite_embedder):
+    return suite_embedder
 
 
 DIALOGUE = Case("e1", "Family medicine", (Note("1", "[doctor] What brings you in? [patient] A cough for a week, "

@@ -6,7 +6,7 @@ from engine.evidence.support.alignment import align_summary, combined_scores, co
 from engine.evidence.text.lexical import Rouge
 from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.coverage.regions import calibrate, score_coverage
-from engine.evidence.embeddings import WINDOW, Embedder
+from engine.evidence.embeddings import WINDOW
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 from engine.sample import load_manifest
@@ -17,8 +17,8 @@ PLANTED = ("Incidentally, the patient keeps a pet green iguana and was bitten on
 
 
 @pytest.fixture(scope="module")
-def emb():
-    return Embedder()
+def emb(suite_embedder):
+    return suite_embedder
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,8 @@ from engine.evidence.text.salience import line_salience
 
 
 @pytest.fixture(scope="module")
-def emb():
-    from engine.evidence.embeddings import Embedder
-
-    return Embedder()
+def emb(suite_embedder):
+    return suite_embedder
 
 
 @pytest.fixture(scope="module")

@@ -39,10 +39,8 @@ def test_each_later_sentence_names_its_strongest_earlier_one_and_headings_never_
 
 
 @pytest.fixture(scope="module")
-def emb():
-    from engine.evidence.embeddings import Embedder
-
-    return Embedder()
+def emb(suite_embedder):
+    return suite_embedder
 
 
 def _flags(emb, sents):

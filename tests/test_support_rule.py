@@ -8,14 +8,13 @@ import pytest
 from conftest import BUNDLE, SAMPLE
 from engine.evidence.support import alignment as A
 from engine.evidence.text import lexical as L
-from engine.evidence.embeddings import Embedder
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 
 
 @pytest.fixture(scope="module")
-def emb():
-    return Embedder()
+def emb(suite_embedder):
+    return suite_embedder
 
 
 @pytest.fixture(scope="module")
