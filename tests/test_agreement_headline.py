@@ -100,3 +100,12 @@ def test_scores_are_written_with_at_most_two_decimals():
 
     assert [format_score(v) for v in (3.72075, 4.5806, 4.5, 4.0, -0.001, None)] == ["3.72", "4.58", "4.5", "4", "0",
                                                                                      "—"]
+
+
+def test_an_interval_past_the_coefficients_range_is_clipped_and_says_so():
+    """Before: "a Comprehensible interval starting at −1.09"."""
+    from engine.analysis.formatting import format_estimate
+    from engine.statistics import Estimate
+
+    assert format_estimate(Estimate(-0.09, -1.09, 0.53)) == "-0.09 (95% CI -1.00 (clipped) to 0.53)"
+    assert format_estimate(Estimate(0.5, 0.2, 0.7)) == "0.50 (95% CI 0.20 to 0.70)"

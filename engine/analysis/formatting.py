@@ -17,11 +17,25 @@ def format_p(p: Optional[float]) -> str:
     return f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
 
 
+BOUNDS = (-1.0, 1.0)  # every agreement coefficient shown (ICC, α, κ, AC1/AC2) lies in [-1, 1]
+
+
+def _bound(v: float, digits: int) -> str:
+    """One interval bound; one past the coefficient's range is written at the range's end, marked."""
+    if v < BOUNDS[0]:
+        return f"{BOUNDS[0]:.{digits}f} (clipped)"
+    if v > BOUNDS[1]:
+        return f"{BOUNDS[1]:.{digits}f} (clipped)"
+    return f"{v:.{digits}f}"
+
+
 def format_estimate(e: Optional[rel.Estimate], digits: int = 2) -> str:
+    """A coefficient with its 95% interval; an interval bound beyond [-1, 1] (the F-based ICC interval on few
+    summaries can reach -1.09) is written at -1 or 1 and marked "clipped"."""
     if e is None or e.value is None or not math.isfinite(e.value):
         return "—"
     if e.ci_low is not None and e.ci_high is not None:
-        return f"{e.value:.{digits}f} (95% CI {e.ci_low:.{digits}f} to {e.ci_high:.{digits}f})"
+        return f"{e.value:.{digits}f} (95% CI {_bound(e.ci_low, digits)} to {_bound(e.ci_high, digits)})"
     return f"{e.value:.{digits}f}"
 
 
