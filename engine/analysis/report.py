@@ -13,7 +13,6 @@ embedded smoke-test model are marked as such on every printed page.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-from engine.core import untrusted
+from engine.core import citations, untrusted
 from engine.core.models import RESERVED_RATER_GROUPS
 from engine.core.rubric import ITEMS, get_item
 from engine.judge.configs import JudgeConfig
@@ -140,7 +139,9 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
     for r in ds.ratings:
         if r.rater_group not in RESERVED_RATER_GROUPS:  # the panel; spot checks and adjudications have sections
             raters[(r.rater_id, r.rater_group)] = raters.get((r.rater_id, r.rater_group), 0) + 1
-    texts = {s.summary_id: s.text for s in ds.summaries}
+    style = ds.citation_style()
+    texts = {s.summary_id: citations.compact(s.text, style).replace("[", "(note ").replace("]", ")")
+             for s in ds.summaries}  # "<NoteID:5>" reads "(note 5)"
     top = [d for d in disagreements(rep) if d["|LLM − human|"] is not None][:5] if llm else []
     for d in top:
         d["excerpt"] = " ".join(texts.get(d["summary_id"], "").split())[:240]
@@ -154,13 +155,25 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
         prov.update({"judge configuration": config.key, "model file": config.model,
                      "model sha256": config.model_sha256 or "(server model: no file hash)",
                      "backend": config.backend, "prompt version": config.prompt_version,
-                     "parameters": json.dumps(config.params, sort_keys=True),
+                     "parameters": readable_params(config.params),
                      "llama-cpp-python": first.provenance.llama_cpp_python or "—"})
     return ReportData(name, prov["created"], len(ds.cases), len(ds.summaries),
                       _counts(ds.case(s.case_id).target_specialty for s in ds.summaries),
                       _counts(s.generator_model for s in ds.summaries),
                       sorted((r, g, n) for (r, g), n in raters.items()), config, configs, rep, headline(rep),
                       by_gen, by_q, top, prov, _scores_used(store, name, config))
+
+
+def readable_params(params: dict) -> str:
+    """A judge configuration's parameters in words ("1 greedy sample · 0-shot · no explanations · seed 1234 · …")."""
+    n = params.get("n_samples", "?")
+    bits = ["1 greedy sample" if n == 1 else f"{n} samples (T {params.get('temperature', '?')} after the first)",
+            f"{params.get('shots', 0)}-shot", "explanations" if params.get("explain") else "no explanations",
+            f"seed {params.get('seed', '?')}", "oldest notes dropped when too long" if params.get("trim")
+            else "refused when too long"]
+    if params.get("max_tokens"):
+        bits.append(f"reply budget {params['max_tokens']} tokens")
+    return " · ".join(bits)
 
 
 def _scores_used(store, name: str, config: Optional[JudgeConfig]) -> list[dict]:
