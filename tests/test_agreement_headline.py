@@ -109,3 +109,19 @@ def test_an_interval_past_the_coefficients_range_is_clipped_and_says_so():
 
     assert format_estimate(Estimate(-0.09, -1.09, 0.53)) == "-0.09 (95% CI -1.00 (clipped) to 0.53)"
     assert format_estimate(Estimate(0.5, 0.2, 0.7)) == "0.50 (95% CI 0.20 to 0.70)"
+
+
+def test_committee_verdict_says_whether_the_judge_may_be_used():
+    from engine.analysis.headline import HeadlineRow, committee_verdict
+    from engine.statistics import Estimate
+
+    def row(humans, llm, band):
+        return HeadlineRow("accurate", "Accurate", "likert", 30, "ICC(3,k)", humans, "good", "ICC(2,1)", llm, band,
+                           "", "", "", "")
+
+    good = Estimate(0.8, 0.7, 0.9)
+    assert "may stand in" in committee_verdict(row(good, Estimate(0.8, 0.6, 0.9), "good"))
+    assert "only to sort" in committee_verdict(row(good, Estimate(0.3, 0.1, 0.5), "poor"))
+    assert "not distinguishable from chance" in committee_verdict(row(good, Estimate(0.2, -0.1, 0.5), "poor"))
+    assert "no reference" in committee_verdict(row(Estimate(0.1, -0.2, 0.4), Estimate(0.8, 0.6, 0.9), "good"))
+    assert "could not be measured" in committee_verdict(row(good, None, ""))

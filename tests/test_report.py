@@ -57,6 +57,10 @@ def test_html_holds_every_section_and_item(sample_report):
     assert data.config is not None and data.config.smoke_test
     assert "smoke-test model" in html and "@top-center" in html  # marked on every printed page
     assert data.provenance["prompt version"] == data.config.prompt_version and data.provenance["model sha256"]
+    # a first-page verdict per item a committee can act on
+    first = html[:html.index("1. Dataset")]
+    assert "Verdict per item" in first and all(f"{h.label}:" in first for h in data.headline)
+    assert "do not use the judge" in first  # the smoke-test model is at chance somewhere
     # provenance and excerpts in words (before: parameters as raw JSON, excerpts with raw "<NoteID:5>")
     assert "{" not in data.provenance["parameters"] and "sample" in data.provenance["parameters"]
     assert data.disagreements and all("<NoteID" not in d["excerpt"] for d in data.disagreements)

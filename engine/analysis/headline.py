@@ -189,3 +189,25 @@ def mixed_model_rows(mm: dict) -> list[dict]:
     return [{"term": t["term"], "estimate": round(t["estimate"], 3),
              "95% CI": f"{t['ci_low']:.2f} to {t['ci_high']:.2f}" if t["ci_low"] is not None else "",
              "p": format_p(t["p"])} for t in mm.get("table", [])]
+
+
+USABLE_LLM_BANDS = ("moderate", "good", "excellent")  # Koo & Li bands in which the judge's score may stand in
+
+
+def committee_verdict(row: HeadlineRow) -> str:
+    """One sentence a committee can act on for one item: may the LLM judge's score be used for it? Yes only when
+    the raters themselves agree beyond chance and the judge agrees with them at least moderately (Koo & Li band of
+    its point estimate) with an interval that excludes chance; otherwise no, with the reason."""
+    if row.humans is None or at_chance(row.humans):
+        return (f"{row.label}: do not use the judge's score — the raters themselves do not agree beyond chance, so "
+                "there is no reference to hold it to.")
+    if row.llm is None:
+        return f"{row.label}: do not use the judge's score — its agreement with the raters could not be measured."
+    if at_chance(row.llm):
+        return (f"{row.label}: do not use the judge's score — its agreement with the raters is not distinguishable "
+                "from chance.")
+    if row.llm_band not in USABLE_LLM_BANDS:
+        return (f"{row.label}: use the judge's score only to sort summaries for review — it agrees "
+                f"{_ADVERB.get(row.llm_band, row.llm_band)} with the raters.")
+    return (f"{row.label}: the judge's score may stand in for a rater's — it agrees "
+            f"{_ADVERB.get(row.llm_band, row.llm_band)} with the raters (lower 95% bound {row.llm.ci_low:.2f}).")

@@ -28,7 +28,8 @@ from engine.core.rubric import ITEMS, get_item
 from engine.judge.configs import JudgeConfig
 from engine.analysis.agreement import AgreementReport, disagreements
 from engine.analysis.formatting import format_p
-from engine.analysis.headline import HeadlineRow, KOO_LI_BANDS, headline, llm_vs_human_rows, mixed_model_rows
+from engine.analysis.headline import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
+                                      mixed_model_rows)
 from engine.analysis.spot_checks import spot_check_rows
 
 APP_VERSION = "SumCheck 0.9"
@@ -325,6 +326,7 @@ def render_html(d: ReportData) -> str:
         generators=[{"generator": k, "summaries": v} for k, v in d.generators],
         raters=[{"rater": r, "group": g, "ratings": n} for r, g, n in d.raters],
         band_colours=list(BAND_COLOURS.items()),
+        verdicts=[committee_verdict(h) for h in d.headline],
         forest_humans=Markup(forest_svg(d.headline, "humans", HUMANS_TITLE)),
         forest_llm=Markup(forest_svg(d.headline, "llm", LLM_TITLE) if rep.has_llm else ""),
         spot_vs=vs, spot_pairs=pairs, has_llm=rep.has_llm,
