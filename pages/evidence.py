@@ -50,6 +50,8 @@ with c2:
     st.markdown("**By quality group**")
     evidence_view.render_table(view.medomit_by_group["quality group"], key="medomit_by_quality_group",
                                empty="No MED-OMIT weight yet.")
+for sentence in view.disagreement.values():
+    st.warning(sentence)
 
 # ------------------------------------------------------------------------------------------------- embeddings
 st.markdown("#### Embedding evidence per summary (coverage, support, citations)")

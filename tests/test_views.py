@@ -150,3 +150,17 @@ def _as(result, summary_id, case_id):
     r = copy.deepcopy(result)
     r.summary_id, r.case_id = summary_id, case_id
     return r
+
+
+def test_evidence_page_says_when_medomit_and_coverage_rank_groups_apart():
+    """Before: by quality group the MED-OMIT weight ran high > low > medium while coverage ran the other way, and
+    nothing said which to believe."""
+    from engine.views.evidence import group_disagreement
+
+    rows = [{"quality group": g, "MED-OMIT weight": w, "omission score": c}
+            for g, w, c in (("high", 1.12, 0.10), ("low", 0.92, 0.35), ("medium", 0.63, 0.25))]
+    said = group_disagreement(rows, "quality group")
+    assert said.startswith("By quality group, MED-OMIT and unit coverage rank the groups in opposite orders")
+    assert "unit coverage is the measured signal" in said
+    agree = [{**r, "MED-OMIT weight": r["omission score"] * 3} for r in rows]
+    assert group_disagreement(agree, "quality group") == ""

@@ -28,6 +28,36 @@ class EvidencePageView:
     stigma_rows: list[dict] = field(default_factory=list)
     stigma_by_group: dict[str, list[dict]] = field(default_factory=dict)
     lexicon_version: str = ""
+    disagreement: dict[str, str] = field(default_factory=dict)  # grouping -> MED-OMIT and coverage rank it apart
+
+
+# What each omission signal's validity was measured as (README, "Omitted facts"), for the page to say which to trust
+# when the two rank groups of summaries differently.
+OMISSION_VALIDITY = ("unit coverage is the measured signal: Spearman 0.905 with the share of facts removed, per "
+                     "summary, on real MTS-Dialog notes (test split); MED-OMIT's per-summary count was not measured "
+                     "that way (its per-fact decision: AUROC 0.79 on real conversations, test split), so read the "
+                     "coverage column first")
+
+
+def group_disagreement(rows: Sequence[dict], by: str) -> str:
+    """When the groups of ``by`` rank one way by mean MED-OMIT weight and the other way by mean coverage omission
+    score (Spearman of the group means < 0, at least 3 groups with both), a sentence saying so and which signal has
+    measured validity; "" otherwise."""
+    from scipy.stats import spearmanr
+
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        w, c = r.get("MED-OMIT weight"), r.get("omission score")
+        if w is not None and c is not None:
+            groups.setdefault(r.get(by) or "(none)", []).append((float(w), float(c)))
+    if len(groups) < 3:
+        return ""
+    means = [(sum(w for w, _ in v) / len(v), sum(c for _, c in v) / len(v)) for v in groups.values()]
+    rho = spearmanr([m[0] for m in means], [m[1] for m in means]).statistic
+    if not rho < 0:
+        return ""
+    return (f"By {by}, MED-OMIT and unit coverage rank the groups in opposite orders (Spearman of the group means "
+            f"{rho:.2f}): {OMISSION_VALIDITY}.")
 
 
 def stigma_rates(rows: Sequence[dict], by: str) -> list[dict]:
@@ -86,6 +116,7 @@ def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Sequence =
     view.has_embedding = bool(covs or als)
     weights = {r.summary_id: r.weight for r in typed}
     view.chart_rows = [{**r, "MED-OMIT weight": weights.get(r["summary"])} for r in view.embedding_rows]
+    view.disagreement = {g: t for g in GROUPS if (t := group_disagreement(view.chart_rows, g))}
     view.stigma_rows = [{"summary": r.summary_id, "generator": ds.summary(r.summary_id).generator_model or "",
                          "quality group": ds.summary(r.summary_id).quality_group or "",
                          "notes stigmatizing": "yes" if r.notes_have_stigma else "no",
