@@ -19,7 +19,7 @@ from engine.views.review import (adjudication_rows, assigned_queue, default_revi
 
 
 NOTES_HEIGHT = 460  # px: the notes and the summary scroll inside these, the form beside them stays in view
-SUMMARY_HEIGHT = 300
+SUMMARY_HEIGHT = 260
 FORM_HEIGHT = 820
 
 st.title("Spot-check & adjudicate")
@@ -133,16 +133,16 @@ n3.caption(f"Summary {pos + 1} of {len(ORDER)}" + (" assigned to you" if _assign
 # the form column stays in view while the page scrolls (the notes and the form also scroll in their own boxes)
 st.markdown(STICKY_FORM_STYLE, unsafe_allow_html=True)
 left, right = st.columns([3, 2], gap="large")
-with left:
-    st.markdown("#### Source notes")
-    with st.container(height=NOTES_HEIGHT):
-        case_view.render_notes([n.__dict__ for n in case.notes])
+with left:  # the summary under review first, so it is in view at 1,280 × 800 and up; the notes scroll below it
     st.markdown("#### Summary")
     with st.container(height=SUMMARY_HEIGHT):
         case_view.render_summary(summary.text, citations.spans(summary.text, ds.citation_style()),
                                  [n.note_id for n in case.notes],
                                  {"generator": summary.generator_model, "quality group": summary.quality_group,
                                   "prompt": summary.prompt_variant})
+    st.markdown("#### Source notes")
+    with st.container(height=NOTES_HEIGHT):
+        case_view.render_notes([n.__dict__ for n in case.notes])
 with right:
     st.markdown(f'<span class="{FORM_MARKER}-col"></span>', unsafe_allow_html=True)
     st.markdown(f"#### Your review — {KIND_LABELS[kind].lower()}")

@@ -300,6 +300,12 @@ def test_keyboard_shortcuts_in_a_real_browser(tmp_path):
                 const i = g.querySelector('input:checked'); return i ? i.closest('label').innerText.trim() : null; })""")
             sticky = page.evaluate("""() => { const m = document.querySelector('.sumcheck-review-form-col');
                 const c = m && m.closest('[data-testid=stColumn]'); return c ? getComputedStyle(c).position : null; }""")
+            page.set_viewport_size({"width": 1280, "height": 1000})  # before: the summary sat below the notes, off screen
+            summary_top, notes_top = page.evaluate("""() => { window.scrollTo(0, 0);
+                const top = t => { const h = Array.from(document.querySelectorAll('h4')).find(
+                    x => x.innerText.trim() === t); return h ? h.getBoundingClientRect().top : null; };
+                return [top('Summary'), top('Source notes')]; }""")
+            page.set_viewport_size({"width": 1600, "height": 1000})
             page.keyboard.press("Control+Enter")
             page.get_by_text("Saved 11 item(s)").first.wait_for(timeout=60_000)
             idle = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # the script run has ended
@@ -317,4 +323,7 @@ def test_keyboard_shortcuts_in_a_real_browser(tmp_path):
     assert [c.split(" ")[0] if c else c for c in checked] == ["4", "5", "3", "4", "4", "5", "4", "yes", "3", "no",
                                                               "no"]
     assert sticky == "sticky"
+    # the summary under review comes first and its whole box is in view; the notes scroll below it
+    assert summary_top is not None and notes_top is not None and summary_top < notes_top, (summary_top, notes_top)
+    assert summary_top + 260 < 1000, summary_top
     assert not outside, outside
