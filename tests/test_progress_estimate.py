@@ -97,7 +97,7 @@ def test_without_a_plan_the_old_extrapolation_stays():
     job.wait(2)
 
 
-def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path, monkeypatch):
+def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path):
     """The smoke-test model on two summaries of one sample case: the second summary's plan reads only what differs
     from the first (the case's notes are reused); once the first run is stored, a new run's estimate uses the
     measured speed from its first second."""
@@ -106,8 +106,7 @@ def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path, mo
     from engine.sample import ensure_sample
     from engine.data.store import Store
 
-    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path / "cache"))
-    store = Store(tmp_path / "ws.sqlite")
+    store = Store(tmp_path / "ws.sqlite")  # the rubric prefix comes from the run's shared cache (tests/conftest.py)
     ensure_sample(store)
     ds = store.load_dataset("sample")
     be, sha = open_llama_backend("", n_ctx=8192, n_threads=2)
