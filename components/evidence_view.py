@@ -334,5 +334,5 @@ def render_verification(view, case) -> None:
         render_focus_note(text, [], 260, (a, b), "verification")
     st.caption("P(supported) is the judge model's probability of answering *yes* to “does the record state this?”, "
                "read from its first answer token; a fact-level check (a number, side, age or drug the record "
-               "contradicts or never gives) caps it. Chosen and measured on real conversations (README, *Claim "
+               "contradicts or never gives) caps it. Chosen and measured on real conversations (docs/evidence.md, *Claim "
                "verification*).")

@@ -131,7 +131,7 @@ with tab_cov:
                              "sign-offs, template "
                              "and attestation lines, 0.1 for greetings and small talk in conversations, at most 0.2 "
                              "for a line copied forward from an earlier note, and 1 for anything with clinical "
-                             "content (see the README). ◦ marks a region ranked down by it.")
+                             "content (see docs/evidence.md). ◦ marks a region ranked down by it.")
             if not regions:
                 st.caption("No source region is below the summary's coverage at this threshold: lower the slider.")
             elif not cov.flagged:
@@ -199,7 +199,7 @@ with tab_align:
         if a.restates is not None:
             st.caption("↻ Restatement: this sentence " + untrusted.md_inline(a.restates_detail)
                        + " — it adds no value the summary has not given already (rule: close in meaning with rare "
-                         "words in common, or most rare words shared, and no new number; see the README).")
+                         "words in common, or most rare words shared, and no new number; see docs/evidence.md).")
         refs, best = evidence_view.aligned_passages(a)  # best: outlined and scrolled into view
         scroll_page = _just_picked("support")
         for nid in sorted({r.note_id for r in refs}, key=lambda x: [n.note_id for n in case.notes].index(x)):
@@ -297,7 +297,7 @@ with tab_stigma:
     else:
         st.caption(f"Detector: a curated lexicon with context rules (negation, the patient's own words, clinical "
                    f"uses), no LLM · lexicon version {untrusted.md_inline(sstig.lexicon_version)} · clinicians add "
-                   "entries on the Lexicon page · sources in the README.")
+                   "entries on the Lexicon page · sources in docs/evidence.md.")
         evidence_view.render_table(
             [{"where": "summary", "text": h.hit.text, "category": h.hit.category,
               "carried / introduced": (f"carried forward from note {h.source.note_id}" if h.source is not None

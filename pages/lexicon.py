@@ -71,7 +71,7 @@ def _deactivate_stigma_entry() -> None:
 base_lex = built_in_lexicon()
 per_cat = {c: sum(e.category == c for e in base_lex.entries) for c in base_lex.categories}
 st.caption(f"Built in: {len(base_lex.entries)} entries, version {md(base_lex.version)}. The terms, the context rules "
-           "and the studies they come from are documented in the README, section \"Stigmatizing language\", and in "
+           "and the studies they come from are documented in docs/evidence.md, section \"Stigmatizing language\", and in "
            f"{md('engine/resources/stigma_lexicon.json')}.")
 st.markdown("\n".join(f"- **{md(c)}** ({per_cat[c]}): {md(desc)}" for c, desc in base_lex.categories.items()))
 if base_lex.references:

@@ -175,7 +175,7 @@ if source != SOURCE_SERVER:
     st.caption("GPU: this llama.cpp build offloads to a GPU, so the judge puts every layer there by default (-1)."
                if gpu_offload_supported() else
                "GPU: this llama.cpp build is CPU-only, so the judge runs on the CPU whatever the GPU-layers value "
-               "(rebuild llama-cpp-python with GPU support to use one; see the README).")
+               "(rebuild llama-cpp-python with GPU support to use one; see docs/judge.md).")
 
 st.markdown("#### Workspace")
 ws = st.text_input("Workspace (an SQLite file, or postgresql://user@host:port/database for a team)", key="set_ws", placeholder=str(default_workspace_path()))

@@ -31,7 +31,7 @@ class EvidencePageView:
     disagreement: dict[str, str] = field(default_factory=dict)  # grouping -> MED-OMIT and coverage rank it apart
 
 
-# What each omission signal's validity was measured as (README, "Omitted facts"), for the page to say which to trust
+# What each omission signal's validity was measured as (docs/evidence.md, "Omitted facts"), for the page to say which to trust
 # when the two rank groups of summaries differently.
 OMISSION_VALIDITY = ("unit coverage is the measured signal: Spearman 0.905 with the share of facts removed, per "
                      "summary, on real MTS-Dialog notes (test split); MED-OMIT's per-summary count was not measured "

@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.core.citations import strip as strip_citations
 
-DEFAULT_METHOD = "unitcov"  # chosen on the development split of bench/omission_benchmark.py (see the README)
+DEFAULT_METHOD = "unitcov"  # chosen on the development split of bench/omission_benchmark.py (see docs/evidence.md)
 
 
 class CoverageError(ValueError):

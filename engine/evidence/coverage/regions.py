@@ -44,7 +44,7 @@ from engine.evidence.coverage.unitcov import unitcov_scores
 # A region stating a change or a next step (started, stopped, switched, pending, scheduled, ordered, referred …)
 # counts like one naming a missing key term: both tiers together were chosen on the development split of
 # bench/omission_benchmark.py (share of removed facts in the first 5 regions, notes 0.31 -> 0.49, conversations
-# 0.24 -> 0.34; key terms alone 0.43 / 0.31; see the README for the test split).
+# 0.24 -> 0.34; key terms alone 0.43 / 0.31; see docs/evidence.md for the test split).
 RANK_ACTIONS = True  # False: the key-term tier alone (the benchmark's comparison)
 _ACTION = re.compile(r"\b(?:start(?:s|ed|ing)?|initiat\w*|stop(?:s|ped)?|discontinu\w*|hold|held|switch\w*|"
                      r"increas\w*|decreas\w*|reduc\w*|taper\w*|titrat\w*|pending|scheduled|ordered|refer\w*|"
