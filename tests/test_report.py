@@ -71,6 +71,9 @@ def test_html_holds_every_section_and_item(sample_report):
 def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp_path):
     from pypdf import PdfReader
 
+    from engine.analysis.formatting import format_estimate
+    from engine.statistics import Estimate
+
     data, d = sample_report
     text = " ".join(p.extract_text() for p in PdfReader(d / "r.pdf").pages)
     flat = " ".join(text.split())
@@ -87,7 +90,8 @@ def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp
     for h in data.headline:
         icc = by_item[h.item]["icc"].get("ICC3k") if h.kind == "likert" else by_item[h.item]["gwet_ac1"]
         if icc and icc["value"] is not None:
-            figure = f"{icc['value']:.2f} (95% CI {icc['ci_low']:.2f} to {icc['ci_high']:.2f})"
+            # written by the one formatter (a bound past [-1, 1] reads "-1.00 (clipped)")
+            figure = format_estimate(Estimate(icc["value"], icc["ci_low"], icc["ci_high"]))
             assert figure in flat, (h.item, figure)
             checked += 1
     assert checked >= 9
