@@ -1,11 +1,6 @@
 """Settings page pieces that show plain data: the embedded models' measured validity."""
 from components.frames import show
-from engine.core.rubric import ITEMS
-
-
-def item_label(key: str) -> str:
-    """An item key of the validity table as the item's label (a key the rubric does not have stays as it is)."""
-    return next((i.label for i in ITEMS if i.key == key), key)
+from engine.core.rubric import item_label
 
 
 def _f(v) -> str:

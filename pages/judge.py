@@ -9,7 +9,7 @@ from engine.llm.backends import BackendError
 from engine.judge.results import JudgeParams
 from engine.judge.runner import Judge, judge_job
 from engine.judge.source import describe_source
-from engine.llm.modelfiles import embedded
+from engine.llm.modelfiles import embedded, embedded_sha256
 from engine.views.judge import configuration_note, judge_page_view
 from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
 
@@ -72,7 +72,7 @@ if run:
 params = JudgeParams(n_samples=int(n_samples), shots=int(shots), temperature=float(temperature), explain=explain,
                      trim=trim, early_stop=bool(early_stop))
 store = state.store()
-model_sha = embedded(cfg.embedded_model).sha256 if cfg.source == SOURCE_EMBEDDED else None
+model_sha = embedded_sha256(cfg.embedded_model) if cfg.source == SOURCE_EMBEDDED else None
 new_config = state.guarded(configuration_note, store, name, params, model_sha, default=None)
 if new_config is not None and new_config.text:
     confirmed = st.session_state.get("judge_new_config_seen") == new_config.text

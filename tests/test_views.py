@@ -133,6 +133,14 @@ def test_judge_view_marks_verdicts_the_evidence_contradicts_and_shows_validity(s
             assert evidence in conflicts[key]
     assert all("validity (ρ, own set)" in r for r in v.item_rows)
     assert any(r["validity (ρ, own set)"].startswith("ρ ") for r in v.item_rows)  # the 1.5B's measured figures
+    import copy
+    from dataclasses import replace
+
+    from engine.views.judge import _validity_cells
+
+    smoke = copy.deepcopy(res)  # the smoke-test model's results name it by file: its figures are found too
+    smoke.provenance = replace(smoke.provenance, model_sha256=None, model_file="gemma-3-270m-q4_k_m.gguf")
+    assert any(v.startswith("ρ ") for v in _validity_cells(smoke).values())
     # a verdict the detector contradicts, on a copy of the result
     import copy
 

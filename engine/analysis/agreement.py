@@ -37,7 +37,7 @@ import numpy as np
 
 from engine import statistics as rel
 from engine.core.models import Dataset
-from engine.core.rubric import ITEMS
+from engine.core.rubric import ITEMS, item_label
 from engine.analysis.formatting import format_boot_p, format_p
 from engine.analysis.groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
                                  item_correlation_matrix, per_summary_rows, run_factor_analysis)
@@ -166,13 +166,6 @@ def analyse(ds: Dataset, llm: Optional[dict[str, dict[str, Optional[float]]]] = 
                            spot_checks_in_reference=spot_checks_in_reference, spot_checks=spot_check_agreement(ds))
 
 
-def _label(item_key: str) -> str:
-    """An item's label for tables ("overall" stays as it is)."""
-    from engine.core.rubric import ITEMS
-
-    return next((i.label for i in ITEMS if i.key == item_key), item_key)
-
-
 def reliability_rows(report: AgreementReport) -> list[dict]:
     """The reliability table (one row per item + overall) as plain rows with CIs, for the UI and exports."""
     def fmt(e: Optional[rel.Estimate]) -> str:
@@ -185,7 +178,7 @@ def reliability_rows(report: AgreementReport) -> list[dict]:
     for a in [*report.items, report.overall]:
         eff = a.llm_effect
         out.append({
-            "item": _label(a.item), "summaries": a.n_summaries, "complete": a.n_complete,
+            "item": item_label(a.item), "summaries": a.n_summaries, "complete": a.n_complete,
             "ICC(3,k)": fmt(a.icc.get("ICC3k")), "ICC(2,k)": fmt(a.icc.get("ICC2k")), "ICC(1,1)": fmt(a.icc.get("ICC1")),
             "α ordinal": fmt(a.kripp_ordinal), "α interval": fmt(a.kripp_interval), "α nominal": fmt(a.kripp_nominal),
             "AC1": fmt(a.gwet_ac1), "AC2 linear": fmt(a.gwet_ac2_linear), "AC2 quadratic": fmt(a.gwet_ac2_quadratic),

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 from engine.core import citations, untrusted
 from engine.core.models import RESERVED_RATER_GROUPS
 from engine.core.rubric import ITEMS, get_item
-from engine.judge.configs import JudgeConfig
+from engine.judge.configs import JudgeConfig, sampling_words
 from engine.analysis.agreement import AgreementReport, disagreements
 from engine.analysis.formatting import format_p
 from engine.analysis.headline import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
@@ -167,11 +167,9 @@ def build(store, name: str, judge_config: Optional[str] = None, n_boot: int = 10
 
 def readable_params(params: dict) -> str:
     """A judge configuration's parameters in words ("1 greedy sample · 0-shot · no explanations · seed 1234 · …")."""
-    n = params.get("n_samples", "?")
-    bits = ["1 greedy sample" if n == 1 else f"{n} samples (T {params.get('temperature', '?')} after the first)",
-            f"{params.get('shots', 0)}-shot", "explanations" if params.get("explain") else "no explanations",
-            f"seed {params.get('seed', '?')}", "oldest notes dropped when too long" if params.get("trim")
-            else "refused when too long"]
+    bits = [sampling_words(params), f"{params.get('shots', 0)}-shot",
+            "explanations" if params.get("explain") else "no explanations", f"seed {params.get('seed', '?')}",
+            "oldest notes dropped when too long" if params.get("trim") else "refused when too long"]
     if params.get("max_tokens"):
         bits.append(f"reply budget {params['max_tokens']} tokens")
     return " · ".join(bits)

@@ -182,6 +182,12 @@ LIKERT_KEYS: tuple[str, ...] = tuple(i.key for i in ITEMS if i.is_likert)
 _BY_KEY = {i.key: i for i in ITEMS}
 
 
+def item_label(key: str) -> str:
+    """The label of item ``key`` for tables; a key the rubric does not have ("overall") stays as it is."""
+    item = _BY_KEY.get(key)
+    return item.label if item is not None else key
+
+
 def get_item(key: str) -> Item:
     try:
         return _BY_KEY[key]

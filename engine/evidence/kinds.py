@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from engine.evidence.support.alignment import ALIGNMENT_VERSION
 from engine.evidence.support.alignment import result_from_dict as alignment_from
@@ -61,3 +61,10 @@ def stored_results(store, dataset: str, key: str) -> dict[str, object]:
     """summary id -> the typed result of evidence kind ``key`` stored for dataset ``dataset`` (the newest)."""
     k = kind(key)
     return {sid: k.load(text) for sid, text in store.evidence_results(dataset, key).items()}
+
+
+def stored_result(store, dataset: str, key: str, summary_id: str) -> Optional[object]:
+    """The typed result of evidence kind ``key`` stored for one summary (the newest), or None; only that one is
+    parsed."""
+    text = store.evidence_results(dataset, key).get(summary_id)
+    return None if text is None else kind(key).load(text)

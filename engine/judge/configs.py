@@ -37,8 +37,7 @@ class JudgeConfig:
     @property
     def label(self) -> str:
         p = self.params
-        n = p.get("n_samples", "?")  # one sample is the greedy pass: no temperature applies to it
-        bits = ["1 greedy sample"] if n == 1 else [f"{n} samples", f"T={p.get('temperature', '?')}"]
+        bits = [sampling_words(p)]
         if p.get("shots"):
             bits.append(f"{p['shots']}-shot")
         if p.get("explain"):
@@ -49,6 +48,13 @@ class JudgeConfig:
         when = f" · judged {self.judged_at[:16].replace('T', ' ')}" if self.judged_at else ""
         return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
                 f"{self.n_scored} of {self.n_results} summaries scored{when} · [{self.key}]")
+
+
+def sampling_words(params: dict) -> str:
+    """How a configuration sampled, in words: one sample is the greedy pass (no temperature applies to it);
+    more are that pass and samples at the temperature."""
+    n = params.get("n_samples", "?")
+    return "1 greedy sample" if n == 1 else f"{n} samples, T={params.get('temperature', '?')}"
 
 
 def config_key_of(result) -> str:

@@ -21,7 +21,7 @@ from engine.evidence.support.alignment import alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
                                               region_rank_score)
 from engine.evidence.coverage.base import CoverageError, CoverageParams
-from engine.evidence.kinds import kind as evidence_kind, stored_results
+from engine.evidence.kinds import stored_result
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows
 from engine.evidence.coverage.omission_flags import omission_flags
@@ -151,7 +151,7 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
             Mark(h.hit.start, h.hit.end, h.hit.category,
                  _stigma_title(h.hit, f" — carried forward from note {h.source.note_id}" if h.source is not None
                                else " — introduced by the summary")) for h in view.stigma.summary_hits]
-    view.verification = summary_view(stored_results(store, name, "verification").get(s.summary_id), s.text)
+    view.verification = summary_view(stored_result(store, name, "verification", s.summary_id), s.text)
     view.injection = [(where, sig[0].excerpt) for where, sig in injection.scan_case(case, s)]
     view.score_rows = display_table(ds.ratings_for(s.summary_id))
     judged = latest_result(store, name, s.summary_id)
@@ -167,9 +167,9 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
         view.score_rows.append({"rater": DETECTOR_ROW, "group": "detector",
                                 **{get_item(k).label: ("yes" if v else "no")
                                    for k, v in view.stigma.item_answers.items()}})
-    aligned = store.evidence_results(name, "alignment").get(s.summary_id)  # read only: the evidence runs compute it
+    aligned = stored_result(store, name, "alignment", s.summary_id)  # read only: the evidence runs compute it
     if aligned is not None:
-        view.sentence_flags = sentence_flags(evidence_kind("alignment").load(aligned))
+        view.sentence_flags = sentence_flags(aligned)
     stored = store.evidence_results(name, "medomit").get(s.summary_id)
     if stored:
         view.medomit = MedOmitResult.from_json(stored)

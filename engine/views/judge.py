@@ -37,17 +37,11 @@ class Explanation:
     contradicts: str = ""
 
 
-def _embedded_key(res: JudgeResult) -> Optional[str]:
-    from engine.llm.modelfiles import EMBEDDED
-
-    return next((k for k, m in EMBEDDED.items() if m.sha256 == res.provenance.model_sha256), None)
-
-
 def _validity_cells(res: JudgeResult) -> dict[str, str]:
     """Item key -> the model's measured validity for it (one greedy sample, our own validity set's test split)."""
-    from engine.llm.modelfiles import validity_figures
+    from engine.llm.modelfiles import embedded_key_of, validity_figures
 
-    key = _embedded_key(res)
+    key = embedded_key_of(res.provenance.model_sha256 or res.provenance.model_file)
     rows = [r for r in validity_figures(key) if r.get("samples") == 1] if key else []
     return {r["item"]: f"ρ {r['spearman_raw']:.2f} (n {r.get('n_test', '?')})" for r in rows
             if r.get("spearman_raw") is not None}
@@ -59,7 +53,7 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
     finds unsupported claims or the sentence support finds citation issues. Only evidence already stored is read.
     (Thorough has no such rule: neither unit coverage's flag nor MED-OMIT's count separates the sample's complete
     summaries from the others well enough — 9 of its 12 complete summaries would be marked.)"""
-    from engine.evidence.kinds import stored_results
+    from engine.evidence.kinds import stored_result
     from engine.evidence.stigma import detector as stigma
     from engine.evidence.stigma.entries import workspace_entries
 
@@ -80,11 +74,11 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
             if found and v is not None and v < 0.5:
                 what = f" ({', '.join(terms[:4])})" if key == "stigmatizing_summary" and terms else ""
                 out[key] = f"the stigmatizing-language detector finds it{what}"
-    ver = stored_results(store, name, "verification").get(s.summary_id)
-    unsupported = len(getattr(ver, "unsupported_claims", []) or []) if ver is not None else 0
+    ver = stored_result(store, name, "verification", s.summary_id)
+    unsupported = len(ver.unsupported_claims) if ver is not None else 0
     if unsupported and (value("accurate") or 0) >= 4:
         out["accurate"] = f"claim verification finds {unsupported} unsupported claim(s)"
-    al = stored_results(store, name, "alignment").get(s.summary_id)
+    al = stored_result(store, name, "alignment", s.summary_id)
     issues = len(al.citation_issues) if al is not None else 0
     if issues and (value("cited") or 0) >= 4:
         out["cited"] = f"the sentence support finds {issues} citation issue(s)"

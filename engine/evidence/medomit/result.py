@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+from functools import lru_cache
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -215,10 +216,11 @@ def _sentences_with_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _squeezed(text: str) -> tuple[str, list[int]]:
+@lru_cache(maxsize=32)  # a case's notes are searched for every fact: each note is squeezed once
+def _squeezed(text: str) -> tuple[str, tuple[int, ...]]:
     """``text`` lower-cased without any white space, with each kept character's index in ``text``."""
     keep = [(i, c.lower()) for i, c in enumerate(text) if not c.isspace()]
-    return "".join(c for _, c in keep), [i for i, _ in keep]
+    return "".join(c for _, c in keep), tuple(i for i, _ in keep)
 
 
 MIN_VERBATIM = 5  # characters (white space not counted) a fact or quote needs to be linked by finding it verbatim
