@@ -27,10 +27,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def add_load_opts(sp):
-        sp.add_argument("paths", nargs="+", help="files or folders (case JSON, bundle tables, ratings CSV, dialogue CSV)")
+        sp.add_argument("paths", nargs="+", help="files or folders (case JSON, bundle tables, ratings CSV, dialogue CSV, FHIR "
+                                                    "Bundle or Bulk Data NDJSON, MIMIC-IV-Note CSV)")
         sp.add_argument("--mapping", help="JSON column mapping for wide ratings CSVs")
         sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
         sp.add_argument("--rater-group", default="unknown", help="rater group for ratings without one")
+        sp.add_argument("--summary-type", action="append", default=[], metavar="CODE",
+                        help="FHIR: documents whose type or category has this code (or SYSTEM|CODE) are the "
+                             "summaries of their case (repeatable)")
+        sp.add_argument("--case-by", choices=("patient", "encounter"), default="patient",
+                        help="FHIR: one case per patient (default) or per encounter")
+        sp.add_argument("--hold-out-type", action="append", default=[], metavar="TYPE",
+                        help="notes of this type (e.g. MIMIC 'DS') are kept out of the source notes and imported as "
+                             "the case's reference summary (repeatable)")
+        sp.add_argument("--summaries", metavar="FILE",
+                        help="summaries keyed by case_id, hadm_id, encounter_id, patient_id or note_id")
 
     def add_server_opts(sp):
         sp.add_argument("--api-key", help="bearer token for the endpoint (default: SUMCHECK_API_KEY, or the saved "

@@ -32,7 +32,11 @@ def open_store(args, write: bool = False) -> Store:
 
 def load_options(args) -> LoadOptions:
     mapping = RatingsMapping.from_json(args.mapping) if getattr(args, "mapping", None) else None
-    return LoadOptions(mapping=mapping, default_specialty=args.specialty, default_rater_group=args.rater_group)
+    return LoadOptions(mapping=mapping, default_specialty=args.specialty, default_rater_group=args.rater_group,
+                       summary_types=tuple(getattr(args, "summary_type", None) or ()),
+                       case_by=getattr(args, "case_by", None) or "patient",
+                       hold_out_types=tuple(getattr(args, "hold_out_type", None) or ()),
+                       summaries_file=getattr(args, "summaries", None))
 
 
 def resolve_dataset(store: Store, target: str, args):

@@ -141,6 +141,8 @@ def detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
 
     Returns None for a wide ratings export (one column per item)."""
     cols = set(header)
+    if {"note_id", "subject_id", "hadm_id", "charttime", "text"} <= cols:
+        return "mimic"
     if set(DIALOGUE_COLUMNS) <= cols:
         return "dialogue"
     if {"item", "value"} <= cols:
@@ -170,6 +172,8 @@ def table_reason(path: Path, header: Sequence[str], table: Optional[str]) -> str
         missing = [r for r in DIALOGUE_COLUMNS if r not in roles]
         return ("columns " + ", ".join(roles[r] for r in DIALOGUE_COLUMNS if r in roles)
                 + (f"; no column for {', '.join(missing)}" if missing else ""))
+    if table == "mimic":
+        return "columns note_id, subject_id, hadm_id, charttime, text"
     if table is not None:
         need = set(TABLE_COLUMNS[table][0])
         if path.stem.lower() == table and not need <= cols:

@@ -7,6 +7,7 @@ import csv
 import io
 import os
 import stat
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -175,10 +176,52 @@ def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
         return None
 
 
+def gunzip_bounded(path: Path, raw: bytes, report: ValidationReport, max_mb: float) -> Optional[bytes]:
+    """The content of a gzip file, decompressed in steps that stop at the size limit (a small file that expands
+    to gigabytes is refused, not inflated); otherwise an issue and None."""
+    limit = int(max_mb * _MB)
+    out: list[bytes] = []
+    got = 0
+    data = raw
+    try:
+        while data:  # one gzip member per turn (concatenated files have several)
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while True:
+                chunk = d.decompress(data, limit + 1 - got)
+                out.append(chunk)
+                got += len(chunk)
+                if got > limit:
+                    report.add(Issue(str(path), f"decompresses to more than the limit of {max_mb:g} MB per input "
+                                                "file", hint="split the export, or raise the limit "
+                                                             "(SUMCHECK_MAX_FILE_MB)"))
+                    return None
+                data = d.unconsumed_tail
+                if d.eof or not data:
+                    break
+            if not d.eof:
+                raise zlib.error("the file ends before the compressed data does")
+            data = d.unused_data
+    except zlib.error as exc:
+        report.add(Issue(str(path), f"is not a readable gzip file ({exc})",
+                         hint="the file is truncated or not compressed; export it again"))
+        return None
+    return b"".join(out)
+
+
 def read_text_file(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[str]:
-    """A regular file within the size limit, decoded as UTF-8; otherwise an issue in ``report`` and None."""
+    """A regular file within the size limit, decoded as UTF-8 (a ``.gz`` file decompressed first, within the same
+    limit); otherwise an issue in ``report`` and None."""
+    max_mb = resolve_max_mb(None) if max_mb is None else max_mb
     raw = read_file_bytes(path, report, max_mb)
+    if raw is not None and path.name.lower().endswith(".gz"):
+        raw = gunzip_bounded(path, raw, report, max_mb)
     return None if raw is None else _decode(path, raw, report)
+
+
+def data_suffix(path: Path) -> str:
+    """The suffix that names a file's format, under a ``.gz`` ("notes.csv.gz" -> ".csv")."""
+    p = Path(path.stem) if path.suffix.lower() == ".gz" else path
+    return p.suffix.lower()
 
 
 def split_lines(text: str) -> list[str]:

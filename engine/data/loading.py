@@ -27,14 +27,20 @@ import io
 import json
 import os
 import stat
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core.models import Case, Dataset, Note
 from engine.data.fields import detect_table, table_reason
-from engine.data.files import (BOMS, csv_delimiter, open_regular, read_csv, read_fd, read_jsonl, resolve_max_mb,
-                               read_text_file, split_lines)
+from engine.data.ehr_notes import PendingNote, add_in_order
+from engine.data.fhir.reader import read_export
+from engine.data.fhir.source import Export, is_fhir_json, read_bundle, read_ndjson_file
+from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, read_csv, read_fd, read_jsonl,
+                               resolve_max_mb, read_text_file, split_lines)
+from engine.data.keyed_summaries import read_keyed_summaries
+from engine.data.mimic import read_mimic
 from engine.data.mapping import LoadOptions, RatingsMapping, TABLE_COLUMNS
 from engine.data.readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
 from engine.data.strict_json import JsonProblem, loads_strict
@@ -57,7 +63,7 @@ csv.field_size_limit(2**31 - 1)
 
 # --------------------------------------------------------------------------- entry points
 
-DATA_SUFFIXES = (".csv", ".jsonl", ".json")
+DATA_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 
 
 def _expand(paths: Sequence[str | os.PathLike], report: ValidationReport) -> list[Path]:
@@ -78,7 +84,7 @@ def _expand(paths: Sequence[str | os.PathLike], report: ValidationReport) -> lis
         if stat.S_ISDIR(st.st_mode):
             try:
                 with os.scandir(path) as it:
-                    names = sorted(e.name for e in it if os.path.splitext(e.name)[1].lower() in DATA_SUFFIXES
+                    names = sorted(e.name for e in it if data_suffix(Path(e.name)) in DATA_SUFFIXES
                                    and not e.is_dir())
                 found = [path / n for n in names]
             except OSError as exc:
@@ -86,7 +92,7 @@ def _expand(paths: Sequence[str | os.PathLike], report: ValidationReport) -> lis
                                  hint="check the path and permissions"))
                 continue
             if not found:
-                report.add(Issue(str(path), "folder holds no .csv, .jsonl or .json file",
+                report.add(Issue(str(path), "folder holds no .csv, .jsonl, .json or .ndjson file",
                                  hint="point to the folder with the case files or the bundle tables"))
             files.extend(found)
         else:
@@ -168,20 +174,41 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             report.add(Issue("column mapping", msg, field=fld, hint="correct the mapping's entries"))
         if clash:
             raise DatasetInvalid(report)
+    export, fhir_files = Export(), []
+    mimic_notes: list[PendingNote] = []
+    mimic_counts: Counter = Counter()
     for path in _expand(paths, report):
         fname = str(path)
         report.files.append(fname)
-        stem = path.stem.lower()
+        suffix = data_suffix(path)
+        stem = path.name[:len(path.name) - len(suffix) - (3 if path.name.lower().endswith(".gz") else 0)].lower()
         supplies = {stem} if stem in TABLE_COLUMNS else {"*"}
         text = read_text_file(path, report, max_mb)
         if text is None:
-            if path.suffix.lower() == ".json":  # one case file: only its own case and summary are unknown
+            if suffix == ".json":  # one case file: only its own case and summary are unknown
                 c.rejected_cases.add(path.stem)
                 c.rejected_summaries.add(path.stem)
             else:
                 c.broken.update(supplies)
             continue
-        suffix = path.suffix.lower()
+        if suffix == ".ndjson":
+            fhir_files.append(fname)
+            report.formats[fname] = "FHIR Bulk Data NDJSON"
+            if not read_ndjson_file(path, text, report, export):
+                c.broken.update(("cases", "notes", "summaries"))
+            continue
+        if suffix == ".json" and text.lstrip().startswith("{"):
+            try:
+                obj = loads_strict(text)
+            except JsonProblem:
+                obj = None
+            if is_fhir_json(obj):
+                fhir_files.append(fname)
+                report.formats[fname] = (f"FHIR Bundle ({obj.get('type')})" if obj["resourceType"] == "Bundle"
+                                         else f"FHIR {obj['resourceType']}")
+                if not read_bundle(path, obj, report, export):
+                    c.broken.update(("cases", "notes", "summaries"))
+                continue
         fmt = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}.get(suffix)
         sniffed = ""
         if fmt is None:
@@ -213,7 +240,12 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             header, rows = opts.mapping.apply(header, rows)
         table = detect_table(path, header)
         why = f" ({table_reason(path, header, table)})"
-        if table == "dialogue":
+        if table == "mimic":
+            report.formats[fname] = "MIMIC-IV-Note" + why + sniffed
+            found, counts = read_mimic(report, path, header, rows)
+            mimic_notes.extend(found)
+            mimic_counts.update(counts)
+        elif table == "dialogue":
             report.formats[fname] = "dialogue CSV" + why + sniffed
             read_dialogue(c, report, path, header, rows, opts)
         elif table is not None:
@@ -226,6 +258,19 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
                              hint="name it cases/notes/summaries/ratings.jsonl"))
             c.broken.update(supplies)
+    if fhir_files:
+        counts = read_export(export, report, opts, c)
+        docs = export.of_type("DocumentReference") or export.of_type("Composition")
+        where = docs[0].file if docs and docs[0].file in report.formats else fhir_files[0]
+        report.formats[where] += " — the export: " + _counted(counts)
+    if mimic_notes or mimic_counts:
+        mimic_counts["held out as reference summaries"] = add_in_order(
+            c, report, mimic_notes, {}, opts.default_specialty, opts.hold_out_types)
+        mimic_counts["notes"] -= mimic_counts["held out as reference summaries"]
+        first = next(f for f, v in report.formats.items() if v.startswith("MIMIC"))
+        report.formats[first] += " — all MIMIC files: " + _counted(+mimic_counts)
+    if opts.summaries_file:
+        read_keyed_summaries(c, report, Path(opts.summaries_file), max_mb)
     _injection_warnings(c, report)
     ds = _assemble(c, report, context, name or _default_name(paths))
     report.counts = {"cases": len(ds.cases), "notes": sum(len(k.notes) for k in ds.cases),
@@ -233,6 +278,11 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     if not report.ok:
         raise DatasetInvalid(report)
     return ds, report
+
+
+def _counted(counts: Counter) -> str:
+    """"12 notes, 3 summaries, 2 skipped (content application/pdf)" for the import report."""
+    return ", ".join(f"{n:,} {what}" for what, n in counts.items() if n) or "nothing read"
 
 
 def _injection_warnings(c: "Collector", report: ValidationReport) -> None:

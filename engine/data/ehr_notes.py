@@ -1,0 +1,67 @@
+"""Notes read from an EHR or research export (FHIR, MIMIC-IV-Note) into the collector: each case's notes in date
+order, and the note types named as held out kept out of the source notes and imported as reference summaries.
+
+A held-out note (e.g. the discharge summary a clinician wrote, ``--hold-out-type DS``) is what a team compares an
+automatic summary of the *earlier* notes with: it is not a source note, so the judge never sees it as evidence; it is
+a summary of its case (generator ``clinician``, quality group ``reference``) that is judged and rated like the others.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from engine.core.models import Note, Summary
+from engine.data.files import InputRow
+from engine.data.readers import Collector
+from engine.data.validation import ValidationReport
+
+REFERENCE_GENERATOR = "clinician"
+REFERENCE_GROUP = "reference"
+
+
+@dataclass(frozen=True)
+class PendingNote:
+    """A note read from an export, with where it came from and the codes its type goes by."""
+
+    case_id: str
+    note: Note
+    file: str
+    row: Optional[InputRow]
+    type_codes: tuple[str, ...] = ()
+    position: int = 0
+
+
+def held_out(p: PendingNote, hold_out_types: Sequence[str]) -> bool:
+    want = {t.strip().lower() for t in hold_out_types if t.strip()}
+    return bool(want) and any(code.lower() in want for code in (*p.type_codes, p.note.note_type or ""))
+
+
+def add_in_order(c: Collector, report: ValidationReport, pending: Sequence[PendingNote],
+                 specialty: dict[str, str], default_specialty: str, hold_out_types: Sequence[str] = ()) -> int:
+    """Add every case (in order of first appearance) and its notes oldest first (undated notes last, ties in file
+    order); held-out notes become reference summaries. Returns the number of notes held out."""
+    by_case: dict[str, list[PendingNote]] = {}
+    for i, p in enumerate(pending):
+        by_case.setdefault(p.case_id, []).append(p if p.position else _with_position(p, i))
+    n_held = 0
+    for cid, notes in by_case.items():
+        kept = [p for p in notes if not held_out(p, hold_out_types)]
+        for p in notes:
+            if p is not None and held_out(p, hold_out_types):
+                n_held += 1
+                c.add_summary(report, p.file, p.row, Summary(f"{cid}-{p.note.note_id}", cid, p.note.text,
+                                                             REFERENCE_GENERATOR, REFERENCE_GROUP,
+                                                             f"held-out {p.note.note_type or 'note'}"))
+        if not kept and notes:
+            first = notes[0]
+            c.add_case(report, first.file, first.row, cid, specialty.get(cid) or default_specialty)
+            continue  # no source notes left: the collector's cross-check reports the case as having none
+        first = kept[0]
+        c.add_case(report, first.file, first.row, cid, specialty.get(cid) or default_specialty)
+        for p in sorted(kept, key=lambda q: q.note.order_key(q.position)):
+            c.add_note(report, p.file, p.row, cid, p.note)
+    return n_held
+
+
+def _with_position(p: PendingNote, i: int) -> PendingNote:
+    return PendingNote(p.case_id, p.note, p.file, p.row, p.type_codes, i)
