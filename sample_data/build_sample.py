@@ -198,8 +198,20 @@ def main() -> None:
                                                "pdsqi_complete"], redcap)
     write_csv(FORMATS / "dialogue.csv", ["encounter_id", "dialogue", "note"],
               [{"encounter_id": e, "dialogue": d, "note": n} for e, d, n in DIALOGUES])
+    write_fhir_export()
     print(f"{len(cases)} cases, {len(note_rows)} notes, {len(summ_rows)} summaries, {len(ratings)} ratings "
           f"-> {BUNDLE.relative_to(HERE.parent)}")
+
+
+def write_fhir_export() -> None:
+    """The whole tidy bundle as a FHIR R4 Bulk Data export (every third note's text in a Binary), read back by
+    'python -m engine import sample_data/formats/fhir/ --summary-type llm-summary'."""
+    sys.path.insert(0, str(HERE.parent))
+    from engine.data.fhir.export import dataset_resources, write_bulk
+    from engine.data.loading import load_paths
+
+    ds, _ = load_paths([BUNDLE])
+    write_bulk(dataset_resources(ds, binary_every=3), FORMATS / "fhir")
 
 
 if __name__ == "__main__":

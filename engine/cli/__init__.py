@@ -8,7 +8,8 @@ from typing import Optional, Sequence
 from engine.cli.common import concurrency_arg, say
 from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd_delete, cmd_import, cmd_restore,
                                       cmd_sample, cmd_status, cmd_validate, cmd_workspace_copy,
-                                      cmd_assign, cmd_queue, cmd_disagreements, cmd_redcap_export)
+                                      cmd_assign, cmd_queue, cmd_disagreements, cmd_redcap_export,
+                                      cmd_fhir_export)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.verify_commands import cmd_verify
 from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
@@ -131,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("dataset")
     sp.add_argument("--out", required=True, help="folder for the two CSV files")
     sp.set_defaults(func=cmd_redcap_export)
+
+    sp = sub.add_parser("fhir-export", help="the dataset as a FHIR R4 Bulk Data export (NDJSON per resource type): "
+                                            "notes and summaries as DocumentReferences, the PDSQI-9 as a "
+                                            "Questionnaire, ratings, spot checks and judge results as "
+                                            "QuestionnaireResponses")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True, help="folder for the NDJSON files")
+    sp.add_argument("--binary-every", type=int, default=0, metavar="N",
+                    help="put every N-th note's text in a Binary the document points to (default: all inline)")
+    sp.add_argument("--no-judge", action="store_true", help="leave the judge results out")
+    sp.set_defaults(func=cmd_fhir_export)
 
     sp = sub.add_parser("sample", help="import the bundled sample dataset if missing")
     sp.add_argument("--precompute", action="store_true",

@@ -259,3 +259,33 @@ def cmd_redcap_export(args) -> int:
     say(f"{out.rows} ratings ({out.records} summaries); import the dictionary into REDCap first, then the data "
         f"file; 'python -m engine import {data.name} --into DATASET' reads it back", file=sys.stderr)
     return 0
+
+
+def cmd_fhir_export(args) -> int:
+    """The dataset as a FHIR R4 Bulk Data export: its notes and summaries as DocumentReferences, and the PDSQI-9 as a
+    Questionnaire with every rating, spot check and judge result as a QuestionnaireResponse."""
+    from engine.data.fhir.export import dataset_resources, write_bulk
+    from engine.data.fhir.questionnaire import ResponseRecord
+    from engine.data.redcap import rater_id
+    from engine.data.reviews import SPOT_CHECK, current_reviews
+    from engine.judge.fhir_records import judge_records
+    from engine.judge.stored import stored_judge_results
+
+    store = open_store(args)
+    ds = store.load_dataset(args.dataset)
+    records: list[ResponseRecord] = []
+    by_reviewer: dict[tuple[str, str], list] = {}
+    for r in current_reviews(store, args.dataset):
+        if r.kind == SPOT_CHECK:
+            by_reviewer.setdefault((r.summary_id, r.reviewer), []).append((r.item, r.value))
+    for (sid, reviewer), values in by_reviewer.items():
+        records.append(ResponseRecord(sid, rater_id(reviewer), "rater", tuple(values), None, reviewer))
+    results = stored_judge_results(store, args.dataset) if not args.no_judge else []
+    judged = judge_records(results)
+    out = write_bulk(dataset_resources(ds, records + judged, binary_every=args.binary_every), args.out)
+    for name, n in out.files.items():
+        say(f"{out.folder / name}: {n} resources")
+    say(f"{len(by_reviewer)} spot-check reviews and {len(judged)} scored judge results as QuestionnaireResponses "
+        f"({len(results) - len(judged)} unscored left out); 'python -m engine import {out.folder} --summary-type "
+        "llm-summary' reads it back", file=sys.stderr)
+    return 0

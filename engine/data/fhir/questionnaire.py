@@ -38,6 +38,13 @@ def _code(value: Optional[float]) -> str:
     return "NA" if value is None else str(int(value))
 
 
+def _answer(value: Optional[float]) -> dict:
+    """An answer option's coding, or a decimal for a score between levels (a judge's median of two samples)."""
+    if value is not None and value != int(value):
+        return {"valueDecimal": value}
+    return {"valueCoding": {"system": ANSWER_SYSTEM, "code": _code(value)}}
+
+
 def _options(item) -> list[dict]:
     if item.scale is Scale.BINARY:
         pairs = [("1", "Yes"), ("0", "No")]
@@ -82,8 +89,7 @@ def response(rec: ResponseRecord, summary_resource_id: str, note_id_system: str)
                              "identifier": {"system": note_id_system, "value": rec.summary_id}},
                  "author": {"identifier": {"system": system, "value": rec.author_id},
                             "display": rec.author_label or rec.author_id},
-                 "item": [{"linkId": k, "answer": [{"valueCoding": {"system": ANSWER_SYSTEM, "code": _code(v)}}]}
-                          for k, v in rec.values]}
+                 "item": [{"linkId": k, "answer": [_answer(v)]} for k, v in rec.values]}
     ext = []
     if rec.rater_group:
         ext.append({"url": GROUP_EXTENSION, "valueString": rec.rater_group})
@@ -132,12 +138,11 @@ def read_response(res: dict) -> tuple[Optional[ResponseRecord], list[tuple[str, 
             problems.append((f"item[{i}].answer", f"{item.label} needs exactly one answer"))
             continue
         a = answers[0]
-        raw = (a.get("valueCoding") or {}).get("code") if isinstance(a.get("valueCoding"), dict) else \
-            a.get("valueInteger", a.get("valueString"))
-        if isinstance(raw, bool) or raw is None:
-            raw = a.get("valueBoolean", raw)
-        if raw == "NA":
-            raw = "NA"
+        if isinstance(a.get("valueCoding"), dict):
+            raw = a["valueCoding"].get("code")
+        else:
+            raw = next((a[k] for k in ("valueInteger", "valueDecimal", "valueString", "valueBoolean") if k in a),
+                       None)
         values.append((item.key, raw))  # parsed against the item's scale by the caller
     ext = {e.get("url"): e.get("valueString") for e in res.get("extension") or [] if isinstance(e, dict)}
     if problems:

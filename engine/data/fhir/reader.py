@@ -170,6 +170,9 @@ def read_export(export: Export, report: ValidationReport, opts: LoadOptions, c: 
         _read_responses(responses, export, report, opts, c, counts)
     if not docs and responses:
         return +counts
+    if not docs and any(r.rtype in ("DocumentReference", "Composition") for r in export.resources):
+        c.broken.update(("cases", "notes", "summaries"))  # every document failed validation: reported above
+        return counts
     if not docs:
         files = sorted({r.file for r in export.resources}) or ["(FHIR export)"]
         report.add(Issue(files[0], "the export holds no valid DocumentReference or Composition (the notes)",
