@@ -321,3 +321,72 @@ def test_fuzz_genuine_lines_import(ws, genuine_lines):
     from engine.judge.import_check import import_results
 
     assert import_results(ws, "s", genuine_lines).imported == len(genuine_lines)
+
+
+# ------------------------------------------------------------------------------------------------ FHIR and MIMIC
+
+def _b64(s: str) -> str:
+    import base64
+
+    return base64.b64encode(s.encode()).decode()
+
+
+FHIR_MINI = {
+    "Patient": [{"resourceType": "Patient", "id": "p1"}],
+    "Binary": [{"resourceType": "Binary", "id": "b1", "contentType": "text/html", "data": _b64("<p>Echo: EF 35%.</p>")}],
+    "PractitionerRole": [{"resourceType": "PractitionerRole", "id": "r1", "specialty": [{"text": "Cardiology"}]}],
+    "DocumentReference": [
+        {"resourceType": "DocumentReference", "id": "n1", "status": "current", "subject": {"reference": "Patient/p1"},
+         "date": "2024-01-01T10:00:00Z", "type": {"text": "Progress note"}, "author": [{"reference": "PractitionerRole/r1"}],
+         "content": [{"attachment": {"contentType": "text/plain", "data": _b64("Chest pain.")}}]},
+        {"resourceType": "DocumentReference", "id": "n2", "status": "current", "subject": {"reference": "Patient/p1"},
+         "context": {"period": {"start": "2024-01-02"}},
+         "content": [{"attachment": {"contentType": "text/html", "url": "Binary/b1"}}]},
+        {"resourceType": "DocumentReference", "id": "s1", "status": "current", "subject": {"reference": "Patient/p1"},
+         "type": {"coding": [{"system": "urn:sumcheck:document-type", "code": "llm-summary"}]},
+         "content": [{"attachment": {"contentType": "text/plain", "data": _b64("Chest pain <NoteID:n1>.")}}]}],
+    "QuestionnaireResponse": [
+        {"resourceType": "QuestionnaireResponse", "questionnaire": "urn:sumcheck:questionnaire:pdsqi-9",
+         "status": "completed", "subject": {"reference": "DocumentReference/s1"},
+         "author": {"identifier": {"system": "urn:sumcheck:rater", "value": "R1"}},
+         "item": [{"linkId": "accurate", "answer": [{"valueCoding": {"code": "4"}}]},
+                  {"linkId": "synthesized", "answer": [{"valueCoding": {"code": "NA"}}]}]}],
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_fhir_ndjson(ws, data):
+    kind = data.draw(st.sampled_from(sorted(FHIR_MINI)))
+    lines = [json.dumps(r) for r in FHIR_MINI[kind]]
+    fuzzed = [data.draw(mutated_line(lines)) for _ in range(data.draw(st.integers(1, 3)))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for t, rs in FHIR_MINI.items():
+            body = "\n".join(fuzzed) if t == kind else "\n".join(json.dumps(r) for r in rs)
+            _write(Path(tmp), f"{t}.ndjson", body + "\n")
+        _load_and_import(ws, [tmp], LoadOptions(summary_types=("llm-summary",)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_fhir_bundle(ws, data):
+    entries = [{"fullUrl": f"urn:uuid:{i}", "resource": r}
+               for i, r in enumerate(r for rs in FHIR_MINI.values() for r in rs)]
+    line = json.dumps({"resourceType": "Bundle", "type": "collection", "entry": entries})
+    content = data.draw(raw_content(mutated_line([line])))
+    with tempfile.TemporaryDirectory() as tmp:
+        _load_and_import(ws, [_write(Path(tmp), "bundle.json", content)], LoadOptions(summary_types=("llm-summary",)))
+
+
+MIMIC_MINI = [["note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text"],
+              ["1-DS-1", "1", "100", "DS", "1", "2180-05-07 00:00:00", "2180-05-08 10:00:00", "Discharge: cirrhosis."],
+              ["1-RR-2", "1", "100", "RR", "2", "2180-05-06 10:00:00", "", "CT: nodular liver."],
+              ["2-RR-1", "2", "", "RR", "1", "2180-01-01 00:00:00", "", "Outpatient film."]]
+
+
+@FUZZ
+@given(content=st.one_of(raw_content(csv_text(MIMIC_MINI[0])), mutated_csv(MIMIC_MINI), mutated_csv(MIMIC_MINI)),
+       hold=st.sampled_from([(), ("DS",)]))
+def test_fuzz_mimic_csv(ws, content, hold):
+    with tempfile.TemporaryDirectory() as tmp:
+        _load_and_import(ws, [_write(Path(tmp), "discharge.csv", content)], LoadOptions(hold_out_types=hold))

@@ -1,0 +1,118 @@
+"""MIMIC-IV-Note input: one case per admission in chart-time order, the discharge note held out as the reference
+summary, summaries keyed by admission or note, gzipped files, and malformed variants reported."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+
+import pytest
+
+from engine.data.loading import load_paths
+from engine.data.mapping import LoadOptions
+from engine.data.validation import DatasetInvalid
+
+HEADER = ["note_id", "subject_id", "hadm_id", "note_type", "note_seq", "charttime", "storetime", "text"]
+
+
+def mimic_csv(rows: list[list[str]]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(HEADER)
+    w.writerows(rows)
+    return out.getvalue()
+
+
+DISCHARGE = [
+    ["10000032-DS-22", "10000032", "22841357", "DS", "22", "2180-06-27 00:00:00", "2180-07-01 10:15:00",
+     "Discharge summary, second admission: ascites, paracentesis 5 L."],
+    ["10000032-DS-21", "10000032", "22595853", "DS", "21", "2180-05-07 00:00:00", "2180-05-09 15:26:00",
+     "Discharge summary, first admission: HCV cirrhosis, worsening ascites."],
+    ["10000084-DS-17", "10000084", "23052089", "DS", "17", "2160-11-25 00:00:00", "2160-11-25 15:09:00",
+     "Discharge summary: Parkinson disease, fall at home."],
+]
+RADIOLOGY = [
+    ["10000032-RR-33", "10000032", "22595853", "RR", "33", "2180-05-06 22:25:00", "2180-05-06 23:32:00",
+     "CXR: no acute process."],
+    ["10000032-RR-34", "10000032", "22595853", "RR", "34", "2180-05-06 22:25:00", "2180-05-07 09:10:00",
+     "Liver ultrasound: cirrhotic liver, moderate ascites."],
+    ["10000032-RR-14", "10000032", "22595853", "RR", "14", "2180-05-05 08:00:00", "2180-05-05 09:00:00",
+     "Abdominal CT: nodular liver."],
+    ["10000032-RR-40", "10000032", "", "RR", "40", "2180-08-01 10:00:00", "2180-08-01 11:00:00",
+     "Outpatient ultrasound."],
+    ["10000032-RR-41", "10000032", "22841357.0", "RR", "41", "2180-06-26 12:00:00", "2180-06-26 13:00:00",
+     "Paracentesis guidance."],
+    ["10000084-RR-5", "10000084", "23052089", "RR", "5", "2160-11-21 10:00:00", "2160-11-21 11:00:00",
+     "Head CT: no hemorrhage."],
+]
+
+
+@pytest.fixture()
+def files(tmp_path):
+    d = tmp_path / "mimic"
+    d.mkdir()
+    (d / "discharge.csv").write_text(mimic_csv(DISCHARGE), encoding="utf-8")
+    (d / "radiology.csv.gz").write_bytes(gzip.compress(mimic_csv(RADIOLOGY).encode()))
+    return d
+
+
+def test_one_case_per_admission_in_chart_time_order(files):
+    ds, report = load_paths([files], LoadOptions(default_specialty="Hepatology"))
+    cases = {c.case_id: [n.note_id for n in c.notes_in_order()] for c in ds.cases}
+    assert cases == {
+        "22595853": ["10000032-RR-14", "10000032-RR-33", "10000032-RR-34", "10000032-DS-21"],
+        "22841357": ["10000032-RR-41", "10000032-DS-22"],
+        "23052089": ["10000084-RR-5", "10000084-DS-17"],
+    }
+    c = ds.case("22595853")
+    assert [n.note_id for n in c.notes] == cases["22595853"]  # stored in that order too
+    assert c.note("10000032-DS-21").note_type == "DS" and c.note("10000032-DS-21").date == "2180-05-07 00:00:00"
+    assert c.note("10000032-DS-21").date_iso == "2180-05-07T00:00:00"
+    assert c.target_specialty == "Hepatology"
+    text = " ".join(report.formats.values())
+    assert "MIMIC-IV-Note" in text and "1 skipped (no admission, hadm_id empty)" in text
+
+
+def test_discharge_note_held_out_as_reference_summary(files):
+    ds, report = load_paths([files], LoadOptions(hold_out_types=("DS",)))
+    assert all(n.note_type == "RR" for c in ds.cases for n in c.notes)
+    refs = {s.case_id: s for s in ds.summaries}
+    assert set(refs) == {"22595853", "22841357", "23052089"}
+    s = refs["22595853"]
+    assert s.summary_id == "22595853-10000032-DS-21" and s.text.startswith("Discharge summary, first admission")
+    assert (s.generator_model, s.quality_group) == ("clinician", "reference")
+    assert "3 held out as reference summaries" in " ".join(report.formats.values())
+
+
+def test_summaries_keyed_by_admission_or_note(files, tmp_path):
+    by_hadm = tmp_path / "llm.csv"
+    by_hadm.write_text("hadm_id,summary_id,text\n22595853,llm-1,Cirrhosis with ascites.\n", encoding="utf-8")
+    ds, _ = load_paths([files], LoadOptions(summaries_file=str(by_hadm)))
+    assert [(s.summary_id, s.case_id) for s in ds.summaries] == [("llm-1", "22595853")]
+    by_note = tmp_path / "by_note.jsonl"
+    by_note.write_text('{"note_id": "10000084-RR-5", "text": "Parkinson, fall."}\n', encoding="utf-8")
+    ds, _ = load_paths([files], LoadOptions(summaries_file=str(by_note)))
+    assert [(s.summary_id, s.case_id) for s in ds.summaries] == [("23052089-summary-1", "23052089")]
+
+
+@pytest.mark.parametrize("row, field, words", [
+    (["n1", "1", "h1", "DS", "1", "next Tuesday", "", "Text."], "charttime", "cannot be read"),
+    (["n1", "1", "h1", "DS", "x", "2180-01-01 00:00:00", "", "Text."], "note_seq", "whole number"),
+    (["n1", "1", "h1", "DS", "1", "2180-01-01 00:00:00", "", "  "], "text", "empty"),
+    (["n 1", "1", "h1", "DS", "1", "2180-01-01 00:00:00", "", "Text."], "note_id", ""),
+])
+def test_malformed_rows_are_reported(tmp_path, row, field, words):
+    p = tmp_path / "discharge.csv"
+    p.write_text(mimic_csv([DISCHARGE[0], row]), encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    errs = [i for i in exc.value.report.issues if i.severity == "error"]
+    assert any(i.field == field and i.row == 2 and words in i.message for i in errs), errs
+
+
+def test_truncated_gzip_is_reported(tmp_path):
+    p = tmp_path / "radiology.csv.gz"
+    p.write_bytes(gzip.compress(mimic_csv(RADIOLOGY).encode())[:-20])
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    assert any("gzip" in i.message for i in exc.value.report.issues)
