@@ -41,8 +41,9 @@ st.markdown("#### Import")
 src = st.radio("Source", ["Upload files", "Paths on this machine"], horizontal=True)
 ups = []
 if src == "Upload files":
-    ups = st.file_uploader("Case JSON files, bundle tables (CSV/JSONL), a wide ratings CSV or a dialogue CSV",
-                           type=["json", "csv", "jsonl"], accept_multiple_files=True) or []
+    ups = st.file_uploader("Case JSON files, bundle tables (CSV/JSONL), a wide ratings CSV, a dialogue CSV, a FHIR "
+                           "Bundle or Bulk Data export (NDJSON files), MIMIC-IV-Note CSV (.csv or .csv.gz)",
+                           type=["json", "csv", "jsonl", "ndjson", "gz"], accept_multiple_files=True) or []
     raw = ""
 else:
     raw = st.text_area("One file or folder per line", placeholder="/data/pdsqi/cases/\n/data/pdsqi/ratings.csv")
@@ -107,11 +108,26 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
                 mapping = RatingsMapping(base.summary_col, base.rater_col, base.rater_group_col, base.items,
                                          list(base.ignore) + list(ignore_other), base.default_rater_group, rename)
 
+    with st.expander("EHR and research exports (FHIR, MIMIC-IV-Note)"):
+        e1, e2, e3 = st.columns(3)
+        summary_codes = e1.text_input("Document type codes that mark the summaries (FHIR)", value="llm-summary",
+                                      help="Comma-separated codes (or SYSTEM|CODE) of the DocumentReference type or "
+                                           "category your summarizer's output carries; the sample uses llm-summary.")
+        case_by = e2.radio("One case per", ["patient", "encounter"], horizontal=True, key="fhir_case_by")
+        hold_out = e3.text_input("Note types held out as the reference summary", value="",
+                                 help="e.g. DS: MIMIC discharge notes are kept out of the source notes and imported "
+                                      "as the clinician's summary of the admission.")
+        st.caption("Summaries can also come in their own CSV with a text column and one of hadm_id, encounter_id, "
+                   "patient_id; docs/data.md describes every format.")
+
     b1, b2 = st.columns([1, 5])
     do_validate = b1.button("Validate", disabled=not paths)
     do_import = b2.button("Import", type="primary", disabled=not paths)
     if do_validate or do_import:
-        options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified")
+        options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified",
+                              summary_types=tuple(x.strip() for x in summary_codes.split(",") if x.strip()),
+                              case_by=case_by,
+                              hold_out_types=tuple(x.strip() for x in hold_out.split(",") if x.strip()))
         target = None if into == "(new dataset)" else into
         try:
             ds, rep = data_view.validate(store, paths, options, into=target, name=name or None)

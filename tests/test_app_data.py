@@ -63,3 +63,29 @@ def test_dialogue_csv_missing_note_gets_a_wrapping_error_and_no_ratings_mapping(
     assert '{"rename": {"transcript": "dialogue"}}' in issues["fix"].iloc[0]
     files = next(d.value for d in at.dataframe if "format" in d.value.columns)
     assert files["format"].iloc[0] == "dialogue CSV (columns encounter_id, transcript; no column for note)"
+
+
+def test_fhir_bulk_export_imports_from_the_data_page():
+    from conftest import FORMATS
+
+    at = _data_page()
+    at.text_area[0].input(str(FORMATS / "fhir")).run()
+    at.text_input[0].input("fhirsample").run()
+    at.button[1].click().run()  # Import (the summaries' type code defaults to the sample's llm-summary)
+    assert not at.exception
+    assert any("Imported into 'fhirsample'" in s.value and "36 summaries" in s.value for s in at.success), \
+        [s.value for s in at.success] + [e.value for e in at.error]
+
+
+def test_mimic_discharge_note_held_out_from_the_data_page(tmp_path):
+    f = tmp_path / "discharge.csv"
+    f.write_text("note_id,subject_id,hadm_id,note_type,note_seq,charttime,storetime,text\n"
+                 "1-RR-1,1,100,RR,1,2180-05-06 10:00:00,,CT: nodular liver.\n"
+                 "1-DS-2,1,100,DS,2,2180-05-07 00:00:00,,Discharge: cirrhosis.\n")
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    next(t for t in at.text_input if t.label.startswith("Note types held out")).input("DS").run()
+    at.button[1].click().run()
+    assert not at.exception
+    assert any("Imported into 'discharge'" in s.value and "1 summaries" in s.value for s in at.success), \
+        [s.value for s in at.success] + [e.value for e in at.error]

@@ -89,6 +89,9 @@ def test_summaries_keyed_by_admission_or_note(files, tmp_path):
     by_hadm.write_text("hadm_id,summary_id,text\n22595853,llm-1,Cirrhosis with ascites.\n", encoding="utf-8")
     ds, _ = load_paths([files], LoadOptions(summaries_file=str(by_hadm)))
     assert [(s.summary_id, s.case_id) for s in ds.summaries] == [("llm-1", "22595853")]
+    ds, report = load_paths([files, by_hadm])  # recognised by its columns when given as one of the paths
+    assert [(s.summary_id, s.case_id) for s in ds.summaries] == [("llm-1", "22595853")]
+    assert report.formats[str(by_hadm)] == "summaries keyed by hadm_id"
     by_note = tmp_path / "by_note.jsonl"
     by_note.write_text('{"note_id": "10000084-RR-5", "text": "Parkinson, fall."}\n', encoding="utf-8")
     ds, _ = load_paths([files], LoadOptions(summaries_file=str(by_note)))

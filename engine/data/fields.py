@@ -143,6 +143,9 @@ def detect_table(path: Path, header: Sequence[str]) -> Optional[str]:
     cols = set(header)
     if {"note_id", "subject_id", "hadm_id", "charttime", "text"} <= cols:
         return "mimic"
+    if "text" in cols and cols & {"hadm_id", "encounter_id", "patient_id", "subject_id"} \
+            and not cols & {"note_id", "case_id"}:
+        return "keyed_summaries"
     if set(DIALOGUE_COLUMNS) <= cols:
         return "dialogue"
     if {"item", "value"} <= cols:
@@ -174,6 +177,8 @@ def table_reason(path: Path, header: Sequence[str], table: Optional[str]) -> str
                 + (f"; no column for {', '.join(missing)}" if missing else ""))
     if table == "mimic":
         return "columns note_id, subject_id, hadm_id, charttime, text"
+    if table == "keyed_summaries":
+        return "columns text, " + ", ".join(sorted(cols & {"hadm_id", "encounter_id", "patient_id", "subject_id"}))
     if table is not None:
         need = set(TABLE_COLUMNS[table][0])
         if path.stem.lower() == table and not need <= cols:

@@ -23,7 +23,7 @@ OPTIONAL = ("summary_id", "generator_model", "quality_group", "prompt_variant")
 
 
 def read_keyed_summaries(c: Collector, report: ValidationReport, path: Path, max_mb: float) -> int:
-    """Add the summaries of ``path`` to ``c`` (after the notes were read). Returns how many were added."""
+    """Add the summaries of the file ``path`` to ``c`` (after the notes were read). Returns how many were added."""
     fname = str(path)
     report.files.append(fname)
     text = read_text_file(path, report, max_mb)
@@ -34,7 +34,12 @@ def read_keyed_summaries(c: Collector, report: ValidationReport, path: Path, max
     if parsed is None:
         c.broken.add("summaries")
         return 0
-    header, rows = parsed
+    return add_keyed_summaries(c, report, path, *parsed)
+
+
+def add_keyed_summaries(c: Collector, report: ValidationReport, path: Path, header, rows) -> int:
+    """Add summaries from rows already read (see the module docstring for the columns)."""
+    fname = str(path)
     keys = [k for k in KEY_COLUMNS if k in header]
     if "text" not in header or len(keys) != 1:
         report.add(Issue(fname, "a summaries file needs a 'text' column and exactly one key column "

@@ -39,7 +39,7 @@ from engine.data.fhir.reader import read_export
 from engine.data.fhir.source import Export, is_fhir_json, read_bundle, read_ndjson_file
 from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, read_csv, read_fd, read_jsonl,
                                resolve_max_mb, read_text_file, split_lines)
-from engine.data.keyed_summaries import read_keyed_summaries
+from engine.data.keyed_summaries import add_keyed_summaries, read_keyed_summaries
 from engine.data.mimic import read_mimic
 from engine.data.mapping import LoadOptions, RatingsMapping, TABLE_COLUMNS
 from engine.data.readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
@@ -177,6 +177,7 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     export, fhir_files = Export(), []
     mimic_notes: list[PendingNote] = []
     mimic_counts: Counter = Counter()
+    keyed: list = []  # summaries files keyed by admission, encounter or patient: read after the notes
     for path in _expand(paths, report):
         fname = str(path)
         report.files.append(fname)
@@ -240,7 +241,9 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             header, rows = opts.mapping.apply(header, rows)
         table = detect_table(path, header)
         why = f" ({table_reason(path, header, table)})"
-        if table == "mimic":
+        if table == "keyed_summaries":
+            keyed.append((path, header, rows))
+        elif table == "mimic":
             report.formats[fname] = "MIMIC-IV-Note" + why + sniffed
             found, counts = read_mimic(report, path, header, rows)
             mimic_notes.extend(found)
@@ -269,6 +272,8 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
         mimic_counts["notes"] -= mimic_counts["held out as reference summaries"]
         first = next(f for f, v in report.formats.items() if v.startswith("MIMIC"))
         report.formats[first] += " — all MIMIC files: " + _counted(+mimic_counts)
+    for path, header, rows in keyed:
+        add_keyed_summaries(c, report, path, header, rows)
     if opts.summaries_file:
         read_keyed_summaries(c, report, Path(opts.summaries_file), max_mb)
     _injection_warnings(c, report)
