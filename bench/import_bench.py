@@ -2,9 +2,12 @@
 
 1. a generated 200-case x 5-note x 7-rater bundle (target: 200 cases in <= 5 s on the 2-core reference machine);
 2. 10,000 small cases (one short note, one summary, one rater), as a folder of 10,000 case JSON files plus a
-   ratings CSV, and as a bundle (target: <= 3 s each; the import path must be linear in the number of records).
+   ratings CSV, and as a bundle (target: <= 3 s each; the import path must be linear in the number of records);
+3. 10,000 notes (2,000 patients x 5 notes of ~250 words, one summary each) as a FHIR Bulk Data NDJSON export
+   (every fourth note's text in a Binary), every resource validated with its FHIR model, against the same dataset
+   as a tidy bundle in the same run (the ratio is the price of FHIR).
 
-Prints the figures. Usage: python bench/import_bench.py [--cases 200] [--small 10000]
+Prints the figures. Usage: python bench/import_bench.py [--cases 200] [--small 10000] [--fhir-notes 10000]
 """
 import argparse
 import csv
@@ -100,10 +103,42 @@ def bench_small(tmp: Path, n: int, as_json: bool) -> float:
     return total
 
 
+def bench_fhir(tmp: Path, n_notes: int) -> None:
+    from engine.data.fhir.export import dataset_resources, write_bulk
+    from engine.data.mapping import LoadOptions
+
+    folder = tmp / "fhir_src"
+    folder.mkdir()
+    generate(folder, n_notes // 5, random.Random(1))
+    for name in ("ratings.csv",):
+        (folder / name).unlink()
+    ds, _ = load_paths([folder])
+    export = write_bulk(dataset_resources(ds, binary_every=4), tmp / "fhir")
+    mb = sum((export.folder / f).stat().st_size for f in export.files) / 1e6
+    timings = {}
+    for label, paths, opts in (("tidy bundle", [folder], None),
+                               ("FHIR NDJSON", [export.folder], LoadOptions(summary_types=("llm-summary",)))):
+        store = Store(tmp / f"{label[:4]}.sqlite")
+        c0, t0 = time.process_time(), time.perf_counter()
+        got, report = load_paths(paths, opts)
+        t1 = time.perf_counter()
+        store.import_dataset(got, name="bench")
+        t2, c2 = time.perf_counter(), time.process_time()
+        assert sum(len(c.notes) for c in got.cases) == n_notes
+        timings[label] = t2 - t0
+        print(f"{n_notes} notes as {label}: validate+parse {t1 - t0:.2f} s, write {t2 - t1:.2f} s, total "
+              f"{t2 - t0:.2f} s wall ({c2 - c0:.2f} s CPU)" + (f"; {mb:.1f} MB in {len(export.files)} files, "
+                                                               f"{sum(export.files.values()):,} resources"
+                                                               if label.startswith("FHIR") else ""))
+    print(f"FHIR / tidy time ratio (same run, same content): {timings['FHIR NDJSON'] / timings['tidy bundle']:.1f}x; "
+          f"notes per second from FHIR: {n_notes / timings['FHIR NDJSON']:,.0f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--small", type=int, default=10_000, help="small cases for the linear-time check (0 = skip)")
+    ap.add_argument("--fhir-notes", type=int, default=10_000, help="notes in the FHIR NDJSON import (0 = skip)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bundle"
@@ -130,6 +165,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             bench_small(Path(tmp), args.small, as_json=True)
             bench_small(Path(tmp), args.small, as_json=False)
+    if args.fhir_notes:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_fhir(Path(tmp), args.fhir_notes)
 
 
 if __name__ == "__main__":
