@@ -278,6 +278,8 @@ def mutated_line(draw, lines):
     obj = json.loads(line)
     for _ in range(draw(st.integers(1, 3))):
         paths = [p for p in _paths(obj) if p]
+        if not paths:  # everything was deleted (a small resource)
+            break
         path = draw(st.sampled_from(paths))
         parent = obj
         for k in path[:-1]:
