@@ -155,7 +155,8 @@ def test_cli_imports_the_shipped_export(tmp_path, capsys):
     assert "12 cases, 56 notes, 36 summaries" in out
 
 
-@pytest.mark.parametrize("shape", ["bundle-collection", "bundle-transaction-urn", "bundle-searchset", "ndjson"])
+@pytest.mark.parametrize("shape", ["bundle-collection", "bundle-transaction-urn", "bundle-searchset", "bundle-document",
+                                   "ndjson"])
 def test_ehr_shapes(tmp_path, shape):
     res = ehr_resources()
     if shape == "ndjson":
@@ -169,6 +170,9 @@ def test_ehr_shapes(tmp_path, shape):
             text = text.replace(f'"{ref}"', f'"{urn}"')
         b = bundle(*json.loads(text), btype="transaction", urn=True)
         path = write_json(tmp_path / "tx.json", b)
+    elif shape == "bundle-document":  # a document bundle starts with its Composition
+        comp = next(r for r in res if r["resourceType"] == "Composition")
+        path = write_json(tmp_path / "doc.json", bundle(comp, *[r for r in res if r is not comp], btype="document"))
     else:
         path = write_json(tmp_path / "bundle.json", bundle(*res, btype=shape.split("-")[1]))
     ds, report = load_paths([path], SUMMARY)

@@ -198,7 +198,7 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             if not read_ndjson_file(path, text, report, export):
                 c.broken.update(("cases", "notes", "summaries"))
             continue
-        if suffix == ".json" and text.lstrip().startswith("{"):
+        if suffix in (".json", "") and text.lstrip().startswith("{"):
             try:
                 obj = loads_strict(text)
             except JsonProblem:
