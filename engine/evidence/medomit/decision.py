@@ -27,7 +27,7 @@ import numpy as np
 from engine.llm.backends import Backend
 from engine.llm.prompt_fence import Fence
 
-DECISION_VERSION = "omit-decision-v1"
+DECISION_VERSION = "omit-decision-v2"  # v2: coverage reads words with the one Porter stemmer and number reader
 PROMPT_VERSION = "omit-prompt-v1"
 KEEP = 3  # messages kept evaluated: instructions, summary, acknowledgement
 

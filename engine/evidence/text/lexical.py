@@ -40,6 +40,15 @@ _TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty 
 _SCALES = {"hundred": 100, "hundreds": 100, "thousand": 1000, "thousands": 1000}
 
 
+NUMBER_WORDS = frozenset(_ONES) | frozenset(_TENS) | frozenset(_SCALES)
+
+
+def is_number_word(word: str) -> bool:
+    """A word that says a number ("eight", "twenty-five", "hundred"): :func:`numbers` reads it as its digits."""
+    parts = word.lower().split("-")
+    return bool(parts) and all(p in NUMBER_WORDS for p in parts)
+
+
 def _fmt(v: float) -> str:
     return str(int(v)) if v == int(v) else f"{v:g}"
 
