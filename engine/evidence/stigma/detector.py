@@ -51,7 +51,7 @@ Where candidates overlap, the longest hit wins ("IV drug abuser" is one hit, ent
 candidates are kept only where no hit overlaps them.
 
 Carried forward or introduced (:func:`assess`): a summary hit is *carried* when a note of its case has a hit of
-the same lexicon entry or the same stem (last word without its inflection: "abuse" / "abuser", "refused" /
+the same lexicon entry or the same word family (last word without its ending: "abuse" / "abuser", "refused" /
 "refusal"), with the note id and span of each matching source hit; otherwise it is *introduced*. Cleared note
 candidates do not count: a summary that writes "drug-seeking" where the note wrote "not drug-seeking" introduced
 it.
@@ -246,8 +246,8 @@ class StigmaHit:
         return self.cleared_by is None
 
     @property
-    def stem(self) -> str:
-        return stem(self.text)
+    def family(self) -> str:
+        return family_key(self.text)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -285,7 +285,7 @@ class SourceMatch:
 class SummaryHit:
     hit: StigmaHit
     status: str  # CARRIED or INTRODUCED
-    sources: tuple[SourceMatch, ...] = ()  # same entry first, then same stem; in note order
+    sources: tuple[SourceMatch, ...] = ()  # same entry first, then same word family; in note order
 
     @property
     def source(self) -> Optional[SourceMatch]:
@@ -444,11 +444,14 @@ def _non_overlapping(cands: list[StigmaHit], taken: list[StigmaHit]) -> list[Sti
 # ------------------------------------------------------------------------------------------- context rules
 
 
-# ------------------------------------------------------------------------------------------ stem + carried
+# ------------------------------------------------------------------------------------ word family + carried
 
 
-def stem(text: str) -> str:
-    """The last word of a match, letters only, without a common inflection ("abusers" -> "abus")."""
+def family_key(text: str) -> str:
+    """What two matches of one word family share: the last word, letters only, without a derivational or
+    inflectional ending ("abusers" -> "abus", "malingering" / "malingerer" -> "malinger", "noncompliance" /
+    "noncompliant" -> "noncompli"). Not the Porter stemmer of engine.evidence.text.terms, which splits families
+    the detector must join (malingering "maling" / malingerer "malinger", compliance "complianc" / compliant)."""
     last = re.sub(r"[^a-z]", "", (text.lower().split() or [""])[-1])
     for suf in _SUFFIXES:
         if last.endswith(suf) and len(last) - len(suf) >= 4:
@@ -472,7 +475,7 @@ def assess(case, summary, *, extra_entries: Iterable[Mapping[str, Any]] = (), le
     out = []
     for h in scan.hits:
         same = [n for n in note_hits if n.hit.entry_id == h.entry_id]
-        similar = [n for n in note_hits if n.hit.entry_id != h.entry_id and n.hit.stem == h.stem]
+        similar = [n for n in note_hits if n.hit.entry_id != h.entry_id and n.hit.family == h.family]
         sources = tuple(SourceMatch(n.note_id, n.hit.start, n.hit.end, n.hit.text, n.hit.entry_id)
                         for n in same + similar)
         out.append(SummaryHit(h, CARRIED if sources else INTRODUCED, sources))
