@@ -182,3 +182,40 @@ def test_report_renders_from_its_autoescaping_template(sample_report):
                                                   provenance={**data.provenance, "note": hostile}))
     assert "<script>alert" not in html and "<img src=x" not in html
     assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3  # title, heading, provenance
+
+
+def _text_boxes(svg: str):
+    """(x-start, x-end, y) of each band label and the title lines of a forest plot."""
+    import html
+    import re
+
+    bands, titles = [], []
+    for m in re.finditer(r'<text x="([\d.]+)" y="([\d.]+)"([^>]*)>([^<]*)</text>', svg):
+        x, y, attrs, text = float(m.group(1)), float(m.group(2)), m.group(3), html.unescape(m.group(4))
+        if 'font-size="10" fill="#555"' in attrs:
+            half = len(text) * report.BAND_CHAR_PX / 2
+            bands.append((x - half, x + half, y))
+        elif "bold" in attrs:
+            titles.append((x, x + len(text) * report.TITLE_CHAR_PX, y))
+    return bands, titles
+
+
+def test_forest_plot_band_labels_and_title_never_collide():
+    """With the axis from −1 the 'good' and 'excellent' bands are narrow: their labels go on two rows instead of
+    running together; a long title wraps inside the figure."""
+    from engine.analysis.headline import HeadlineRow
+    from engine.statistics.base import Estimate
+
+    def row(v, lo):
+        e = Estimate(v, lo, min(1.0, v + 0.1))
+        return HeadlineRow("x", "Item", "likert", 30, "ICC(3,k)", e, "good", "", None, "", "", "", "", "")
+
+    title = ("Raters' agreement (ICC(3,k), or α when few summaries were scored by all; yes/no items: Gwet's AC1 "
+             "with a long explanation that cannot fit on one line), 95% CI")
+    svg = report.forest_svg([row(0.9, 0.85), row(-0.1, -1.0)], "humans", title)
+    bands, titles = _text_boxes(svg)
+    assert len(bands) == 4 and len(titles) == 2
+    for a, b in zip(bands, bands[1:]):
+        assert a[1] + 4 <= b[0] or a[2] != b[2], (a, b)  # side by side without touching, or on another row
+    assert all(end <= 760 for _, end, _ in titles)
+    assert max(y for *_, y in titles) + 6 < min(y for *_, y in bands) - 8  # the labels sit below the title

@@ -185,27 +185,48 @@ def _scores_used(store, name: str, config: Optional[JudgeConfig]) -> list[dict]:
 # ----------------------------------------------------------------------------------------------- SVG
 
 
+TITLE_CHAR_PX = 7  # a generous width of one bold 12 px sans-serif character
+BAND_CHAR_PX = 6  # of one 10 px character
+
+
+def _wrap(text: str, per_line: int) -> list[str]:
+    """``text`` in lines of at most ``per_line`` characters, broken at spaces."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= per_line:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
 def forest_svg(rows: Sequence[HeadlineRow], which: str, title: str) -> str:
     """A forest plot: one line per item, the estimate with its 95 % CI over the Koo & Li bands."""
-    width, left, right, top, step = 760, 190, 700, 50, 24
+    width, left, right, step = 760, 190, 700, 24
     est = [(r, r.humans if which == "humans" else r.llm) for r in rows]
     lows = [e.ci_low for _, e in est if e is not None and e.ci_low is not None] + [0.0]
     lo = max(-1.0, min(-0.1, math.floor(min(lows) * 10) / 10))
+    title_lines = _wrap(title, (width - 16) // TITLE_CHAR_PX)
+    top = 14 * len(title_lines) + 48  # room for the band labels on two rows
     height = top + step * len(rows) + 30
 
     def x(v: float) -> float:
         return left + (min(max(v, lo), 1.0) - lo) / (1.0 - lo) * (right - left)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{untrusted.html(title)}" style="font:12px sans-serif">',
-             f'<text x="{left}" y="14" font-weight="bold">{untrusted.html(title)}</text>']
-    prev = lo
+             f'aria-label="{untrusted.html(title)}" style="font:12px sans-serif">']
+    parts += [f'<text x="8" y="{14 * (i + 1)}" font-weight="bold">{untrusted.html(line)}</text>'
+              for i, line in enumerate(title_lines)]
+    prev, last_end, row = lo, -math.inf, 0
     for limit, name in KOO_LI_BANDS:
         hi = min(limit, 1.0)
         if hi > prev:
             parts.append(f'<rect x="{x(prev):.1f}" y="{top - 10}" width="{x(hi) - x(prev):.1f}" '
                          f'height="{step * len(rows) + 4}" fill="{BAND_COLOURS[name]}"/>')
-            parts.append(f'<text x="{(x(prev) + x(hi)) / 2:.1f}" y="{top - 14}" text-anchor="middle" '
+            mid, half = (x(prev) + x(hi)) / 2, len(name) * BAND_CHAR_PX / 2
+            row = 1 - row if mid - half < last_end + 4 else 0  # a label that would touch its neighbour goes up a row
+            last_end = mid + half if row == 0 else max(last_end, mid + half)
+            parts.append(f'<text x="{mid:.1f}" y="{top - 14 - 12 * row}" text-anchor="middle" '
                          f'font-size="10" fill="#555">{name}</text>')
         prev = max(prev, hi)
     for k, (r, e) in enumerate(est):
@@ -370,7 +391,9 @@ def write(store, name: str, out_html: Path, out_pdf: Optional[Path] = None, judg
           n_boot: int = 1000, count_tokens=None, spot_checks_in_reference: bool = False) -> ReportData:
     data = build(store, name, judge_config, n_boot, count_tokens, spot_checks_in_reference)
     out_html = Path(out_html)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
     out_html.write_text(render_html(data), encoding="utf-8")
     if out_pdf is not None:
+        Path(out_pdf).parent.mkdir(parents=True, exist_ok=True)
         print_pdf(out_html, Path(out_pdf))
     return data
