@@ -67,7 +67,7 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
                .agg(summaries=("summary", "count"), names=("summary", lambda s: ", ".join(list(s)[:8])
                                                            + (" …" if len(s) > 8 else ""))))
     fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries", text="summaries",
-                     hover_name="names", height=360, size_max=18)  # neighbours on the half-step grid never touch
+                     hover_name="names", height=360, size_max=18)  # was 28: neighbours on the half-step grid overlapped
     fig.update_traces(textposition="middle center", textfont_size=10, marker=dict(opacity=0.55))
     limits = bland_altman_limits(df["LLM − human"].tolist())
     if limits is not None:
