@@ -327,3 +327,18 @@ def test_cli_stigma_extra_lexicon_and_errors(capsys, tmp_path):
     extra.write_text(json.dumps([{"term": "x", "category": "nope"}]))
     assert main(["stigma", str(BUNDLE), "--summary", "pulm-01-s2", "--extra-lexicon", str(extra)]) == 1
     assert main(["stigma", str(BUNDLE), "--summary", "no-such-summary"]) == 1
+
+
+def test_assess_once_remembers_per_lexicon_case_and_summary():
+    from engine.core.models import Case, Note, Summary
+    from engine.evidence.stigma import detector
+
+    case = Case("c", "Primary Care", (Note("1", "Pt is non-compliant with insulin."),))
+    s = Summary("s", "c", "Patient is non-compliant.")
+    lex = detector.load_lexicon()
+    first = detector.assess_once(case, s, lex)
+    assert detector.assess_once(case, s, lex) is first  # scanned once
+    assert first == detector.assess(case, s, lexicon=lex)
+    other = detector.load_lexicon([{"id": "x1", "term": "insulin", "category": "disapproval", "source": "local"}])
+    assert other.version != lex.version
+    assert detector.assess_once(case, s, other) is not first

@@ -64,7 +64,7 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
         return None if sc is None or sc.is_na else primary_score(key, sc)
 
     try:
-        assessed = stigma.assess(ds.case(s.case_id), s, lexicon=stigma.load_lexicon(workspace_entries(store)))
+        assessed = stigma.assess_once(ds.case(s.case_id), s, stigma.load_lexicon(workspace_entries(store)))
     except (ValueError, OSError):
         assessed = None
     if assessed is not None:

@@ -459,6 +459,21 @@ def family_key(text: str) -> str:
     return last
 
 
+_ASSESSED: dict[tuple, "SummaryStigma"] = {}
+
+
+def assess_once(case, summary, lexicon: Lexicon) -> "SummaryStigma":
+    """:func:`assess` remembered per lexicon version, case and summary (all immutable): a page that shows the
+    detector's verdict on every rerun scans the notes once."""
+    key = (lexicon.version, case, summary)
+    hit = _ASSESSED.get(key)
+    if hit is None:
+        if len(_ASSESSED) >= 256:
+            _ASSESSED.clear()
+        hit = _ASSESSED[key] = assess(case, summary, lexicon=lexicon)
+    return hit
+
+
 def scan_notes(case, lexicon: Lexicon) -> list[tuple[str, StigmaScan]]:
     """(note id, scan) for every note of a case (reuse across the case's summaries)."""
     return [(n.note_id, lexicon.scan(n.text)) for n in case.notes]
