@@ -19,6 +19,7 @@ from engine.views import data as data_view
 st.title("Data")
 store = state.guarded(state.store, stop=True)
 view = state.guarded(data_view.data_page_view, store, stop=True)
+changed = False  # set when an import on this run changed the workspace
 
 
 SHOWN_ISSUES = 200
@@ -147,6 +148,7 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
                     state.show_store_error(exc)
                 else:
                     state.bump_data_version()
+                    changed = True
                     if res.unchanged:
                         st.info(f"Dataset '{untrusted.md(res.dataset)}' already holds exactly this content: "
                                 "nothing changed.")
@@ -164,7 +166,8 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
 
 st.markdown("#### Datasets in the workspace")
 st.caption(f"Workspace: {untrusted.md(state.workspace_label())}")
-view = state.guarded(data_view.data_page_view, store, stop=True)  # again: an import above may have changed it
+if changed:  # an import above changed the workspace: read it again
+    view = state.guarded(data_view.data_page_view, store, stop=True)
 report_view.render_datasets(view.dataset_rows)
 if view.dataset_names:
     with st.expander("Delete a dataset"):
@@ -197,7 +200,7 @@ if st.button("Back up now", key="backup_now"):
         state.show_store_error(exc)
     else:
         st.success(f"Backup written: {untrusted.md(made)}")
-view = state.guarded(data_view.data_page_view, store, stop=True)  # again: a backup above may have been written
+        view = state.guarded(data_view.data_page_view, store, stop=True)  # the new backup is listed
 backups = view.backups
 report_view.render_backups(view.backup_rows)
 if backups:
