@@ -329,16 +329,17 @@ def test_cli_stigma_extra_lexicon_and_errors(capsys, tmp_path):
     assert main(["stigma", str(BUNDLE), "--summary", "no-such-summary"]) == 1
 
 
-def test_assess_once_remembers_per_lexicon_case_and_summary():
+def test_judge_view_remembers_the_detector_per_lexicon_case_and_summary():
     from engine.core.models import Case, Note, Summary
     from engine.evidence.stigma import detector
+    from engine.views.judge import assessed_once
 
     case = Case("c", "Primary Care", (Note("1", "Pt is non-compliant with insulin."),))
     s = Summary("s", "c", "Patient is non-compliant.")
     lex = detector.load_lexicon()
-    first = detector.assess_once(case, s, lex)
-    assert detector.assess_once(case, s, lex) is first  # scanned once
+    first = assessed_once(case, s, lex)
+    assert assessed_once(case, s, lex) is first  # scanned once
     assert first == detector.assess(case, s, lexicon=lex)
     other = detector.load_lexicon([{"id": "x1", "term": "insulin", "category": "disapproval", "source": "local"}])
     assert other.version != lex.version
-    assert detector.assess_once(case, s, other) is not first
+    assert assessed_once(case, s, other) is not first

@@ -47,6 +47,23 @@ def _validity_cells(res: JudgeResult) -> dict[str, str]:
             if r.get("spearman_raw") is not None}
 
 
+_ASSESSED: dict[tuple, object] = {}
+
+
+def assessed_once(case, summary, lexicon):
+    """The stigma detector's answer (engine.evidence.stigma.detector.assess) remembered per lexicon version, case
+    and summary (all immutable): the Judge page shows it on every rerun and scans the notes once."""
+    from engine.evidence.stigma import detector as stigma
+
+    key = (lexicon.version, case, summary)
+    hit = _ASSESSED.get(key)
+    if hit is None:
+        if len(_ASSESSED) >= 256:
+            _ASSESSED.clear()
+        hit = _ASSESSED[key] = stigma.assess(case, summary, lexicon=lexicon)
+    return hit
+
+
 def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[str, str]:
     """Item key -> how the judge's verdict on that item contradicts the stored evidence about the same summary:
     no stigmatizing language while the detector finds some; a top Accurate / Cited score while claim verification
@@ -64,7 +81,7 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
         return None if sc is None or sc.is_na else primary_score(key, sc)
 
     try:
-        assessed = stigma.assess_once(ds.case(s.case_id), s, stigma.load_lexicon(workspace_entries(store)))
+        assessed = assessed_once(ds.case(s.case_id), s, stigma.load_lexicon(workspace_entries(store)))
     except (ValueError, OSError):
         assessed = None
     if assessed is not None:

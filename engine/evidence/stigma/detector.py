@@ -441,9 +441,6 @@ def _non_overlapping(cands: list[StigmaHit], taken: list[StigmaHit]) -> list[Sti
     return kept
 
 
-# ------------------------------------------------------------------------------------------- context rules
-
-
 # ------------------------------------------------------------------------------------ word family + carried
 
 
@@ -457,21 +454,6 @@ def family_key(text: str) -> str:
         if last.endswith(suf) and len(last) - len(suf) >= 4:
             return last[: -len(suf)]
     return last
-
-
-_ASSESSED: dict[tuple, "SummaryStigma"] = {}
-
-
-def assess_once(case, summary, lexicon: Lexicon) -> "SummaryStigma":
-    """:func:`assess` remembered per lexicon version, case and summary (all immutable): a page that shows the
-    detector's verdict on every rerun scans the notes once."""
-    key = (lexicon.version, case, summary)
-    hit = _ASSESSED.get(key)
-    if hit is None:
-        if len(_ASSESSED) >= 256:
-            _ASSESSED.clear()
-        hit = _ASSESSED[key] = assess(case, summary, lexicon=lexicon)
-    return hit
 
 
 def scan_notes(case, lexicon: Lexicon) -> list[tuple[str, StigmaScan]]:
