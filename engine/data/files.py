@@ -301,22 +301,34 @@ def read_csv(path: Path, text: str, report: ValidationReport) -> Optional[tuple[
     return header, rows
 
 
-def read_jsonl(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[InputRow]]]:
-    fname = str(path)
-    rows: list[InputRow] = []
-    keys: dict[str, None] = {}
+UNREADABLE = object()  # what json_lines yields for a line that is not JSON (already reported)
+
+
+def json_lines(fname: str, lines, report: ValidationReport, again: str = "export the file again"):
+    """(record number, line number, object) for each non-blank line of a JSON-lines text, parsed strictly; a line
+    that does not parse is reported (file, record, line, why) and yields :data:`UNREADABLE`."""
     number = 0
-    ok = True
-    for lineno, line in enumerate(split_lines(text), start=1):
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         number += 1
         try:
             obj = loads_strict(line)
         except JsonProblem as exc:
-            msg = str(exc).replace(" at line 1 column", " at column")
-            report.add(Issue(fname, msg, row=number, line=lineno,
-                             hint=exc.hint or "the line is cut off or malformed; export the file again"))
+            report.add(Issue(fname, str(exc).replace(" at line 1 column", " at column"), row=number, line=lineno,
+                             hint=exc.hint or f"the line is cut off or malformed; {again}"))
+            obj = UNREADABLE
+        yield number, lineno, obj
+
+
+def read_jsonl(path: Path, text: str, report: ValidationReport) -> Optional[tuple[list[str], list[InputRow]]]:
+    fname = str(path)
+    rows: list[InputRow] = []
+    keys: dict[str, None] = {}
+    number = 0
+    ok = True
+    for number, lineno, obj in json_lines(fname, split_lines(text), report):
+        if obj is UNREADABLE:
             ok = False
             continue
         if not isinstance(obj, dict):

@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 
 from engine.core.models import Dataset
 from engine.core.rubric import ITEMS, Scale, get_item
-from engine.data.strict_json import JsonProblem, json_type as _jtype, loads_strict
-from engine.data.files import read_text_file, split_lines
+from engine.data.strict_json import json_type as _jtype
+from engine.data.files import UNREADABLE, json_lines, read_text_file, split_lines
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
 from engine.judge.planning import cache_key, dataset_citation_form, example_answer
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION
@@ -431,15 +431,8 @@ def import_results(store, dataset: str, lines: Sequence[str], source: str = "jud
     results: list[JudgeResult] = []
     seen: dict[str, int] = {}
     number = 0
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        number += 1
-        try:
-            obj = loads_strict(line)
-        except JsonProblem as exc:
-            report.add(Issue(source, str(exc).replace(" at line 1 column", " at column"), row=number, line=lineno,
-                             hint=exc.hint or "the line is cut off or malformed; export the results again"))
+    for number, lineno, obj in json_lines(source, lines, report, again="export the results again"):
+        if obj is UNREADABLE:
             continue
         chk = _LineCheck(report, source, number, lineno)
         r = _check_result(chk, obj, ctx, dataset)

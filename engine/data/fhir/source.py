@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from engine.data.files import InputRow
-from engine.data.strict_json import JsonProblem, json_type, loads_strict, short_text
+from engine.data.files import UNREADABLE, InputRow, json_lines
+from engine.data.strict_json import json_type, short_text
 from engine.data.validation import Issue, ValidationReport
 
 FHIR_RELEASE = "FHIR R4 (4.0.1) or R4B (4.3.0) JSON"
@@ -209,15 +209,8 @@ def read_ndjson_file(path: Path, text: str, report: ValidationReport, export: Ex
     expected = path.name.split(".")[0]
     expected = expected if expected[:1].isupper() and expected.isalpha() else None
     ok, number = True, 0
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        number += 1
-        try:
-            obj = loads_strict(line)
-        except JsonProblem as exc:
-            report.add(Issue(fname, str(exc).replace(" at line 1 column", " at column"), row=number, line=lineno,
-                             hint=exc.hint or "the line is cut off or malformed; export the file again"))
+    for number, lineno, obj in json_lines(fname, text.split("\n"), report):
+        if obj is UNREADABLE:
             ok = False
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("resourceType"), str):
