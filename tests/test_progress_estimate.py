@@ -134,3 +134,30 @@ def test_a_real_run_plans_its_work_and_the_next_run_knows_the_speed(tmp_path):
     again.cancel()
     again.wait(60)
     assert first.speed_from in ("measured before", "this run") and first.eta_s is not None
+
+
+def test_the_estimate_counts_down_between_batches_and_grows_only_when_the_run_slows(monkeypatch):
+    """Tokens are reported a batch at a time; the estimate used to be the work left over the speed measured up to
+    *now*, which sank between reports, so the estimate climbed until each batch landed (7 → 20 minutes seen)."""
+    import engine.core.jobs as jobs
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(jobs.time, "monotonic", lambda: clock["t"])
+    job = Job("Judge", 1, lambda j: None)
+    job._state = jobs.RUNNING
+    job.plan([10_000.0], None, 1.0)
+    job._tokens("prompt", 0, 10_000, 0)
+    etas = []
+    for batch in range(1, 8):  # 512 tokens every 10 s: a steady 51.2 tokens/s
+        for step in range(10):
+            clock["t"] += 1.0
+            if step == 9:
+                job._tokens("prompt", 512 * batch, 10_000, 0)
+            etas.append(job.status().eta_s)
+    steady = [e for e in etas if e is not None]
+    assert len(steady) >= 60
+    assert all(b <= a + 1e-6 for a, b in zip(steady, steady[1:])), steady  # never climbs at a steady speed
+    assert steady[-1] == pytest.approx((10_000 - 7 * 512) / 51.2)
+    clock["t"] += 30.0  # the next batch takes 40 s: the run is slower now, and only then the estimate grows
+    job._tokens("prompt", 512 * 8, 10_000, 0)
+    assert job.status().eta_s > steady[-1]

@@ -225,6 +225,7 @@ class Job:
         self._in_item = 0.0  # work tokens done on the current item
         self._live_work = 0.0  # work tokens done in this run (fresh items only)
         self._live_t: Optional[float] = None  # when this run's first token was reported
+        self._live_last: Optional[float] = None  # when work was last reported done
         self._prompt_in_item = 0.0
         self._detail = ""
 
@@ -298,7 +299,9 @@ class Job:
                 before = self._in_item
                 self._in_item = self._prompt_in_item + done * self._decode_weight
                 self._detail = f"writing the answer: {done} tokens"
-            self._live_work += max(0.0, self._in_item - before)
+            if self._in_item > before:
+                self._live_work += self._in_item - before
+                self._live_last = now
 
     # -- reporting (from the worker)
     def report(self, done: Optional[int] = None, item: Optional[str] = None, step: Optional[str] = None,
@@ -359,18 +362,28 @@ class Job:
 
     def _planned_eta(self, now: float) -> tuple[Optional[float], str]:
         """Seconds left from the plan: the work left over this run's own speed once it has read enough, else the
-        speed measured before (None when neither is known yet)."""
+        speed measured before (None when neither is known yet).
+
+        The speed is the work done over the time up to its last report, and the estimate counts down from that
+        report: tokens are reported a batch at a time (seconds apart for a large model), and a speed measured up to
+        *now* would sink between reports and make the estimate climb and drop with every batch. So the estimate
+        grows only when a report shows the run slower than before (never below one second while work is left)."""
         work = self._work or []
         current = work[self._done] if self._done < len(work) else 0.0
         left = max(0.0, current - self._in_item) + sum(work[self._done + 1:])
-        live = None
-        if self._live_t is not None and self._live_work >= LIVE_RATE_MIN_WORK and now - self._live_t >= 1.0:
-            live = self._live_work / (now - self._live_t)
-        if live is not None:
-            return left / live, "this run"
+        last = self._live_last
+        if (self._live_t is not None and last is not None and self._live_work >= LIVE_RATE_MIN_WORK
+                and last - self._live_t >= 1.0):
+            live = self._live_work / (last - self._live_t)
+            return _count_down(left / live, now - last, left), "this run"
         if self._rate is not None:
-            return left / self._rate, "measured before"
+            return _count_down(left / self._rate, now - last if last is not None else 0.0, left), "measured before"
         return None, ""
+
+
+def _count_down(eta: float, since: float, left: float) -> float:
+    """``eta`` as of the last report, ``since`` seconds ago; at least a second while work is left."""
+    return max(eta - since, 1.0 if left > 0 else 0.0)
 
 
 def run_in_foreground(job: Job, out=None, every_s: float = 2.0) -> JobStatus:
