@@ -119,3 +119,16 @@ def test_truncated_gzip_is_reported(tmp_path):
     with pytest.raises(DatasetInvalid) as exc:
         load_paths([p])
     assert any("gzip" in i.message for i in exc.value.report.issues)
+
+
+def test_a_cases_table_alongside_names_each_admissions_specialty(files, tmp_path):
+    cases = tmp_path / "cases.csv"
+    cases.write_text("case_id,target_specialty\n22595853,Hepatology\n22841357,Hepatology\n23052089,Neurology\n",
+                     encoding="utf-8")
+    ds, _ = load_paths([files, cases], LoadOptions(default_specialty="Unspecified"))
+    assert {c.case_id: c.target_specialty for c in ds.cases} == {"22595853": "Hepatology", "22841357": "Hepatology",
+                                                                 "23052089": "Neurology"}
+    cases.write_text("case_id,target_specialty\n99999999,Cardiology\n", encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:  # a case the export does not hold is named
+        load_paths([files, cases])
+    assert any("'99999999' has no notes" in i.message for i in exc.value.report.issues)

@@ -38,8 +38,9 @@ def held_out(p: PendingNote, hold_out_types: Sequence[str]) -> bool:
 
 def add_in_order(c: Collector, report: ValidationReport, pending: Sequence[PendingNote],
                  specialty: dict[str, str], default_specialty: str, hold_out_types: Sequence[str] = ()) -> int:
-    """Add every case (in order of first appearance) and its notes oldest first (undated notes last, ties in file
-    order); held-out notes become reference summaries. Returns the number of notes held out."""
+    """Add every case (in order of first appearance; its target specialty from ``specialty``, else the default —
+    unless a cases table read before already holds the case) and its notes oldest first (undated notes last, ties
+    in file order); held-out notes become reference summaries. Returns the number of notes held out."""
     by_case: dict[str, list[PendingNote]] = {}
     for i, p in enumerate(pending):
         by_case.setdefault(p.case_id, []).append(p if p.position else _with_position(p, i))
@@ -52,12 +53,11 @@ def add_in_order(c: Collector, report: ValidationReport, pending: Sequence[Pendi
                 c.add_summary(report, p.file, p.row, Summary(f"{cid}-{p.note.note_id}", cid, p.note.text,
                                                              REFERENCE_GENERATOR, REFERENCE_GROUP,
                                                              f"held-out {p.note.note_type or 'note'}"))
-        if not kept and notes:
-            first = notes[0]
+        first = (kept or notes)[0]
+        if cid not in c.cases:  # a cases table given alongside names the target specialty of its cases
             c.add_case(report, first.file, first.row, cid, specialty.get(cid) or default_specialty)
+        if not kept:
             continue  # no source notes left: the collector's cross-check reports the case as having none
-        first = kept[0]
-        c.add_case(report, first.file, first.row, cid, specialty.get(cid) or default_specialty)
         for p in sorted(kept, key=lambda q: q.note.order_key(q.position)):
             c.add_note(report, p.file, p.row, cid, p.note)
     return n_held
