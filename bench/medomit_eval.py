@@ -196,6 +196,27 @@ def decided_again(mo, ds, sids, shipped: Path):
         yield res
 
 
+def relinked(mo, ds, sids, shipped: Path):
+    """The shipped results with the facts today's linking places weighed (engine.evidence.medomit.relink): only
+    their importance and clusters are asked, once per case, and every summary is decided again."""
+    from engine.evidence.medomit.relink import relink_case
+
+    rows = {json.loads(x)["summary_id"]: json.loads(x) for x in shipped.read_text(encoding="utf-8").splitlines()
+            if x.strip()}
+    by_case: dict[str, list] = {}
+    for sid in sids:
+        if sid in rows:
+            s = ds.summary(sid)
+            by_case.setdefault(s.case_id, []).append((s, MedOmitResult._from_json(rows[sid]["result"])))
+    for cid, pairs in by_case.items():
+        t0 = time.perf_counter()
+        out = relink_case(mo, ds.case(cid), pairs)
+        n = len(out[0].provenance.get("relinked_facts", [])) if out else 0
+        print(f"  {cid}: {n} facts newly linked, {len(out)} summaries decided in {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)
+        yield from out
+
+
 def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
     """``results_of(mo, ds, summary_ids)`` yields the results to measure (a full run, or decided again)."""
     model_id = mo.model_id
@@ -263,6 +284,9 @@ def main():
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model key")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--ship", help="write the model's results as shipped sample rows to this file")
+    ap.add_argument("--relink", default="", metavar="ROWS",
+                    help="the shipped rows with the facts today's linking places weighed (their importance and "
+                         "clusters asked once per case), every summary decided again")
     ap.add_argument("--decide-again", default="", metavar="ROWS",
                     help="take facts, differential, importance and clusters from these shipped rows and run only "
                          "today's omission decision")
@@ -290,14 +314,16 @@ def main():
         from engine.llm.modelfiles import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
-        if args.decide_again:  # the closed questions' answers are kept on disk (a rerun asks only what is new)
+        if args.decide_again or args.relink:  # the closed questions' answers are kept on disk (asks only new ones)
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             from verify_bench import CachedAnswers
 
             be = CachedAnswers(be, sha, out / "omit_answers.jsonl")
             be.generate = be.b.generate
         mo = MedOmit(be, sha, embedder=emb)
-        if args.decide_again:
+        if args.relink:
+            of = lambda m, d, sids: relinked(m, d, sids, Path(args.relink))  # noqa: E731
+        elif args.decide_again:
             of = lambda m, d, sids: decided_again(m, d, sids, Path(args.decide_again))  # noqa: E731
         else:
             of = lambda m, d, sids: run_pipeline(m, d, sids, out / f"medomit_{args.model}.sqlite")  # noqa: E731

@@ -295,3 +295,28 @@ def test_a_cut_off_clusters_reply_is_asked_again_with_twice_the_budget():
     assert [s.step for s in r.steps if s.step.startswith("clusters")] == ["clusters", "clusters[wider]"]
     never = MedOmit(ScriptedBackend(clusters_need=10 ** 6), "m").run(CASE, SUMMARY)
     assert never.status == "incomplete" and never.failed_step == "clusters[wider]" and "cut off" in never.reason
+
+
+def test_relink_weighs_a_stored_fact_that_todays_linking_places():
+    """A stored result whose older linking left "Nephrology referral for CKD 3" unplaced (so never weighed) gets it
+    linked, its importance and clusters asked for that fact alone, and the summary decided again — ending where a
+    full run ends, with no fact extracted again."""
+    from dataclasses import replace
+
+    from engine.evidence.medomit.relink import newly_linked, relink_case
+
+    full = MedOmit(ScriptedBackend(), "m").run(CASE, SUMMARY)
+    old = MedOmitResult.from_json(full.to_json())
+    old.facts = [replace(f, note_id=None, start=None, end=None, link="unlinked", link_score=0.3)
+                 if f.fact_id == "F4" else f for f in old.facts]
+    old.clusters = [replace(c, fact_ids=[x for x in c.fact_ids if x != "F4"]) for c in old.clusters]
+    old.scores = [s for s in old.scores if s.fact_id != "F4"]
+    assert [f.fact_id for f in old.not_found] == ["F4"]
+    assert [f.fact_id for f in newly_linked(old, CASE)] == ["F4"]
+    be = ScriptedBackend()
+    (new,) = relink_case(MedOmit(be, "m"), CASE, [(SUMMARY, old)])
+    f4 = new.fact("F4")
+    assert new.not_found == [] and f4.link != "unlinked" and CASE.note(f4.note_id).text[f4.start:f4.end]
+    assert new.omission_count == 1 and new.omitted[0].fact_id == "F4" and new.document_weight == full.document_weight
+    assert new.provenance["relinked_facts"] == ["F4"]
+    assert not any(c.startswith("facts[") for c in be.calls if isinstance(c, str))  # no fact extracted again

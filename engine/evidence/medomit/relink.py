@@ -1,0 +1,71 @@
+"""Stored MED-OMIT results brought up to today's fact linking without extracting the facts again.
+
+A fact the model extracted but an older linking could not place in the notes was left out of the weighing ("not
+found in the notes"). :func:`link_fact` now links every fact whose text stands word for word in a note. For the
+facts it newly links, :func:`relink_case` asks only the steps those facts lack — their importance and their
+clusters against the case's stored differential, once per case — adds them to the stored clusters (a new
+sub-cluster with the same diagnosis, polarity and mechanism as a stored one joins it), and decides every summary
+of the case again (:meth:`engine.evidence.medomit.pipeline.MedOmit.decide_again`). Nothing else is recomputed.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from engine.core.models import Case, Summary
+from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult, link_fact
+
+
+def newly_linked(result: MedOmitResult, case: Case) -> list[Fact]:
+    """The stored facts not found in the notes that today's linking places, with their new place."""
+    notes = {n.note_id: n.text for n in case.notes}
+    out = []
+    for f in result.facts:
+        if f.link != "unlinked":
+            continue
+        nid, s, e, kind, score = link_fact(f.text, f.text, notes, f.note_id)
+        if kind != "unlinked":
+            out.append(replace(f, note_id=nid, start=s, end=e, link=kind, link_score=score))
+    return out
+
+
+def _merged(clusters: Sequence[Cluster], new: Sequence[Cluster]) -> list[Cluster]:
+    out = [Cluster(c.diagnosis, c.polarity, c.mechanism, list(c.fact_ids)) for c in clusters]
+    for c in new:
+        same = next((o for o in out if (o.diagnosis, o.polarity, o.mechanism.lower()) ==
+                     (c.diagnosis, c.polarity, c.mechanism.lower())), None)
+        if same is None:
+            out.append(Cluster(c.diagnosis, c.polarity, c.mechanism, list(c.fact_ids)))
+        else:
+            same.fact_ids = sorted(set(same.fact_ids) | set(c.fact_ids))
+    return out
+
+
+def relink_case(mo, case: Case, results: Sequence[tuple[Summary, MedOmitResult]]) -> list[MedOmitResult]:
+    """Every complete result of one case with the newly linked facts weighed (see the module docstring); results
+    with nothing to link are decided again as they are. ``mo``: a MedOmit over the model that made the results."""
+    complete = [(s, r) for s, r in results if r.status == "complete"]
+    if not complete:
+        return [r for _, r in results]
+    base = complete[0][1]
+    placed = {f.fact_id: f for f in newly_linked(base, case)}
+    importance: dict[str, str] = {}
+    clusters = base.clusters
+    records: list = []
+    if placed:
+        facts = list(placed.values())
+        importance = mo.importance(facts, base.ddx, records) or {}
+        clusters = _merged(base.clusters, mo.clusters(facts, base.ddx, records) or [])
+    out = []
+    for s, r in results:
+        if r.status != "complete":
+            out.append(r)
+            continue
+        facts = [placed.get(f.fact_id, f) for f in r.facts]
+        extra = [FactScore(k, False, v, 0.0, [], 0.0, []) for k, v in importance.items() if k in placed]
+        updated = replace(r, facts=facts, clusters=clusters, scores=list(r.scores) + extra,
+                          steps=list(r.steps) + records)
+        res = mo.decide_again(updated, case, s)
+        res.provenance = {**res.provenance, "relinked_facts": sorted(placed)}
+        out.append(res)
+    return out
