@@ -3,6 +3,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
+from engine.analysis.formatting import format_score
 
 TIMEOUT = 60
 PAGE = "pages/review.py"
@@ -133,6 +134,11 @@ def test_blinded_hides_scores_until_submit_then_shows_history():
     assert raters.loc[raters["rater"] == "Dr Test", "Cited"].item() == "2"
     llm = next(t for t in tables if "LLM median" in t.columns)
     assert list(llm["item"])[:2] == ["Cited", "Accurate"] and llm["LLM median"].iloc[0] == "4"
+    # the judge's main number, as every other page shows it, beside the median (only the median was shown)
+    from engine.judge.results import primary_score
+    from engine.judge.stored import latest_result
+    main = primary_score("cited", latest_result(store, "sample", sid).items["cited"])
+    assert llm["LLM score"].iloc[0] == format_score(main) and main is not None
     history = tables[-1]
     assert len(history) == 3 and set(history["reviewer"]) == {"Dr Test"} and (history["status"] == "current").all()
     assert not at.get("download_button")[0].proto.disabled

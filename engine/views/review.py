@@ -92,7 +92,24 @@ def spot_check_view(store, name: str, ds: Dataset, summary_id: str, reviewer: st
         revealed=True,
         score_rows=display_table(ds.ratings_for(summary_id) + reviews_as_ratings(store, name, summary_id)),
         judge=judged,
-        judge_rows=[{"item": i.label, "LLM median": judge_cell(i, judged.items.get(i.key))} for i in ITEMS]
+        judge_rows=[{"item": i.label, "LLM score": _main_cell(i, judged.items.get(i.key)),
+                     "LLM median": judge_cell(i, judged.items.get(i.key))} for i in ITEMS]
         if judged is not None else [],
         history_rows=history_rows(review_history(store, name, summary_id)),
         export_csv=export_reviews_csv(store, name))
+
+
+def _main_cell(item, score) -> str:
+    """The judge's main number for the item, as the Judge, Case and Agreement pages use it
+    (engine.judge.results.primary_score: the expected score of a 1-5 item, else its median; yes/no items as their
+    share of yes), shown beside the median."""
+    from engine.analysis.formatting import format_score
+    from engine.data.ratings import judge_cell
+    from engine.judge.results import primary_score
+
+    if score is None:
+        return ""
+    if not item.is_likert:
+        return judge_cell(item, score)
+    v = primary_score(item.key, score)
+    return "NA" if score.is_na else ("" if v is None else format_score(v))
