@@ -28,12 +28,6 @@ class PendingNote:
     file: str
     row: Optional[InputRow]
     type_codes: tuple[str, ...] = ()
-    position: int = 0
-
-
-def held_out(p: PendingNote, hold_out_types: Sequence[str]) -> bool:
-    want = {t.strip().lower() for t in hold_out_types if t.strip()}
-    return bool(want) and any(code.lower() in want for code in (*p.type_codes, p.note.note_type or ""))
 
 
 def add_in_order(c: Collector, report: ValidationReport, pending: Sequence[PendingNote],
@@ -41,27 +35,24 @@ def add_in_order(c: Collector, report: ValidationReport, pending: Sequence[Pendi
     """Add every case (in order of first appearance; its target specialty from ``specialty``, else the default —
     unless a cases table read before already holds the case) and its notes oldest first (undated notes last, ties
     in file order); held-out notes become reference summaries. Returns the number of notes held out."""
-    by_case: dict[str, list[PendingNote]] = {}
+    want = {t.strip().lower() for t in hold_out_types if t.strip()}
+    by_case: dict[str, list[tuple[int, PendingNote]]] = {}
     for i, p in enumerate(pending):
-        by_case.setdefault(p.case_id, []).append(p if p.position else _with_position(p, i))
+        by_case.setdefault(p.case_id, []).append((i, p))
     n_held = 0
     for cid, notes in by_case.items():
-        kept = [p for p in notes if not held_out(p, hold_out_types)]
-        for p in notes:
-            if p is not None and held_out(p, hold_out_types):
+        kept = []
+        for i, p in notes:
+            if want and any(code.lower() in want for code in (*p.type_codes, p.note.note_type or "")):
                 n_held += 1
                 c.add_summary(report, p.file, p.row, Summary(f"{cid}-{p.note.note_id}", cid, p.note.text,
                                                              REFERENCE_GENERATOR, REFERENCE_GROUP,
                                                              f"held-out {p.note.note_type or 'note'}"))
-        first = (kept or notes)[0]
+            else:
+                kept.append((i, p))
+        first = (kept or notes)[0][1]
         if cid not in c.cases:  # a cases table given alongside names the target specialty of its cases
             c.add_case(report, first.file, first.row, cid, specialty.get(cid) or default_specialty)
-        if not kept:
-            continue  # no source notes left: the collector's cross-check reports the case as having none
-        for p in sorted(kept, key=lambda q: q.note.order_key(q.position)):
-            c.add_note(report, p.file, p.row, cid, p.note)
+        for _, p in sorted(kept, key=lambda ip: ip[1].note.order_key(ip[0])):
+            c.add_note(report, p.file, p.row, cid, p.note)  # none left: the cross-check reports the case
     return n_held
-
-
-def _with_position(p: PendingNote, i: int) -> PendingNote:
-    return PendingNote(p.case_id, p.note, p.file, p.row, p.type_codes, i)

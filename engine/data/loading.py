@@ -182,7 +182,7 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
         fname = str(path)
         report.files.append(fname)
         suffix = data_suffix(path)
-        stem = path.name[:len(path.name) - len(suffix) - (3 if path.name.lower().endswith(".gz") else 0)].lower()
+        stem = (Path(path.stem) if path.suffix.lower() == ".gz" else path).stem.lower()
         supplies = {stem} if stem in TABLE_COLUMNS else {"*"}
         text = read_text_file(path, report, max_mb)
         if text is None:
