@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -231,3 +232,14 @@ def rating_value(report: ValidationReport, fname: str, row: InputRow, fld: str, 
         report.add(Issue(fname, str(exc), row=row.number, line=row.line, field=fld,
                          hint="correct the score or remove the row (a missing rating is simply absent)"))
         return REFUSED_VALUE
+
+
+_INT_FLOAT = re.compile(r"^(\d+)\.0+$")
+
+
+def plain_id(v: str | None) -> str | None:
+    """An id as exports write it; "28323445.0" (a spreadsheet's or pandas' float) is read as "28323445"."""
+    if v is None:
+        return None
+    m = _INT_FLOAT.match(v)
+    return m.group(1) if m else v

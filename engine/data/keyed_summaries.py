@@ -12,9 +12,8 @@ from collections import Counter
 from pathlib import Path
 
 from engine.core.models import Summary
-from engine.data.fields import REFUSED_VALUE, check_id, opt_text, scalar_field, text_field
+from engine.data.fields import REFUSED_VALUE, check_id, opt_text, plain_id, scalar_field, text_field
 from engine.data.files import data_suffix, read_csv, read_jsonl, read_text_file
-from engine.data.mimic import plain_id
 from engine.data.readers import Collector
 from engine.data.validation import Issue, ValidationReport
 

@@ -8,31 +8,21 @@ The dates of MIMIC are shifted into the years 2100-2250; they are read like any 
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from engine.core.models import Note
 from engine.data.ehr_notes import PendingNote
-from engine.data.fields import REFUSED_VALUE, check_id, date_field, opt_text, scalar_field, text_field
+from engine.data.fields import REFUSED_VALUE, check_id, date_field, opt_text, plain_id, scalar_field, text_field
 from engine.data.files import InputRow
 from engine.data.validation import Issue, ValidationReport
 
 MIMIC_REQUIRED = ("note_id", "subject_id", "hadm_id", "charttime", "text")
 MIMIC_OPTIONAL = ("note_type", "note_seq", "storetime")
-_INT_FLOAT = re.compile(r"^(\d+)\.0+$")
 
 
 def is_mimic(header) -> bool:
     return set(MIMIC_REQUIRED) <= set(header)
-
-
-def plain_id(v: str | None) -> str | None:
-    """An id as MIMIC writes it; "28323445.0" (a spreadsheet's or pandas' float) is read as "28323445"."""
-    if v is None:
-        return None
-    m = _INT_FLOAT.match(v)
-    return m.group(1) if m else v
 
 
 def read_mimic(report: ValidationReport, path: Path, header, rows: list[InputRow]) -> tuple[list[PendingNote], Counter]:
