@@ -120,38 +120,28 @@ def _replaced(docs: list[Located], export: Export, report: ValidationReport) -> 
     """ids (``id()``) of documents another document of the export replaces; a loop of replacements is reported."""
     edges: dict[int, list[Located]] = {}
     for d in docs:
-        for i, rel in enumerate(d.resource.get("relatesTo") or []):
+        for rel in d.resource.get("relatesTo") or []:
             if isinstance(rel, dict) and rel.get("code") == "replaces":
                 target = export.resolve((rel.get("target") or {}).get("reference"), d)
                 if target is not None:
                     edges.setdefault(id(d), []).append(target)
     replaced = {id(t) for ts in edges.values() for t in ts}
-    state: dict[int, int] = {}  # 1 = on the current path, 2 = done
-    for d in docs:
-        path: list[Located] = []
-        stack = [(d, iter(edges.get(id(d), ())))]
-        if state.get(id(d)):
-            continue
-        state[id(d)] = 1
-        path.append(d)
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
+    done: set[int] = set()
+    for d in docs:  # depth-first along "replaces"; meeting a document already on the path closes a loop
+        path, stack = [d], [iter(edges.get(id(d), ()))]
+        while stack and id(d) not in done:
+            nxt = next(stack[-1], None)
             if nxt is None:
-                state[id(node)] = 2
+                done.add(id(path.pop()))
                 stack.pop()
-                path.pop()
-                continue
-            if state.get(id(nxt)) == 1:
-                cycle = path[[id(p) for p in path].index(id(nxt)):] + [nxt]
+            elif any(nxt is p for p in path):
+                cycle = path[next(i for i, p in enumerate(path) if p is nxt):] + [nxt]
                 report.add(d.issue("documents replace each other in a loop: " +
                                    " replaces ".join(p.label for p in cycle), "relatesTo",
                                    hint="a document can only replace an earlier one; correct the relatesTo references"))
-                continue
-            if not state.get(id(nxt)):
-                state[id(nxt)] = 1
+            elif id(nxt) not in done:
                 path.append(nxt)
-                stack.append((nxt, iter(edges.get(id(nxt), ()))))
+                stack.append(iter(edges.get(id(nxt), ())))
     return replaced
 
 
