@@ -47,7 +47,7 @@ def medomit_for(store, ds, variants, backend, sha, emb) -> int:
     done = 0
     for v in variants:
         s, case = ds.summary(v.summary_id), ds.case(v.case_id)
-        key = result_key(sha, case, s, mo.decision)
+        key = result_key(sha, case, s, mo.decision, mo.gaps)
         if store.get_evidence(ds.name, "medomit", key, s.summary_id) is not None or v.case_id not in by_case:
             continue
         base = by_case[v.case_id]

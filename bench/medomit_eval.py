@@ -212,7 +212,9 @@ def relinked(mo, ds, sids, shipped: Path):
         t0 = time.perf_counter()
         out = relink_case(mo, ds.case(cid), pairs)
         n = len(out[0].provenance.get("relinked_facts", [])) if out else 0
-        print(f"  {cid}: {n} facts newly linked, {len(out)} summaries decided in {time.perf_counter() - t0:.0f} s",
+        g = len(out[0].provenance.get("passage_facts", [])) if out else 0
+        print(f"  {cid}: {n} facts newly linked, {g} passages added, {len(out)} summaries decided in "
+              f"{time.perf_counter() - t0:.0f} s",
               file=sys.stderr, flush=True)
         yield from out
 
@@ -269,7 +271,7 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
         for res in results:
             s = ds.summary(res.summary_id)
             rows.append(json.dumps({"method": "medomit", "summary_id": res.summary_id, "status": res.status,
-                                    "cache_key": result_key(model_id, ds.case(s.case_id), s, mo.decision),
+                                    "cache_key": result_key(model_id, ds.case(s.case_id), s, mo.decision, mo.gaps),
                                     "result": res.to_json()}, sort_keys=True))
         kept = merge_shipped(Path(ship), rows)
         print(f"[{label}] {len(rows)} MED-OMIT results written to {ship} ({kept} rows of other summaries kept)")
@@ -285,8 +287,9 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--ship", help="write the model's results as shipped sample rows to this file")
     ap.add_argument("--relink", default="", metavar="ROWS",
-                    help="the shipped rows with the facts today's linking places weighed (their importance and "
-                         "clusters asked once per case), every summary decided again")
+                    help="the shipped rows with the facts today's linking places and the passages no fact covers "
+                         "weighed (their importance, and the linked facts' clusters, asked once per case), every "
+                         "summary decided again")
     ap.add_argument("--decide-again", default="", metavar="ROWS",
                     help="take facts, differential, importance and clusters from these shipped rows and run only "
                          "today's omission decision")

@@ -288,6 +288,9 @@ with tab_medomit:
                 st.caption("Missing from the summary's DDx: "
                            + (untrusted.md(", ".join(res.ddx_comparison.missing_from_summary)) or "none"))
         with st.expander(f"All extracted facts ({len(res.facts)})"):
+            st.caption("link: exact / fuzzy = where the model's fact was found in the notes; passage = a sentence of "
+                       "the notes no extracted fact covers, taken as a fact word for word (P1, P2, …); unlinked = "
+                       "found in no note.")
             evidence_view.render_table([{"fact": f.fact_id, "text": f.text, "note": f.note_id, "link": f.link}
                                         for f in res.facts])
 

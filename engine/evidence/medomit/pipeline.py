@@ -1,7 +1,9 @@
 """MED-OMIT: which pertinent facts a summary left out, and how much each matters.
 
 Method (Schumacher et al., MED-OMIT):
- 1. atomic facts from the source, each linked back to the note and character span it came from;
+ 1. atomic facts from the source, each linked back to the note and character span it came from; the passages of
+    the notes those facts leave uncovered are taken as facts too (:mod:`engine.evidence.medomit.gaps`: a small
+    model's list skips much of a long note), word for word; they are weighed for importance but not clustered;
  2. a differential diagnosis (DDx) from the source: ≤ 10 ranked conditions, probable / possible / unlikely;
  3. per fact: omitted from the summary or not (:mod:`engine.evidence.medomit.decision`: one closed question per
     fact, the summary read once, combined with the fact's coverage by the summary's words);
@@ -35,6 +37,7 @@ from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
+from engine.evidence.medomit.gaps import DEFAULT_GAPS, PASSAGE_LINK, GapParams, passage_facts
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, IMPORTANCE_WEIGHT, MedOmitResult,
                                             METHOD_VERSION, StepRecord, compare_ddx, link_fact, merge_facts,
                                             score_document)
@@ -157,9 +160,9 @@ class MedOmit:
 
     def __init__(self, backend: Backend, model_id: str, cache: Optional[StepCache] = None,
                  options: MedOmitOptions = MedOmitOptions(), embedder=None,
-                 decision: DecisionParams = DEFAULT_DECISION):
+                 decision: DecisionParams = DEFAULT_DECISION, gaps: GapParams = DEFAULT_GAPS):
         self.backend, self.model_id, self.cache, self.opt = backend, model_id, cache, options
-        self._embedder, self.decision = embedder, decision
+        self._embedder, self.decision, self.gaps = embedder, decision, gaps
 
     def _step(self, name, messages, schema, max_tokens, check=None) -> StepResult:
         r = run_step(self.backend, self.model_id, name, messages, schema, max_tokens, self.cache, check)
@@ -350,7 +353,7 @@ class MedOmit:
     def _provenance(self) -> dict:
         emb = self._embedder.name if self._embedder is not None else "bundled"
         return {"method": METHOD_VERSION, "model": self.model_id, **self.backend.describe(),
-                "decision": self.decision.key(), "embedding": emb}
+                "decision": self.decision.key(), "passages": self.gaps.key(), "embedding": emb}
 
     def decide_again(self, result: MedOmitResult, case: Case, summary: Summary) -> MedOmitResult:
         """A complete result of an earlier method decided again with today's omission decision: its facts,
@@ -387,6 +390,11 @@ class MedOmit:
             records.append(StepRecord("facts", False, False, f"facts: none of the {len(facts)} facts the model "
                                       "stated could be found in the notes"))
             return incomplete(facts)
+        passages = passage_facts(case, linked, self.gaps)  # what the model's facts leave out of the notes
+        if passages:
+            records.append(StepRecord("passages", True, False, f"{len(passages)} passages of the notes no extracted "
+                                      "fact covers taken as facts"))
+        facts, linked = facts + passages, linked + passages
         progress("differential diagnosis")
         ddx = self.ddx("ddx[source]", *self._source_block(case, linked), records)
         if ddx is None:
@@ -396,7 +404,7 @@ class MedOmit:
         if imp is None:
             return incomplete(facts, ddx)
         progress("clusters")
-        clusters = self.clusters(linked, ddx, records)
+        clusters = self.clusters([f for f in linked if f.link != PASSAGE_LINK], ddx, records)
         if clusters is None:
             return incomplete(facts, ddx)
         return self._scored(case, summary, facts, ddx, clusters, imp, records, progress)
@@ -417,7 +425,8 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
         if sid not in placed:
             summary = ds.summary(sid)
             case = ds.case(summary.case_id)
-            placed[sid] = (case, summary, result_key(medomit.model_id, case, summary, medomit.decision))
+            placed[sid] = (case, summary, result_key(medomit.model_id, case, summary, medomit.decision,
+                                                  medomit.gaps))
         return placed[sid]
 
     def lookup(sid: str) -> Optional[MedOmitResult]:
@@ -468,6 +477,8 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
     return Job("MED-OMIT", len(summary_ids), work, n_steps=len(MEDOMIT_STEPS))
 
 
-def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION) -> str:
-    return json_key({"method": METHOD_VERSION, "model": model_id, "decision": decision.key(), "notes": [asdict(n) for n in case.notes],
+def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION,
+               gaps: GapParams = DEFAULT_GAPS) -> str:
+    return json_key({"method": METHOD_VERSION, "model": model_id, "decision": decision.key(), "passages": gaps.key(),
+                     "notes": [asdict(n) for n in case.notes],
                      "specialty": case.target_specialty, "summary": summary.text})

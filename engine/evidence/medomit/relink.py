@@ -1,11 +1,15 @@
-"""Stored MED-OMIT results brought up to today's fact linking without extracting the facts again.
+"""Stored MED-OMIT results brought up to today's facts without extracting the facts again.
 
-A fact the model extracted but an older linking could not place in the notes was left out of the weighing ("not
-found in the notes"). :func:`link_fact` now links every fact whose text stands word for word in a note. For the
-facts it newly links, :func:`relink_case` asks only the steps those facts lack — their importance and their
-clusters against the case's stored differential, once per case — adds them to the stored clusters (a new
-sub-cluster with the same diagnosis, polarity and mechanism as a stored one joins it), and decides every summary
-of the case again (:meth:`engine.evidence.medomit.pipeline.MedOmit.decide_again`). Nothing else is recomputed.
+Two kinds of fact can be missing from a stored result's weighing:
+  * a fact the model extracted but an older linking could not place in the notes ("not found in the notes");
+    :func:`link_fact` now links every fact whose text stands word for word in a note;
+  * a passage of the notes no extracted fact covers (:func:`engine.evidence.medomit.gaps.passage_facts`), which
+    older results did not take as facts.
+For these, :func:`relink_case` asks only the steps they lack, once per case: the importance of both against the
+case's stored differential, and the clusters of the newly linked facts (passages are not clustered, as in a full
+run), merged into the stored clusters (a new sub-cluster with the same diagnosis, polarity and mechanism as a
+stored one joins it). It then decides every summary of the case again
+(:meth:`engine.evidence.medomit.pipeline.MedOmit.decide_again`). Nothing else is recomputed.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from engine.core.models import Case, Summary
+from engine.evidence.medomit.gaps import passage_facts
 from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult, link_fact
 
 
@@ -49,23 +54,29 @@ def relink_case(mo, case: Case, results: Sequence[tuple[Summary, MedOmitResult]]
         return [r for _, r in results]
     base = complete[0][1]
     placed = {f.fact_id: f for f in newly_linked(base, case)}
+    known = {f.fact_id for f in base.facts}
+    present = [placed.get(f.fact_id, f) for f in base.facts if f.link != "passage"]
+    passages = [] if any(f.link == "passage" for f in base.facts) else passage_facts(case, present, mo.gaps)
+    passages = [p for p in passages if p.fact_id not in known]
     importance: dict[str, str] = {}
     clusters = base.clusters
     records: list = []
+    if placed or passages:
+        importance = mo.importance(list(placed.values()) + passages, base.ddx, records) or {}
     if placed:
-        facts = list(placed.values())
-        importance = mo.importance(facts, base.ddx, records) or {}
-        clusters = _merged(base.clusters, mo.clusters(facts, base.ddx, records) or [])
+        clusters = _merged(base.clusters, mo.clusters(list(placed.values()), base.ddx, records) or [])
+    new = set(placed) | {p.fact_id for p in passages}
     out = []
     for s, r in results:
         if r.status != "complete":
             out.append(r)
             continue
-        facts = [placed.get(f.fact_id, f) for f in r.facts]
-        extra = [FactScore(k, False, v, 0.0, [], 0.0, []) for k, v in importance.items() if k in placed]
+        facts = [placed.get(f.fact_id, f) for f in r.facts] + passages
+        extra = [FactScore(k, False, v, 0.0, [], 0.0, []) for k, v in importance.items() if k in new]
         updated = replace(r, facts=facts, clusters=clusters, scores=list(r.scores) + extra,
                           steps=list(r.steps) + records)
         res = mo.decide_again(updated, case, s)
-        res.provenance = {**res.provenance, "relinked_facts": sorted(placed)}
+        res.provenance = {**res.provenance, "relinked_facts": sorted(placed),
+                          "passage_facts": [p.fact_id for p in passages]}
         out.append(res)
     return out

@@ -10,7 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-METHOD_VERSION = "medomit-v4"  # v4: omission decided per fact by a closed question and coverage; v3: unlinked
+METHOD_VERSION = "medomit-v5"  # v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
+# a closed question and coverage; v3: unlinked
 # facts are never scored, empty replies fail
 IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
 LIKELIHOOD_WEIGHT = {"probable": 1.0, "possible": 0.5, "unlikely": 0.1}
@@ -23,7 +24,7 @@ class Fact:
     note_id: Optional[str]
     start: Optional[int]  # character span in the note (None when unlinked)
     end: Optional[int]
-    link: str  # "exact" | "fuzzy" | "unlinked"
+    link: str  # "exact" | "fuzzy" | "unlinked" | "passage" (a passage of the notes taken as a fact, word for word)
     link_score: float = 0.0
 
 
