@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine.core import untrusted
+from engine.core.rubric import item_label
 from engine.views.agreement import bland_altman_limits, rho_caption, trend_line
 
 
@@ -53,8 +54,12 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
         fig.add_trace(go.Scatter(x=xs, y=[a + b * x for x in xs], mode="lines", name="linear trend",
                                  line_color="#cf222e"))
     stat = rho_caption(rho, p)
-    fig.update_layout(title=untrusted.plot(f"{item}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
+    fig.update_layout(title=untrusted.plot(f"{item_label(item)}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
     return fig, df
+
+
+BA_STEP = 0.25  # Bland–Altman points are drawn on a quarter-point grid (the CSV keeps the exact values)
+BA_PLOT_PX = (330, 220)  # the plotting area of a half-width chart at 1,280 px (width, height), for the bubble size
 
 
 def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
@@ -62,21 +67,33 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
                         "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
                        for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None],
                       columns=["summary", "mean", "LLM − human"])
-    # identical points (common with 1-5 scores) are drawn once, sized and labelled by how many summaries they hold
-    grouped = (df.groupby(["mean", "LLM − human"], as_index=False)
+    # The judge's expected score is continuous, so neighbouring points sat a few pixels apart and their bubbles and
+    # counts covered each other: points are drawn on a quarter-point grid, one bubble per grid point, sized and
+    # labelled by how many summaries it holds, and no bubble is wider than the grid's spacing on screen.
+    snapped = df.assign(**{c: (df[c] / BA_STEP).round() * BA_STEP for c in ("mean", "LLM − human")})
+    grouped = (snapped.groupby(["mean", "LLM − human"], as_index=False)
                .agg(summaries=("summary", "count"), names=("summary", lambda s: ", ".join(list(s)[:8])
                                                            + (" …" if len(s) > 8 else ""))))
-    fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries", text="summaries",
-                     hover_name="names", height=360, size_max=18)  # was 28: neighbours on the half-step grid overlapped
-    fig.update_traces(textposition="middle center", textfont_size=10, marker=dict(opacity=0.55))
     limits = bland_altman_limits(df["LLM − human"].tolist())
+    ys = grouped["LLM − human"].tolist() + (list(limits) if limits is not None else [])
+    xs = grouped["mean"].tolist()
+    y_range = [min(ys, default=-1) - 2 * BA_STEP, max(ys, default=1) + 2 * BA_STEP]
+    x_range = [min(xs, default=1) - 2 * BA_STEP, max(xs, default=5) + 2 * BA_STEP]
+    spacing = min(BA_PLOT_PX[1] * BA_STEP / (y_range[1] - y_range[0]), BA_PLOT_PX[0] * BA_STEP / (x_range[1] - x_range[0]))
+    diameter = max(6.0, min(18.0, spacing - 2))
+    fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries",
+                     text="summaries" if diameter >= 12 else None, hover_name="names", height=380,
+                     size_max=diameter)
+    fig.update_traces(textposition="middle center", textfont_size=9, marker=dict(opacity=0.55))
     if limits is not None:
         m, lower, upper = limits
         for v, label, dash in ((m, f"bias {m:+.2f}", "solid"), (upper, "+1.96 SD", "dash"),
                                (lower, "−1.96 SD", "dash")):
             fig.add_hline(y=v, line_dash=dash, annotation_text=label)
-    fig.update_layout(title=untrusted.plot(f"Bland–Altman: {item} ({len(df)} summaries; a point's number = "
-                                           "summaries on it)"))
+    fig.update_yaxes(range=y_range)
+    fig.update_xaxes(range=x_range)
+    fig.update_layout(title=dict(text=untrusted.plot(f"Bland–Altman: {item_label(item)}"), subtitle=dict(
+        text=f"{len(df)} summaries; a bubble's size = summaries on it (hover for them)")), margin=dict(t=90))
     return fig, df
 
 
@@ -89,7 +106,7 @@ def confusion(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
         m.loc[h, l] += 1
     fig = px.imshow(m, text_auto=True, labels={"x": "LLM judge", "y": "human median (rounded)", "color": "summaries"},
                     height=360, color_continuous_scale="Blues")
-    fig.update_layout(title=untrusted.plot(f"Confusion: {item}"))
+    fig.update_layout(title=untrusted.plot(f"Confusion: {item_label(item)}"))
     return fig, m.reset_index(names="human")
 
 
