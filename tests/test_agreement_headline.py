@@ -125,3 +125,20 @@ def test_committee_verdict_says_whether_the_judge_may_be_used():
     assert "not distinguishable from chance" in committee_verdict(row(good, Estimate(0.2, -0.1, 0.5), "poor"))
     assert "no reference" in committee_verdict(row(Estimate(0.1, -0.2, 0.4), Estimate(0.8, 0.6, 0.9), "good"))
     assert "could not be measured" in committee_verdict(row(good, None, ""))
+
+
+def test_the_raters_interval_band_is_said_in_the_raters_sentence():
+    """Before: "… The LLM judge agrees poorly with them (…). (the raters' interval spans good to excellent)" — a
+    remark about the raters printed after the judge's sentence."""
+    import random
+
+    rng = random.Random(3)
+    truth = [rng.choice([1, 2, 3, 4, 5]) for _ in range(14)]
+    ds = dataset(14, lambda i, j, k: float(i % 2) if k in ("abstraction", "stigmatizing_notes", "stigmatizing_summary")
+                 else float(min(5, max(1, truth[i] + (rng.random() < 0.25) * rng.choice([-1, 1])))))
+    rows = headline(analyse(ds, n_boot=200))
+    spanning = [h for h in rows if "interval spans" in h.verdict]
+    assert spanning, [h.verdict for h in rows]
+    for h in spanning:
+        raters = h.verdict.split(" The LLM judge")[0]
+        assert "their interval spans" in raters and "interval spans" not in h.warning

@@ -120,10 +120,14 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
         llm_prefixes = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")
         own = [x for x in a.notes if not x.startswith(llm_prefixes)]
         why = "" if humans else ("; ".join(own) or "not enough ratings for this item")
+        spans = ""  # said in the raters' own sentence, never after the judge's
+        if humans and humans.ci_low is not None and humans.ci_high is not None and not at_chance(humans) and \
+                koo_li_band(humans.ci_low) != koo_li_band(humans.ci_high):
+            spans = f"; their interval spans {koo_li_band(humans.ci_low)} to {koo_li_band(humans.ci_high)}"
         if humans and at_chance(humans):
             verdict = f"Raters' agreement is not distinguishable from chance ({short} {format_estimate(humans)})."
         elif humans:
-            verdict = f"Raters agree {_ADVERB[band]} ({short} {format_estimate(humans)})."
+            verdict = f"Raters agree {_ADVERB[band]} ({short} {format_estimate(humans)}{spans})."
         else:
             verdict = f"Rater agreement not computed: {why}."
         secondary = ""
@@ -153,10 +157,6 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
         warning = ""
         if humans and n < SMALL_N:
             warning = f"only {n} summaries: the interval is wide, read with care"
-        if humans and humans.ci_low is not None and humans.ci_high is not None and not at_chance(humans) and \
-                koo_li_band(humans.ci_low) != koo_li_band(humans.ci_high):
-            warning = (warning + "; " if warning else "") + (f"the raters' interval spans {koo_li_band(humans.ci_low)}"
-                                                           f" to {koo_li_band(humans.ci_high)}")
         out.append(HeadlineRow(a.item, item.label, "likert" if likert else "yes/no", n, statistic, humans, band,
                                "ICC(2,1) LLM vs human median" if likert else "Cohen's κ LLM vs human majority",
                                llm, llm_band, hc, lc,
