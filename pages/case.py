@@ -180,6 +180,9 @@ with tab_align:
         m4.metric("Citation issues", sv.citation_issues,
                   help="Wrong, missing or unknown citations by the word rule; where the summary was verified, the "
                        "judge model's own citation check is shown beside each verdict as a second opinion.")
+        if sv.citation_issues:
+            st.caption("Citation issues in " + untrusted.md_inline(sv.citation_issue_sentences)
+                       + " (numbered as in the list below).")
         slabels = [("⚠ " if a.weak else "") + ("↻ " if a.restates is not None else "") + f"{a.index + 1}\\. "
                    + untrusted.md_inline(citations.compact(a.text, ds.citation_style()), 110)
                    for a in al.sentences]

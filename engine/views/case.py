@@ -228,6 +228,13 @@ class SupportView:
     def citation_issues(self) -> int:
         return sum(v not in ("ok", "") for v, _, _ in self.citations)
 
+    @property
+    def citation_issue_sentences(self) -> str:
+        """Which sentences the citation issues are in, e.g. "sentence 3 (wrong), sentence 5 (missing)"; "" when
+        there are none."""
+        return ", ".join(f"sentence {k + 1} ({v})" for k, (v, _, _) in enumerate(self.citations)
+                         if v not in ("ok", ""))
+
 
 def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
                  verification: Optional[VerificationView]) -> SupportView:
