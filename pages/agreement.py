@@ -23,10 +23,11 @@ if not ds.ratings:
 configs = state.guarded(state.judge_configurations, name, default=[])
 config = None
 if configs:
-    labels = {c.key: c.label for c in configs}
+    labels = {c.key: c.short_label for c in configs}
     key = st.selectbox("LLM judge configuration (results of different models, prompts or parameters are never "
                        "pooled)", list(labels), format_func=lambda k: labels[k], key="agreement_config")
     config = next(c for c in configs if c.key == key)
+    st.caption(untrusted.md(config.label))  # the whole configuration, never cut
     if config.smoke_test:
         st.warning(f"**Smoke-test model.** These LLM figures come from {untrusted.md(config.model)}, the embedded "
                    "270M model: they prove the pipeline runs and are not clinically meaningful.")

@@ -47,6 +47,9 @@ def test_fit_calibration_on_the_agreement_page_and_see_it_on_the_judge_page():
     at = _run("pages/agreement.py")
     cfg = next(s for s in at.selectbox if s.key == "agreement_config")
     assert any("app-test.gguf" in o for o in cfg.options)  # the only configuration: chosen
+    # the picker's line fits the box (it was cut at "judged 20…"); the whole configuration is written below it
+    assert all(len(o) <= 100 for o in cfg.options), cfg.options
+    assert any("summaries scored" in c.value and "judged" in c.value for c in at.caption)
     assert "No calibration stored" in _text(at)
     next(b for b in at.button if b.key == "cal_fit").click().run()
     assert not at.exception, [e.value for e in at.exception]

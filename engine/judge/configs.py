@@ -49,6 +49,16 @@ class JudgeConfig:
         return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
                 f"{self.n_scored} of {self.n_results} summaries scored{when} · [{self.key}]")
 
+    @property
+    def short_label(self) -> str:
+        """What a picker shows in one line (a select box cuts longer text): the model, how it sampled and how many
+        summaries it scored; :attr:`label` has everything."""
+        p = self.params
+        bits = [sampling_words(p)] + ([f"{p['shots']}-shot"] if p.get("shots") else []) \
+            + (["explained"] if p.get("explain") else []) + (["GPU"] if self.gpu else [])
+        smoke = " (smoke test)" if self.smoke_test else ""
+        return f"{self.model}{smoke} · {', '.join(bits)} · {self.n_scored}/{self.n_results} scored · [{self.key[:6]}]"
+
 
 def sampling_words(params: dict) -> str:
     """How a configuration sampled, in words: one sample is the greedy pass (no temperature applies to it);
