@@ -14,6 +14,14 @@ PLAN = ("Plan:\n"
 CASE = Case("p1", "Cardiology", (Note("1", PLAN),))
 
 
+def two_notes(case_id: str) -> Case:
+    """The scripted backend's two notes with one more sentence, on which the scripted facts lie nowhere."""
+    return Case(case_id, "Cardiology", (
+        Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
+        Note("2", "Echo: LVEF 35%. Nephrology referral placed for CKD stage 3. "
+                  "Spironolactone 25 mg daily started for hyperkalemia prevention trial.", "2024-02-01")))
+
+
 def _fact(fid, text, quote=None):
     quote = quote or text
     s = PLAN.index(quote)
@@ -57,10 +65,7 @@ def test_a_fact_elsewhere_does_not_cover_a_sentence_and_unlinked_facts_count_for
 
 
 def test_the_pipeline_weighs_and_decides_passages_but_does_not_cluster_them():
-    case = Case("c2", "Cardiology", (
-        Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
-        Note("2", "Echo: LVEF 35%. Nephrology referral placed for CKD stage 3. "
-                  "Spironolactone 25 mg daily started for hyperkalemia prevention trial.", "2024-02-01")))
+    case = two_notes("c2")
     summary = Summary("c2-s1", "c2", "Atrial fibrillation on apixaban. <NoteID:1> LVEF 35%. <NoteID:2>")
     be = ScriptedBackend()
     r = MedOmit(be, "m").run(case, summary)
@@ -84,10 +89,7 @@ def test_the_pipeline_weighs_and_decides_passages_but_does_not_cluster_them():
 def test_relink_adds_passages_to_a_stored_result_without_extracting_again():
     from engine.evidence.medomit.relink import relink_case
 
-    case = Case("c3", "Cardiology", (
-        Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
-        Note("2", "Echo: LVEF 35%. Nephrology referral placed for CKD stage 3. "
-                  "Spironolactone 25 mg daily started for hyperkalemia prevention trial.", "2024-02-01")))
+    case = two_notes("c3")
     summary = Summary("c3-s1", "c3", "Atrial fibrillation on apixaban. LVEF 35%. Spironolactone 25 mg daily started.")
     full = MedOmit(ScriptedBackend(), "m").run(case, summary)
     old = MedOmitResult.from_json(full.to_json())  # as an older method stored it: no passages
