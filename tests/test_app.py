@@ -298,6 +298,6 @@ def test_the_summary_marks_its_own_problems_without_a_click():
     i = html.index("amiodarone")
     assert 'title="Unsupported claim' in html[max(0, i - 200):i]  # the fabricated claim is marked in the summary
     assert any("Sentence flags" in m.value for m in at.markdown)
-    # the count names its sentences (before: "Citation issues 2" and nothing about which)
+    # the count names its sentences (before: the count alone, e.g. a bare 2, said nothing about which)
     named = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Citation issues in ")]
     assert named and re.search(r"sentence \d+ \(wrong\)", named[0]) and "(missing)" in named[0], named
