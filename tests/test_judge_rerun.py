@@ -58,3 +58,19 @@ def test_judge_page_offers_stored_or_again_and_warns_before_a_new_configuration(
     said = " ".join(w.value for w in at.warning)
     assert "These settings make a new judge configuration (they differ in explain)" in said
     assert "Press **Run judge** again" in said and not any("Judge run on" in str(x.value) for x in at.caption)
+
+
+def test_judge_page_shows_validity_and_marks_verdicts_the_evidence_contradicts():
+    """Before: card-01-s3 (a fabricated amiodarone claim, a wrong and a missing citation) showed its item scores
+    with nothing about the judge's measured validity and nothing where the stored evidence disagrees."""
+    from conftest import _run
+
+    at = _run("pages/judge.py")
+    at.selectbox(key="judge_summary").set_value("card-01-s3").run() if any(
+        s.key == "judge_summary" for s in at.selectbox) else at.radio(key="judge_summary").set_value("card-01-s3").run()
+    assert not at.exception and any("card-01-s3" in m.value.replace("\\", "") for m in at.markdown)
+    table = next(d.value for d in at.dataframe if "expected score" in d.value.columns)
+    assert "validity (ρ, own set)" in table.columns
+    assert any(str(v).startswith("ρ") for v in table["validity (ρ, own set)"]), table["validity (ρ, own set)"]
+    warned = " ".join(w.value for w in at.warning)
+    assert "contradicts the evidence" in warned and "Accurate" in warned, warned
