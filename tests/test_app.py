@@ -198,6 +198,14 @@ def test_agreement_page_renders_every_tab():
     rel_table = next(d.value for d in at.dataframe if "ICC(3,k)" in d.value.columns)
     assert list(rel_table["item"])[-1] == "overall" and rel_table["ICC(3,k)"].str.len().gt(0).any()
     assert rel_table["ΔICC LLM as extra rater"].iloc[-1].startswith(("+", "-"))
+    # numbers in one language: no degenerate κ written as a figure, no bound past the statistic's range, no
+    # "1 samples, T=…" for a greedy pass (before: "κ 0.00 (95 % CI −0.00 to 0.00)" beside "AC1 −0.93", a
+    # Comprehensible interval from −1.09, "1 samples, T=0.7")
+    import re
+
+    words = " ".join([m.value for m in at.markdown] + [c.value for c in at.caption]).replace("\\", "")
+    assert not re.search(r"0\.00 \(95\s?% CI -0\.00 to 0\.00\)", words)
+    assert not re.search(r"CI -1\.(0[1-9]|[1-9])", words) and "1 samples" not in words
     # the disagreement explorer opens a case
     at.selectbox(key="dis_open").set_value(at.selectbox(key="dis_open").options[0])
     target = at.selectbox(key="dis_open").value
