@@ -40,3 +40,24 @@ def test_a_dataset_that_never_cites_has_no_missing_citation_but_one_that_cites_d
     # keys: unchanged where citations are expected (stored results of citing datasets stay valid)
     assert alignment_key(TWO_NOTES, plain, True) != alignment_key(TWO_NOTES, plain, False)
     assert alignment_key(TWO_NOTES, plain) == alignment_key(TWO_NOTES, plain, True)
+
+
+def test_the_case_page_of_a_dialogue_dataset_flags_no_missing_citation():
+    """The page a reviewer reads: a dialogue dataset (one conversation per encounter, its note as the summary) shows
+    no "citation missing" flag and no citation issue (before: "Citation issues 8", every sentence flagged)."""
+    from conftest import ROOT, _run
+    from engine.data.loading import load_paths
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
+
+    ds, _ = load_paths([str(ROOT / "sample_data" / "formats" / "dialogue.csv")], name="dialogues")
+    Store(workspace_path()).import_dataset(ds, name="dialogues")
+    at = _run("pages/case.py")
+    at.selectbox(key="dataset_picker").set_value("dialogues").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="dataset_picker").value == "dialogues"
+    drawn = " ".join(m.value for m in at.markdown)
+    assert 'data-kind="citation missing"' not in drawn and "sumcheck-flag" in drawn or "line-height:1.7" in drawn
+    issues = [m for m in at.metric if m.label == "Citation issues"]
+    assert issues and all(str(m.value) == "0" for m in issues), [m.value for m in issues]
+    assert not any(c.value.startswith("Citation issues in ") for c in at.caption)

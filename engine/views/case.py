@@ -215,6 +215,9 @@ def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, meth
                         [region_rank_score(r) for r in regions])
 
 
+NO_CITATION_ISSUE = ("ok", "", "n/a")  # verdicts that are not an issue ("n/a": the case expects no citation)
+
+
 @dataclass
 class SupportView:
     """Sentence support of one summary: the alignment and, per sentence, its citation verdict (the judge model's
@@ -226,14 +229,15 @@ class SupportView:
 
     @property
     def citation_issues(self) -> int:
-        return sum(v not in ("ok", "") for v, _, _ in self.citations)
+        """Sentences whose citation is wrong, missing or unknown ("n/a": none expected, is no issue)."""
+        return sum(v not in NO_CITATION_ISSUE for v, _, _ in self.citations)
 
     @property
     def citation_issue_sentences(self) -> str:
         """Which sentences the citation issues are in, e.g. "sentence 3 (wrong), sentence 5 (missing)"; "" when
         there are none."""
         return ", ".join(f"sentence {k + 1} ({v})" for k, (v, _, _) in enumerate(self.citations)
-                         if v not in ("ok", ""))
+                         if v not in NO_CITATION_ISSUE)
 
 
 def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
