@@ -172,3 +172,26 @@ def test_evidence_page_says_when_medomit_and_coverage_rank_groups_apart():
     assert "unit coverage is the measured signal" in said
     agree = [{**r, "MED-OMIT weight": r["omission score"] * 3} for r in rows]
     assert group_disagreement(agree, "quality group") == ""
+
+
+def test_evidence_page_says_when_medomit_and_coverage_rank_the_quality_groups_apart():
+    """The page a committee reads (before: MED-OMIT weight high 1.12 > low 0.92 > medium 0.63 beside a coverage
+    column running the other way, with no word). The stored MED-OMIT weights are set to run against coverage."""
+    import json
+
+    from conftest import _run
+    from engine.data.settings import workspace_path
+    from engine.data.store import Store
+    from engine.sample import ensure_sample
+
+    store = Store(workspace_path())
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    weight = {"high": 30.0, "medium": 20.0, "low": 10.0}  # coverage ranks low > medium > high in omission
+    for sid, text in store.evidence_results("sample", "medomit").items():  # stored again: now the latest rows
+        d = json.loads(text)
+        d["document_weight"] = weight.get(ds.summary(sid).quality_group, 15.0)
+        store.put_evidence("sample", "medomit", f"reweighted-{sid}", sid, d["status"], json.dumps(d))
+    at = _run("pages/evidence.py")
+    warned = " ".join(w.value for w in at.warning)
+    assert "opposite orders" in warned and "quality group" in warned, warned

@@ -53,6 +53,8 @@ def group_disagreement(rows: Sequence[dict], by: str) -> str:
     if len(groups) < 3:
         return ""
     means = [(sum(w for w, _ in v) / len(v), sum(c for _, c in v) / len(v)) for v in groups.values()]
+    if len({m[0] for m in means}) < 2 or len({m[1] for m in means}) < 2:
+        return ""  # one signal does not tell the groups apart: no order to contradict
     rho = spearmanr([m[0] for m in means], [m[1] for m in means]).statistic
     if not rho < 0:
         return ""
