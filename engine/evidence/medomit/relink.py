@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from engine.core.models import Case, Summary
-from engine.evidence.medomit.gaps import passage_facts
+from engine.evidence.medomit.gaps import PASSAGE_LINK, passage_facts
 from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult, link_fact
 
 
@@ -55,8 +55,8 @@ def relink_case(mo, case: Case, results: Sequence[tuple[Summary, MedOmitResult]]
     base = complete[0][1]
     placed = {f.fact_id: f for f in newly_linked(base, case)}
     known = {f.fact_id for f in base.facts}
-    present = [placed.get(f.fact_id, f) for f in base.facts if f.link != "passage"]
-    passages = [] if any(f.link == "passage" for f in base.facts) else passage_facts(case, present, mo.gaps)
+    model_facts = [placed.get(f.fact_id, f) for f in base.facts if f.link != PASSAGE_LINK]
+    passages = [] if any(f.link == PASSAGE_LINK for f in base.facts) else passage_facts(case, model_facts, mo.gaps)
     passages = [p for p in passages if p.fact_id not in known]
     importance: dict[str, str] = {}
     clusters = base.clusters
