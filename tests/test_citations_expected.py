@@ -44,7 +44,7 @@ def test_a_dataset_that_never_cites_has_no_missing_citation_but_one_that_cites_d
 
 def test_the_case_page_of_a_dialogue_dataset_flags_no_missing_citation():
     """The page a reviewer reads: a dialogue dataset (one conversation per encounter, its note as the summary) shows
-    no "citation missing" flag and no citation issue (before: "Citation issues 8", every sentence flagged)."""
+    no "citation missing" flag and no citation issue (before: every sentence flagged, the count at eight)."""
     from conftest import ROOT, _run
     from engine.data.loading import load_paths
     from engine.data.settings import workspace_path
