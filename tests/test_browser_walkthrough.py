@@ -52,7 +52,9 @@ def test_committee_walkthrough(tmp_path):
             # a link opens the same view; Case -> Judge keeps the summary
             page.goto(url + "/case?dataset=sample&case=gi-01&summary=gi-01-s2", wait_until="domcontentloaded")
             page.get_by_text("Rater scores").first.wait_for(timeout=150_000)
-            checked = page.locator("[data-testid=stMain] [data-testid=stRadio] input:checked").first
+            page.wait_for_function(IDLE, timeout=120_000)
+            picker = page.locator("[data-testid=stMain] [data-testid=stRadio]").filter(has_text="gi-01-s1").first
+            checked = picker.locator("input:checked").first  # the summary picker's choice, not another radio's
             assert checked.evaluate("i => i.closest('label').innerText.trim()") == "gi-01-s2"
             # the rater tables fit the 1,280 px window: no column cut off, nothing to scroll sideways
             page.locator("[data-testid=stMain] [data-testid=stDataFrame] .dvn-scroller").nth(1).wait_for(
