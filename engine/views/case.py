@@ -17,7 +17,7 @@ from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import json_key
 from engine.data.ratings import display_table, judge_cell
 from engine.evidence.stigma import detector as stigma
-from engine.evidence.support.alignment import alignment_cached
+from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
                                               region_rank_score)
 from engine.evidence.coverage.base import CoverageError, CoverageParams
@@ -213,9 +213,6 @@ def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, meth
     flags = omission_flags(case, s.text, cov.units, thr, ds.citation_style())
     return CoverageView(cov, "", lo, hi, default, thr, regions, flags, [region_marks(r) for r in regions],
                         [region_rank_score(r) for r in regions])
-
-
-NO_CITATION_ISSUE = ("ok", "", "n/a")  # verdicts that are not an issue ("n/a": the case expects no citation)
 
 
 @dataclass

@@ -76,6 +76,9 @@ ALIGNMENT_VERSION = "alignment-v6"  # v6: restatements inside the summary (engin
 # bench/citation_benchmark.py on its development split (redundant multi-note records with known wrong citations).
 CITED_SUPPORT = 0.46
 ALSO_MARGIN = 0.10  # another note supports it this much better: said as information, not a defect
+# citation verdicts that are no issue: "ok" (also when another note supports it better: said as information),
+# "n/a" (the case or dataset expects no citation) and "" (no verdict)
+NO_CITATION_ISSUE = ("ok", "n/a", "")
 TOP_K = 5
 # support_score below this marks a sentence as weakly supported. Chosen by bench/support_benchmark.py on its
 # development split only (the lowest threshold giving >= 85 % recall of swapped-in sentences in both source
@@ -424,7 +427,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bo
     cov, dens = coverage_density(summary.text, "\n".join(n.text for n in case.notes))
     mean_support = float(np.mean([a.support for a in out])) if out else 0.0
     issues = [{"sentence": a.index, "verdict": a.citation_verdict, "detail": a.citation_detail, "text": a.text}
-              for a in out if a.citation_verdict not in ("ok", "n/a")]  # "also supported elsewhere": information
+              for a in out if a.citation_verdict not in NO_CITATION_ISSUE]
     return AlignmentResult(summary.summary_id, out, round(cov, 4), round(dens, 4), round(mean_support, 4),
                            None, issues)
 
