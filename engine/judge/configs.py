@@ -35,29 +35,26 @@ class JudgeConfig:
     gpu: bool = False  # computed with layers offloaded to a GPU
 
     @property
-    def label(self) -> str:
+    def _settings(self) -> str:
+        """How it sampled and what it asked, in words ("1 greedy sample, 3-shot, explained, GPU")."""
         p = self.params
-        bits = [sampling_words(p)]
-        if p.get("shots"):
-            bits.append(f"{p['shots']}-shot")
-        if p.get("explain"):
-            bits.append("explained")
-        if self.gpu:
-            bits.append("GPU")
+        bits = [sampling_words(p)] + ([f"{p['shots']}-shot"] if p.get("shots") else []) \
+            + (["explained"] if p.get("explain") else []) + (["GPU"] if self.gpu else [])
+        return ", ".join(bits)
+
+    @property
+    def label(self) -> str:
         smoke = " (smoke-test model)" if self.smoke_test else ""
         when = f" · judged {self.judged_at[:16].replace('T', ' ')}" if self.judged_at else ""
-        return (f"{self.model}{smoke} · {self.prompt_version} · {', '.join(bits)} · "
+        return (f"{self.model}{smoke} · {self.prompt_version} · {self._settings} · "
                 f"{self.n_scored} of {self.n_results} summaries scored{when} · [{self.key}]")
 
     @property
     def short_label(self) -> str:
         """What a picker shows in one line (a select box cuts longer text): the model, how it sampled and how many
         summaries it scored; :attr:`label` has everything."""
-        p = self.params
-        bits = [sampling_words(p)] + ([f"{p['shots']}-shot"] if p.get("shots") else []) \
-            + (["explained"] if p.get("explain") else []) + (["GPU"] if self.gpu else [])
         smoke = " (smoke test)" if self.smoke_test else ""
-        return f"{self.model}{smoke} · {', '.join(bits)} · {self.n_scored}/{self.n_results} scored · [{self.key[:6]}]"
+        return f"{self.model}{smoke} · {self._settings} · {self.n_scored}/{self.n_results} scored · [{self.key[:6]}]"
 
 
 def sampling_words(params: dict) -> str:

@@ -75,9 +75,7 @@ def gap_units(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAP
     return out
 
 
-def passage_facts(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAPS,
-                  first_number: int = 1) -> list[Fact]:
-    """The uncovered units as facts ``P<first_number>``, ``P<first_number + 1>``, … (word for word, linked to their
-    own span)."""
-    return [Fact(f"P{first_number + k}", u.text, u.note_id, u.start, u.end, PASSAGE_LINK, 1.0)
-            for k, u in enumerate(gap_units(case, facts, params))]
+def passage_facts(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAPS) -> list[Fact]:
+    """The uncovered units as facts P1, P2, … (word for word, linked to their own span)."""
+    return [Fact(f"P{k}", u.text, u.note_id, u.start, u.end, PASSAGE_LINK, 1.0)
+            for k, u in enumerate(gap_units(case, facts, params), start=1)]
