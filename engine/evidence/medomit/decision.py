@@ -15,9 +15,18 @@ alone puts P(omitted) at or above the threshold even with P(stated) = 1 is omitt
 with P(stated) = 0 is present (:func:`model_decides`); the decision is the same as asking, at a fraction of the
 questions. A fact whose question got no probability (a backend without log-probabilities, an answer that is
 neither yes nor no) is decided with P(stated) = ½, i.e. on its coverage, and the decision says so.
+
+A fact that joins several statements ("start warfarin, INR goal 2-3, with enoxaparin 1 mg/kg SC b.i.d."; a note
+line taken whole as a passage) is decided part by part (:attr:`DecisionParams.by_parts`, :func:`fact_parts`: its
+sentences cut into claims by :func:`engine.evidence.support.verification.claims.split_claims`). Each part gets its
+own coverage and question, and the fact is omitted when one of its parts is: the decision names the parts left
+out (:attr:`FactDecision.missing`), so a summary that states the warfarin but not the enoxaparin is shown the
+enoxaparin, not the whole line. A fact's P(omitted) is then its most omitted part's, its coverage its least
+covered part's.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
@@ -27,7 +36,7 @@ import numpy as np
 from engine.llm.backends import Backend
 from engine.llm.prompt_fence import Fence
 
-DECISION_VERSION = "omit-decision-v2"  # v2: coverage reads words with the one Porter stemmer and number reader
+DECISION_VERSION = "omit-decision-v3"  # v3: a fact of several statements decided part by part
 PROMPT_VERSION = "omit-prompt-v1"
 KEEP = 3  # messages kept evaluated: instructions, summary, acknowledgement
 
@@ -46,6 +55,7 @@ class DecisionParams:
     model_weight: float = 0.5  # w in P(omitted) = w (1 - p_stated) + (1 - w) (1 - coverage)
     threshold: float = 0.4  # omitted when P(omitted) >= threshold
     use_model: bool = True  # ask the model (False: coverage alone)
+    by_parts: bool = True  # a fact of several statements is decided statement by statement (fact_parts)
 
     def key(self) -> dict:
         return {"decision": DECISION_VERSION, "prompt": PROMPT_VERSION, **asdict(self)}
@@ -55,8 +65,22 @@ DEFAULT_DECISION = DecisionParams()
 
 
 @dataclass(frozen=True)
+class PartDecision:
+    """The decision on one part of a fact; ``start``/``end`` are offsets in the fact's text."""
+
+    text: str
+    start: int
+    end: int
+    omitted: bool
+    p_omitted: float
+    coverage: float
+    p_stated: Optional[float]
+
+
+@dataclass(frozen=True)
 class FactDecision:
-    """One fact's decision with both signals and how it was reached."""
+    """One fact's decision with both signals and how it was reached. A fact decided part by part keeps its parts'
+    decisions; its own figures are its most omitted part's."""
 
     fact_id: str
     omitted: bool
@@ -66,14 +90,41 @@ class FactDecision:
     basis: str  # "model+coverage" | "coverage" (no model answer) | "coverage decides" (the answer could not change it)
     note: str = ""  # why the model's probability is missing ("" when present or not asked)
     seconds: float = 0.0
+    parts: tuple[PartDecision, ...] = ()  # () when the fact was decided whole
+
+    @property
+    def missing(self) -> tuple[PartDecision, ...]:
+        """The parts left out when some, not all, parts of the fact are (() when it is decided whole or every
+        part is left out)."""
+        gone = tuple(p for p in self.parts if p.omitted)
+        return gone if len(gone) < len(self.parts) else ()
 
     @property
     def explanation(self) -> str:
         model = (f"P(stated) {self.p_stated:.2f}" if self.p_stated is not None else
                  "the coverage decides whatever the model answers" if self.basis == "coverage decides" else
                  "no model answer")
-        return (f"{'omitted' if self.omitted else 'present'}: P(omitted) {self.p_omitted:.2f} "
-                f"({model}; coverage {self.coverage:.2f})" + (f"; {self.note}" if self.note else ""))
+        head = "omitted in part" if self.missing else "omitted" if self.omitted else "present"
+        left = ("; left out: " + " | ".join(f"\u201c{p.text}\u201d" for p in self.missing)) if self.missing else ""
+        parts = f"; decided in {len(self.parts)} parts" if self.parts else ""
+        return (f"{head}: P(omitted) {self.p_omitted:.2f} ({model}; coverage {self.coverage:.2f}{parts})" + left
+                + (f"; {self.note}" if self.note else ""))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def fact_parts(text: str) -> list[tuple[str, int, int]]:
+    """The statements of a fact as (text, start, end) in ``text``: its sentences cut into claims
+    (:func:`engine.evidence.support.verification.claims.split_claims`). One part when nothing cuts it."""
+    from engine.evidence.support.verification.claims import split_claims
+
+    out, pos = [], 0
+    for piece in _SENTENCE_END.split(text):
+        at = text.index(piece, pos)
+        pos = at + len(piece)
+        out += [(c.text, at + c.start, at + c.end) for c in split_claims(piece) if c.text.strip()]
+    return out or [(text.strip(), 0, len(text))]
 
 
 def summary_message(summary_text: str) -> str:
@@ -118,27 +169,42 @@ def ask_stated(backend: Backend, summary_text: str, fact: str):
 def decide(fact_ids: Sequence[str], fact_texts: Sequence[str], summary_text: str, emb,
            backend: Optional[Backend] = None, params: DecisionParams = DEFAULT_DECISION,
            progress: Callable[[int, int], None] = lambda done, total: None) -> list[FactDecision]:
-    """Decide every fact of one summary. The model is asked only when ``params.use_model`` and ``backend`` can
-    answer one-step questions; the summary is then read once and every fact reuses it."""
-    cov = fact_coverage(fact_texts, summary_text, emb)
+    """Decide every fact of one summary, part by part when ``params.by_parts`` (see the module docstring). The
+    model is asked only when ``params.use_model`` and ``backend`` can answer one-step questions; the summary is
+    then read once and every question reuses it."""
+    parts = [fact_parts(t) if params.by_parts else [(t, 0, len(t))] for t in fact_texts]
+    flat = [p[0] for ps in parts for p in ps]
+    cov = iter(fact_coverage(flat, summary_text, emb).tolist())
     ask = params.use_model and backend is not None and backend.capabilities.next_token
     out = []
-    for k, (fid, text) in enumerate(zip(fact_ids, fact_texts)):
-        c = float(cov[k])
-        p, note, secs = None, "", 0.0
-        if ask and not model_decides(c, params):
-            out.append(combine(fid, c, None, params, "", 0.0, decisive=True))
-            progress(k + 1, len(fact_ids))
-            continue
-        if ask:
-            t0 = time.perf_counter()
-            ans = ask_stated(backend, summary_text, text)
-            p, note, secs = ans.p_yes, ans.reason, time.perf_counter() - t0
-        elif params.use_model:
-            note = "the backend cannot answer one-step questions; decided on coverage alone"
-        out.append(combine(fid, c, p, params, note, secs))
+    for k, (fid, ps) in enumerate(zip(fact_ids, parts)):
+        decided = [_decide_one(fid, text, float(next(cov)), summary_text, backend, params, ask) for text, _, _ in ps]
+        if len(decided) == 1:
+            out.append(decided[0])
+        else:
+            worst = max(decided, key=lambda d: d.p_omitted)
+            least = min(d.coverage for d in decided)
+            out.append(FactDecision(
+                fid, any(d.omitted for d in decided), worst.p_omitted, least, worst.p_stated, worst.basis,
+                "; ".join(sorted({d.note for d in decided if d.note})), round(sum(d.seconds for d in decided), 3),
+                tuple(PartDecision(text, a, b, d.omitted, d.p_omitted, d.coverage, d.p_stated)
+                      for (text, a, b), d in zip(ps, decided))))
         progress(k + 1, len(fact_ids))
     return out
+
+
+def _decide_one(fid: str, text: str, c: float, summary_text: str, backend, params: DecisionParams,
+                ask: bool) -> FactDecision:
+    if ask and not model_decides(c, params):
+        return combine(fid, c, None, params, "", 0.0, decisive=True)
+    p, note, secs = None, "", 0.0
+    if ask:
+        t0 = time.perf_counter()
+        ans = ask_stated(backend, summary_text, text)
+        p, note, secs = ans.p_yes, ans.reason, time.perf_counter() - t0
+    elif params.use_model:
+        note = "the backend cannot answer one-step questions; decided on coverage alone"
+    return combine(fid, c, p, params, note, secs)
 
 
 def model_decides(coverage: float, params: DecisionParams = DEFAULT_DECISION) -> bool:

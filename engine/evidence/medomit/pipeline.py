@@ -336,10 +336,15 @@ class MedOmit:
         scores, weight, count = score_document([f.fact_id for f in facts], {k: d.omitted for k, d in dec.items()},
                                                importance, clusters, {k: d.explanation for k, d in dec.items()},
                                                unlinked=[f.fact_id for f in facts if f.link == "unlinked"])
+        by_id, notes = {f.fact_id: f for f in facts}, {n.note_id: n.text for n in case.notes}
         for s in scores:
             d = dec.get(s.fact_id)
             if d is not None:
                 s.p_omitted, s.p_stated, s.coverage = d.p_omitted, d.p_stated, d.coverage
+                f = by_id[s.fact_id]
+                for part in d.missing:
+                    at = f.part_span(notes.get(f.note_id or "", ""), part.text, part.start, part.end)
+                    s.missing.append([part.text, *(at or (None, None))])
         if sddx is None:
             progress("summary DDx")
             sddx = self.ddx(f"ddx[summary {summary.summary_id}]", lambda fence: fence.block("summary", summary.text),

@@ -27,6 +27,18 @@ class Fact:
     link: str  # "exact" | "fuzzy" | "unlinked" | "passage" (a passage of the notes taken as a fact, word for word)
     link_score: float = 0.0
 
+    def part_span(self, note_text: str, part: str, start: int, end: int) -> Optional[tuple[int, int]]:
+        """Where a part of this fact (``start``/``end``: offsets in :attr:`text`) lies in its note: the same offsets
+        when the fact is its source's words, else the part's words found (ignoring case) inside the fact's span;
+        None when unlinked or not found."""
+        if self.start is None or self.end is None:
+            return None
+        src = note_text[self.start:self.end]
+        if src == self.text:
+            return self.start + start, self.start + end
+        at = src.lower().find(part.lower())
+        return (self.start + at, self.start + at + len(part)) if at >= 0 and part else None
+
 
 @dataclass
 class Diagnosis:
@@ -57,6 +69,17 @@ class FactScore:
     p_omitted: Optional[float] = None  # the decision's P(omitted) (engine.evidence.medomit.decision); None: older
     p_stated: Optional[float] = None  # the model's P(yes) "the summary states it"; None: not asked / no answer
     coverage: Optional[float] = None  # how much of the fact the summary's words carry
+    # the parts left out when the summary states the fact only in part: [text, start, end] with the part's span in
+    # the fact's note (start/end None when it cannot be placed); [] when decided whole or wholly omitted
+    missing: list = field(default_factory=list)
+
+    def regions(self, fact: "Fact") -> list[tuple[str, int, int]]:
+        """The spans of the notes this omission points to, as (note id, start, end): the parts left out where
+        the decision names them and they are placed, else the fact's own span; [] when unlinked."""
+        if fact.start is None or fact.note_id is None:
+            return []
+        placed = [(fact.note_id, a, b) for _, a, b in self.missing if a is not None]
+        return placed if placed and len(placed) == len(self.missing) else [(fact.note_id, fact.start, fact.end)]
 
 
 @dataclass
