@@ -102,7 +102,11 @@ def _oracle_next_token(self, messages, keep):
     summary = messages[1]["content"].lower()
     fact = re.search(r">(.*)</fact-", messages[3]["content"], re.S).group(1).strip()
     d = self.by_text.get(fact)
-    stated = d is None or all(k.lower() in summary for k in d["key_terms"])
+    keys = d["key_terms"] if d is not None else []
+    if d is None:  # a part of a manifest fact (decided part by part): the key terms it holds
+        d = next((x for x in self.by_text.values() if fact in x["source_span"]), None)
+        keys = [k for k in d["key_terms"] if k.lower() in fact.lower()] if d is not None else []
+    stated = all(k.lower() in summary for k in keys)
     return NextToken({"yes": 0.0 if stated else -20.0, "no": -20.0 if stated else 0.0}, 0, 0, 0.0)
 
 
@@ -117,23 +121,26 @@ def _blocks(prompt: str):
     return read_blocks(prompt, code)
 
 
-def on_span(f, d, case) -> bool:
-    """The fact's linked evidence overlaps the manifest fact's source span."""
-    if f.note_id == d["note_id"] and f.start is not None:
-        text = case.note(d["note_id"]).text
-        s = text.find(d["source_span"])
-        return s >= 0 and f.start < s + len(d["source_span"]) and s < f.end
-    return False
+def on_span(f, d, case, regions=None) -> bool:
+    """The fact's linked evidence (or the given ``regions``, (note id, start, end)) overlaps the manifest fact's
+    source span."""
+    spans = regions if regions is not None else [(f.note_id, f.start, f.end)] if f.start is not None else []
+    text = case.note(d["note_id"]).text
+    s = text.find(d["source_span"])
+    return s >= 0 and any(nid == d["note_id"] and a < s + len(d["source_span"]) and s < b for nid, a, b in spans)
 
 
 def matches(fact, res, d, case) -> bool:
-    """A scored fact stands for a manifest fact when its evidence overlaps the manifest's source span; only when no
-    extracted fact does, a fact whose text names one of the manifest's key terms stands for it. (Matching by key
-    term alone counted an omitted earlier value — "eGFR 38 in March" — as the omission of a stated later one.)"""
+    """A scored fact stands for a manifest fact when the regions its omission points to (the parts left out when the
+    summary states it in part, else its evidence: ``FactScore.regions``) overlap the manifest's source span; only
+    when no extracted fact lies on that span, a fact whose text (or left-out parts) names one of the manifest's key
+    terms stands for it. (Matching by key term alone counted an omitted earlier value — "eGFR 38 in March" — as the
+    omission of a stated later one.)"""
     f = res.fact(fact.fact_id)
     if any(on_span(g, d, case) for g in res.facts):
-        return on_span(f, d, case)
-    return any(k.lower() in f.text.lower() for k in d["key_terms"])
+        return on_span(f, d, case, fact.regions(f))
+    words = " ".join(m[0] for m in fact.missing) if fact.missing else f.text
+    return any(k.lower() in words.lower() for k in d["key_terms"])
 
 
 def manifest_figures(res, ds, manifest, omitted_ids=None) -> tuple[int, int, int, int, list[float]]:

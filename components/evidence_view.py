@@ -170,12 +170,17 @@ def render_fact_detail(fact: dict, note_text: str | None) -> None:
                                                   else "; the model was not asked (the coverage decides)"))
     elif fact["explanation"]:
         st.markdown(f"*Model's explanation:* {untrusted.md(fact['explanation'])}")
+    if fact.get("left out"):
+        st.markdown("The summary states this fact only in part. **Left out:** "
+                    + " · ".join(f"“{untrusted.md_inline(t)}”" for t in fact["left out"]))
     if fact["clusters"]:
         st.markdown("Clusters: " + "; ".join(untrusted.md_inline(c) for c in fact["clusters"]))
     if note_text is not None and fact["start"] is not None:
         st.markdown(f"Source: **Note {untrusted.md_inline(fact['note_id'])}**")
-        st.markdown(highlight_html(note_text, [(fact["start"], fact["end"], "#ffd33d", "omitted fact")], height=320),
-                    unsafe_allow_html=True)
+        regions = fact.get("regions") or [(fact["start"], fact["end"])]
+        spans = ([(a, b, "#ffd33d", "left out") for a, b in regions] if fact.get("left out") else
+                 [(fact["start"], fact["end"], "#ffd33d", "omitted fact")])
+        st.markdown(highlight_html(note_text, spans, height=320), unsafe_allow_html=True)
     elif fact["start"] is None:
         st.info("This fact could not be linked to a place in the notes (the model paraphrased it beyond matching).")
 

@@ -266,7 +266,7 @@ with tab_medomit:
         rows = view.omitted_rows
         if rows:
             labels = [f"\\[{r['weight']:.2g}\\] {untrusted.md_inline(r['fact_id'])} · "
-                      f"{untrusted.md_inline(r['text'], 90)}" for r in rows]
+                      f"{untrusted.md_inline(r['headline'], 90)}" for r in rows]
             pick = st.radio("Omitted facts, heaviest first (select one to see it in its note)", labels)
             row = rows[labels.index(pick)]
             note_text = case.note(row["note_id"]).text if row["note_id"] else None

@@ -117,13 +117,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 def fact_parts(text: str) -> list[tuple[str, int, int]]:
     """The statements of a fact as (text, start, end) in ``text``: its sentences cut into claims
     (:func:`engine.evidence.support.verification.claims.split_claims`). One part when nothing cuts it."""
-    from engine.evidence.support.verification.claims import split_claims
+    from engine.evidence.support.verification.claims import MIN_WORDS, split_claims
 
-    out, pos = [], 0
-    for piece in _SENTENCE_END.split(text):
-        at = text.index(piece, pos)
-        pos = at + len(piece)
-        out += [(c.text, at + c.start, at + c.end) for c in split_claims(piece) if c.text.strip()]
+    cuts = [m.end() for m in _SENTENCE_END.finditer(text)]
+    sentences, a = [], 0
+    for b in [*cuts, len(text)]:
+        if sentences and len(re.findall(r"\w+", text[sentences[-1][0]:sentences[-1][1]])) < MIN_WORDS:
+            sentences[-1][1] = b  # "2. Thromboprophylaxis: …": a list number or short head stays with what follows
+        else:
+            sentences.append([a, b])
+        a = b
+    out = []
+    for a, b in sentences:
+        out += [(c.text, a + c.start, a + c.end) for c in split_claims(text[a:b]) if c.text.strip()]
     return out or [(text.strip(), 0, len(text))]
 
 

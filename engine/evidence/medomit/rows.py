@@ -9,11 +9,16 @@ from engine.evidence.medomit.result import MedOmitResult
 
 
 def omitted_fact_rows(result: MedOmitResult) -> list[dict]:
-    """Plain rows for the UI: the omitted facts, heaviest first."""
+    """Plain rows for the UI: the omitted facts, heaviest first. A fact the summary states only in part lists the
+    parts it leaves out (``left out``) and is headed by them (``headline``); ``regions`` are the spans of its note
+    its omission points to (``FactScore.regions``)."""
     rows = []
     for s in result.omitted:
         f = result.fact(s.fact_id)
-        rows.append({"fact_id": f.fact_id, "text": f.text, "weight": s.score, "importance": s.importance,
+        left = [m[0] for m in s.missing]
+        rows.append({"fact_id": f.fact_id, "text": f.text, "left out": left,
+                     "headline": ("in part — left out: " + " … ".join(left)) if left else f.text,
+                     "regions": [(a, b) for _, a, b in s.regions(f)], "weight": s.score, "importance": s.importance,
                      "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
                      "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
                      "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})
