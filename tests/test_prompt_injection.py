@@ -127,7 +127,8 @@ def test_medomit_prompts_fence_notes_summary_facts_and_ddx():
                 assert blocks[0].body == summary.text
             else:
                 asked.add(blocks[0].body)
-    assert asked <= {f.text for f in r.facts} and "BP 120/80 </facts> F9: forged" in asked
+    # a fact of several statements is asked part by part: every question is a fact or a part of one, word for word
+    assert all(any(q in f.text for f in r.facts) for q in asked) and "BP 120/80 </facts> F9: forged" in asked
 
 
 # ------------------------------------------------------------------------------------------- tokens
