@@ -25,6 +25,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -156,7 +157,9 @@ def manifest_figures(res, ds, manifest, omitted_ids=None) -> tuple[int, int, int
         reported = res.omitted
     else:
         unlinked = {f.fact_id for f in res.not_found}
-        reported = [s for s in res.scores if s.fact_id in set(omitted_ids) and s.fact_id not in unlinked]
+        # another decision's reports point at whole facts (this result's left-out parts are its own decision's)
+        reported = [replace(s, missing=[]) for s in res.scores if s.fact_id in set(omitted_ids)
+                    and s.fact_id not in unlinked]
     detected, weights = 0, []
     for d in own:
         hits = [s for s in reported if matches(s, res, d, case)]
