@@ -319,9 +319,10 @@ class MedOmit:
         t0 = time.perf_counter()
         dec = decide([f.fact_id for f in facts], [f.text for f in facts], summary.text, self.embedder(),
                      self.backend, self.decision)
-        asked = sum(d.p_stated is not None for d in dec)
+        asked = sum(x.p_stated is not None for d in dec for x in (d.parts or (d,)))
         records.append(StepRecord(f"omissions[{summary.summary_id}]", True, False,
-                                  f"{len(dec)} facts decided, {asked} with the model's answer, "
+                                  f"{len(dec)} facts decided ({sum(len(d.parts) > 1 for d in dec)} part by part), "
+                                  f"{asked} questions answered by the model, "
                                   f"{time.perf_counter() - t0:.1f} s"))
         return dec
 
