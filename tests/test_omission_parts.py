@@ -101,3 +101,39 @@ def test_a_row_stored_before_parts_existed_still_reads():
     res = MedOmitResult._from_json(json.dumps(d))
     assert all(s.missing == [] for s in res.scores)
     assert all(r["headline"] == r["text"] for r in omitted_fact_rows(res))
+
+
+def test_case_page_heads_a_fact_stated_in_part_by_what_it_leaves_out_and_highlights_only_that():
+    """On the sample's shipped rows: a fact the summary states in part is listed by the parts it leaves out, its
+    detail says so, and the note's highlight covers the left-out parts, not the whole line."""
+    import re
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import TIMEOUT
+    from engine.sample import SAMPLE_MEDOMIT
+
+    found = None
+    for line in SAMPLE_MEDOMIT.read_text(encoding="utf-8").splitlines():
+        res = MedOmitResult.from_json(json.loads(line)["result"])
+        rows = omitted_fact_rows(res) if res.status == "complete" else []
+        row = next((r for r in rows if r["left out"] and all(a is not None for a, _ in r["regions"])), None)
+        if row:
+            found = res, row
+            break
+    assert found, "the shipped rows hold no fact stated in part"
+    res, row = found
+    at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=TIMEOUT)
+    at.query_params["dataset"], at.query_params["case"], at.query_params["summary"] = "sample", res.case_id, \
+        res.summary_id
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    radio = next(r for r in at.radio if r.label.startswith("Omitted facts, heaviest first"))
+    pick = next(o for o in radio.options if f" {row['fact_id']} · in part — left out:" in o.replace("\\", ""))
+    radio.set_value(pick).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("only in part" in m.value and "Left out:" in m.value for m in at.markdown)
+    drawn = next(m.value for m in at.markdown if 'title="left out"' in m.value)
+    marked = re.findall(r'<mark [^>]*title="left out"[^>]*>([^<]*)</mark>', drawn)
+    assert marked and all(m.strip() for m in marked)
+    assert len("".join(marked)) < len(res.fact(row["fact_id"]).text)  # the parts, not the whole line

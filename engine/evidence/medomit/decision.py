@@ -111,22 +111,23 @@ class FactDecision:
                 + (f"; {self.note}" if self.note else ""))
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
-
-
 def fact_parts(text: str) -> list[tuple[str, int, int]]:
-    """The statements of a fact as (text, start, end) in ``text``: its sentences cut into claims
-    (:func:`engine.evidence.support.verification.claims.split_claims`). One part when nothing cuts it."""
+    """The statements of a fact as (text, start, end) in ``text``: its sentences (the product's sentence segmenter,
+    which keeps "Dr. Mensah", "S. Ortiz" and "2. Thromboprophylaxis" whole) cut into claims
+    (:func:`engine.evidence.support.verification.claims.split_claims`). A sentence of fewer than three words (a
+    list number, a cut-off tail such as "Nopost") stays with its neighbour. One part when nothing cuts it."""
     from engine.evidence.support.verification.claims import MIN_WORDS, split_claims
+    from engine.evidence.text.sentences import segmenter
 
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text)]
-    sentences, a = [], 0
-    for b in [*cuts, len(text)]:
-        if sentences and len(re.findall(r"\w+", text[sentences[-1][0]:sentences[-1][1]])) < MIN_WORDS:
-            sentences[-1][1] = b  # "2. Thromboprophylaxis: …": a list number or short head stays with what follows
+    sentences: list[list[int]] = []
+    for seg in segmenter().segment(text):
+        if not text[seg.start:seg.end].strip():
+            continue
+        short = len(re.findall(r"\w+", text[seg.start:seg.end])) < MIN_WORDS
+        if sentences and (short or len(re.findall(r"\w+", text[sentences[-1][0]:sentences[-1][1]])) < MIN_WORDS):
+            sentences[-1][1] = seg.end
         else:
-            sentences.append([a, b])
-        a = b
+            sentences.append([seg.start, seg.end])
     out = []
     for a, b in sentences:
         out += [(c.text, a + c.start, a + c.end) for c in split_claims(text[a:b]) if c.text.strip()]

@@ -74,12 +74,13 @@ class FactScore:
     missing: list = field(default_factory=list)
 
     def regions(self, fact: "Fact") -> list[tuple[str, int, int]]:
-        """The spans of the notes this omission points to, as (note id, start, end): the parts left out where
-        the decision names them and they are placed, else the fact's own span; [] when unlinked."""
+        """The spans of the notes this omission points to, as (note id, start, end): the left-out parts the
+        decision names that could be placed in the note (a part in the model's own words may not be), else the
+        fact's own span; [] when unlinked."""
         if fact.start is None or fact.note_id is None:
             return []
         placed = [(fact.note_id, a, b) for _, a, b in self.missing if a is not None]
-        return placed if placed and len(placed) == len(self.missing) else [(fact.note_id, fact.start, fact.end)]
+        return placed or [(fact.note_id, fact.start, fact.end)]
 
 
 @dataclass
