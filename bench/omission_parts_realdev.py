@@ -125,7 +125,9 @@ def main():
             t["reported"] += sum(d.omitted for d in decs)
             t["questions"] += sum(1 for d in decs for x in (d.parts or (d,)) if x.p_stated is not None)
         print(f"  {conv}: {len(fs)} facts; {len(whole)} sentences and {len(part)} statements taken out, "
-              f"{len(kept)} kept ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+              f"{len(kept)} kept ({time.perf_counter() - t0:.0f} s); so far " + "; ".join(
+                  f"{k}: {t['whole']}/{n['whole']} sentences, {t['part']}/{n['part']} statements, {t['kept']}/"
+                  f"{n['kept']} kept reported" for k, t in tot.items()), file=sys.stderr, flush=True)
     print(f"ACI-BENCH {args.split} split: {args.notes} notes, {n['facts']} facts; {n['whole']} whole sentences and "
           f"{n['part']} statements of a longer sentence taken out, {n['kept']} statements kept; decision "
           f"{'with the 1.5B where coverage does not decide' if use_model else 'on coverage alone'}")
