@@ -113,10 +113,7 @@ def main():
             for f, d in zip(fs, decs):
                 if not d.omitted:
                     continue
-                sc = FactScore(f.fact_id, True, None, 0.0, [], 0.0, [])
-                for p in d.missing:
-                    at = f.part_span(text, p.text, p.start, p.end)
-                    sc.missing.append([p.text, *(at or (None, None))])
+                sc = FactScore(f.fact_id, True, None, 0.0, [], 0.0, [], missing=f.placed(text, d.missing))
                 regions += sc.regions(f)
             t = tot[name]
             t["whole"] += sum(overlaps(regions, s) for s in whole)

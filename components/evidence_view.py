@@ -177,8 +177,7 @@ def render_fact_detail(fact: dict, note_text: str | None) -> None:
         st.markdown("Clusters: " + "; ".join(untrusted.md_inline(c) for c in fact["clusters"]))
     if note_text is not None and fact["start"] is not None:
         st.markdown(f"Source: **Note {untrusted.md_inline(fact['note_id'])}**")
-        regions = fact.get("regions") or [(fact["start"], fact["end"])]
-        spans = ([(a, b, "#ffd33d", "left out") for a, b in regions] if fact.get("left out") else
+        spans = ([(a, b, "#ffd33d", "left out") for a, b in fact["regions"]] if fact.get("left out") else
                  [(fact["start"], fact["end"], "#ffd33d", "omitted fact")])
         st.markdown(highlight_html(note_text, spans, height=320), unsafe_allow_html=True)
     elif fact["start"] is None:

@@ -343,9 +343,7 @@ class MedOmit:
             if d is not None:
                 s.p_omitted, s.p_stated, s.coverage = d.p_omitted, d.p_stated, d.coverage
                 f = by_id[s.fact_id]
-                for part in d.missing:
-                    at = f.part_span(notes.get(f.note_id or "", ""), part.text, part.start, part.end)
-                    s.missing.append([part.text, *(at or (None, None))])
+                s.missing = f.placed(notes.get(f.note_id or "", ""), d.missing)
         if sddx is None:
             progress("summary DDx")
             sddx = self.ddx(f"ddx[summary {summary.summary_id}]", lambda fence: fence.block("summary", summary.text),

@@ -39,6 +39,11 @@ class Fact:
         at = src.lower().find(part.lower())
         return (self.start + at, self.start + at + len(part)) if at >= 0 and part else None
 
+    def placed(self, note_text: str, parts) -> list[list]:
+        """``parts`` (each with ``text``, ``start``, ``end`` in :attr:`text`) as ``[text, start, end]`` in the note
+        (start/end None where :meth:`part_span` cannot place it): what :attr:`FactScore.missing` holds."""
+        return [[p.text, *(self.part_span(note_text, p.text, p.start, p.end) or (None, None))] for p in parts]
+
 
 @dataclass
 class Diagnosis:
