@@ -46,7 +46,7 @@ postgresql:             ## Debian's PostgreSQL server programs: the tests start 
 		else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends postgresql; fi; }
 
 test: smoke-model chromium postgresql
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=25 tests
 
 bench: install
 	$(BIN)/python bench/import_bench.py

@@ -170,6 +170,22 @@ def manifest_figures(res, ds, manifest, omitted_ids=None) -> tuple[int, int, int
     return detected, len(own), false_reports, len(others), weights
 
 
+PER_SUMMARY_STEPS = ("omissions", "summary DDx")
+
+
+def cost_per_case(results) -> dict[str, dict[str, float]]:
+    """Seconds per step and case (MedOmitResult.seconds_by_step): the case-level steps counted once (the
+    summaries of a case share them), the per-summary steps summed over its summaries. Cases whose steps carry
+    no time (rows made before steps were timed) are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for r in results:
+        t = r.seconds_by_step()
+        c = out.setdefault(r.case_id, {})
+        for k, v in t.items():
+            c[k] = c.get(k, 0.0) + v if k in PER_SUMMARY_STEPS else max(c.get(k, 0.0), v)
+    return {cid: c for cid, c in out.items() if any(v > 0 for k, v in c.items() if k not in PER_SUMMARY_STEPS)}
+
+
 def merge_shipped(path: Path, rows: list[str]) -> int:
     """Write ``rows`` to ``path``, keeping the rows of summaries this run did not touch (in file order, then the new
     ones). Returns how many old rows were kept, so cases can be run one at a time and shipped as they finish."""
@@ -263,6 +279,14 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
         print(f"[{label}] extracted facts whose evidence span was found in the notes: {linked}/{facts} "
               f"({linked / facts:.0%}); per case: facts " + ", ".join(str(p.get("facts", 0)) for p in per_case.values())
               + "; differential diagnoses " + ", ".join(str(p.get("ddx", 0)) for p in per_case.values()))
+    cost = cost_per_case(results)
+    if cost:
+        steps = sorted({k for c in cost.values() for k in c})
+        print(f"[{label}] model minutes per case from scratch, by step (each step's time when it ran, cached or not; "
+              "case-level steps once per case, the omissions and the summary's differential per summary):")
+        for cid, c in cost.items():
+            print(f"    {cid}: total {sum(c.values()) / 60:.1f} min — " +
+                  ", ".join(f"{k} {c.get(k, 0.0) / 60:.1f}" for k in steps))
     done = [r for r in results if r.status == "complete"]
     if done:
         scored = [x for r in done for x in r.scores]

@@ -220,6 +220,7 @@ def test_placeholder_or_echoed_fact_fails_the_facts_step(fact):
 
 def test_cached_empty_reply_is_checked_too(store):
     # a DDx cached before the check existed is not trusted: the check runs on the cached value as well
+    from engine.evidence.medomit.pipeline import DDX_SCHEMA
     from engine.llm.steps import run_step
     msgs, schema = [{"role": "user", "content": "x"}], {"type": "object", "properties": {"diagnoses": {"type": "array"}}}
     bad = [{"name": "diagnosis", "likelihood": "probable", "reason": "r"}]
@@ -320,3 +321,52 @@ def test_relink_weighs_a_stored_fact_that_todays_linking_places():
     assert new.omission_count == 1 and new.omitted[0].fact_id == "F4" and new.document_weight == full.document_weight
     assert new.provenance["relinked_facts"] == ["F4"]
     assert not any(c.startswith("facts[") for c in be.calls if isinstance(c, str))  # no fact extracted again
+
+
+class _TimedScript(ScriptedBackend):
+    """The scripted backend taking a fixed, measurable time per generated reply."""
+
+    def generate(self, *args, **kwargs):
+        import time
+
+        time.sleep(0.02)
+        return super().generate(*args, **kwargs)
+
+
+def test_each_step_keeps_its_seconds_even_when_served_from_the_cache(store):
+    ds = Dataset("d", [CASE], [SUMMARY, Summary("c1-s2", "c1", "AF. <NoteID:1>")], [])
+    store.import_dataset(ds)
+    first, second = list(run_medomit(MedOmit(_TimedScript(), "m", cache=store), ds, ["c1-s1", "c1-s2"],
+                                     store=store))
+    t1, t2 = first.seconds_by_step(), second.seconds_by_step()
+    for step in ("facts", "source DDx", "importance", "clusters", "summary DDx", "omissions"):
+        assert t1[step] > 0, step
+    assert t1["facts"] >= 2 * 0.02  # two notes, one reply each
+    # the second summary's case-level steps came from the cache and count the time they took when they ran
+    assert all(r.cached for r in second.steps if r.step.startswith(("facts", "importance", "clusters")))
+    assert t2["facts"] == t1["facts"] and t2["clusters"] == t1["clusters"]
+    back = MedOmitResult.from_json(second.to_json())
+    assert back.seconds_by_step() == t2
+
+
+def test_a_step_cached_before_steps_were_timed_counts_zero(store):
+    from engine.evidence.medomit.pipeline import DDX_SCHEMA
+    from engine.llm.steps import run_step
+
+    class Cache:
+        def __init__(self):
+            self.rows = {}
+
+        def get_llm_step(self, key):
+            return self.rows.get(key)
+
+        def put_llm_step(self, key, step, model_id, value):
+            self.rows[key] = json.dumps({k: v for k, v in json.loads(value).items() if k in ("value", "raw")})
+
+    cache = Cache()
+    msgs = [{"role": "user", "content": "Give the differential diagnosis"}]
+    schema = DDX_SCHEMA
+    ran = run_step(_TimedScript(), "m", "ddx[source]", msgs, schema, 100, cache)
+    assert ran.ok and not ran.cached and ran.seconds >= 0.02
+    again = run_step(_TimedScript(), "m", "ddx[source]", msgs, schema, 100, cache)
+    assert again.cached and again.seconds == 0.0

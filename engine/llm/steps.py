@@ -7,6 +7,7 @@ inventing the missing part.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
@@ -32,6 +33,7 @@ class StepResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cut_off: bool = False  # the reply reached its token budget before it was complete
+    seconds: float = 0.0  # the model's time for this reply; for a cached step, the time it took when it ran (0: unknown)
 
 
 def validate(value: Any, schema: dict, path: str = "$") -> None:
@@ -80,18 +82,23 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
         hit = cache.get_llm_step(key)
         if hit is not None:
             d = json.loads(hit)
-            return StepResult(step, True, d["value"], d["raw"], cached=True)
+            return StepResult(step, True, d["value"], d["raw"], cached=True, seconds=float(d.get("seconds", 0.0)),
+                              prompt_tokens=int(d.get("prompt_tokens", 0)),
+                              completion_tokens=int(d.get("completion_tokens", 0)))
     check_cancelled()  # a cancelled job runs no further step (the steps before it stay cached)
     prompt = backend.render(messages)
     n = backend.count_tokens(prompt)
     if n + max_tokens > backend.n_ctx:
         return StepResult(step, False, None, "", f"{step}: the prompt needs {n} tokens plus {max_tokens} for the "
                                                  f"reply, but the context holds {backend.n_ctx}", prompt_tokens=n)
+    t0 = time.perf_counter()
     try:
         gen = backend.generate(prompt, schema, max_tokens, 0.0, seed, want_logprobs=False)
     except BackendError as exc:
-        return StepResult(step, False, None, "", f"{step}: {exc}", prompt_tokens=n)
-    res = StepResult(step, False, None, gen.text, prompt_tokens=n, completion_tokens=gen.completion_tokens)
+        return StepResult(step, False, None, "", f"{step}: {exc}", prompt_tokens=n,
+                          seconds=round(time.perf_counter() - t0, 3))
+    res = StepResult(step, False, None, gen.text, prompt_tokens=n, completion_tokens=gen.completion_tokens,
+                     seconds=round(time.perf_counter() - t0, 3))
     if gen.finish_reason == "length":
         res.error = f"{step}: the reply was cut off at {max_tokens} tokens"
         res.cut_off = True
@@ -106,5 +113,7 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
         return res
     res.ok, res.value = True, value
     if cache is not None:
-        cache.put_llm_step(key, step, model_id, json.dumps({"value": value, "raw": gen.text}))
+        cache.put_llm_step(key, step, model_id, json.dumps({"value": value, "raw": gen.text, "seconds": res.seconds,
+                                                            "prompt_tokens": n,
+                                                            "completion_tokens": gen.completion_tokens}))
     return res

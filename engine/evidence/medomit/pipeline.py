@@ -215,11 +215,11 @@ class MedOmit:
                 _facts_schema(MAX_FACTS_PER_PART), self.opt.max_tokens_facts, check=check_facts)
             halves = _halves(text) if r.cut_off else None
             if halves:
-                records.append(StepRecord(r.step, False, r.cached, f"{r.error}; the part was split in two and "
-                                          "each half asked again"))
+                records.append(StepRecord.of(r, f"{r.error}; the part was split in two and each half asked "
+                                             "again"))
                 todo[:0] = [(nid, halves[0], f"{label}.1"), (nid, halves[1], f"{label}.2")]
                 continue
-            records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
+            records.append(StepRecord.of(r))
             if not r.ok:
                 return None
             raw.extend((f["fact"].strip(), f["quote"], nid) for f in r.value["facts"]
@@ -240,7 +240,7 @@ class MedOmit:
             'first, each "probable", "possible" or "unlikely" with a one-sentence reason, as '
             '{"diagnoses": [{"name": ..., "likelihood": ..., "reason": ...}]}.', data)),
             DDX_SCHEMA, self.opt.max_tokens_small, check=check_ddx)
-        records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
+        records.append(StepRecord.of(r))
         if not r.ok:
             return None
         return [Diagnosis(i + 1, d["name"].strip(), d["likelihood"], d["reason"].strip())
@@ -266,7 +266,7 @@ class MedOmit:
             part = facts[b:b + BATCH]
             r = self._step(f"{name}#{b // BATCH}", _msgs(system, user(part)), schema([f.fact_id for f in part]),
                            max_tokens)
-            records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
+            records.append(StepRecord.of(r))
             if not r.ok:
                 return None
             replies.append(r.value)
@@ -296,9 +296,9 @@ class MedOmit:
         schema = _cluster_schema(names, ids)
         r = self._step("clusters", messages, schema, self.opt.cluster_tokens(len(facts)))
         if r.cut_off:  # once, with twice the budget (the step refuses a budget the context cannot hold)
-            records.append(StepRecord(r.step, False, r.cached, f"{r.error}; asked again with twice the budget"))
+            records.append(StepRecord.of(r, f"{r.error}; asked again with twice the budget"))
             r = self._step("clusters[wider]", messages, schema, 2 * self.opt.cluster_tokens(len(facts)))
-        records.append(StepRecord(r.step, r.ok, r.cached, r.error, "" if r.ok else r.raw))
+        records.append(StepRecord.of(r))
         if not r.ok:
             return None
         return [Cluster(c["diagnosis"], c["polarity"], c["mechanism"].strip(), sorted(set(c["facts"])))
@@ -320,10 +320,10 @@ class MedOmit:
         dec = decide([f.fact_id for f in facts], [f.text for f in facts], summary.text, self.embedder(),
                      self.backend, self.decision)
         asked = sum(x.p_stated is not None for d in dec for x in (d.parts or (d,)))
+        secs = round(time.perf_counter() - t0, 3)
         records.append(StepRecord(f"omissions[{summary.summary_id}]", True, False,
                                   f"{len(dec)} facts decided ({sum(len(d.parts) > 1 for d in dec)} part by part), "
-                                  f"{asked} questions answered by the model, "
-                                  f"{time.perf_counter() - t0:.1f} s"))
+                                  f"{asked} questions answered by the model, {secs:.1f} s", seconds=secs))
         return dec
 
     def _scored(self, case: Case, summary: Summary, facts, ddx, clusters, importance: dict[str, str],
@@ -365,7 +365,7 @@ class MedOmit:
         if result.status != "complete":
             raise ValueError("only a complete result can be decided again")
         importance = {s.fact_id: s.importance for s in result.scores if s.importance}
-        records = list(result.steps)
+        records = [r for r in result.steps if not r.step.startswith("omissions[")]  # the earlier decision's record
         prov = {**self._provenance(), "decided_again_from": (result.provenance or {}).get("method"),
                 "case_steps_model": (result.provenance or {}).get("model")}
         return self._scored(case, summary, result.facts, result.ddx, result.clusters, importance, records,
@@ -394,10 +394,11 @@ class MedOmit:
             records.append(StepRecord("facts", False, False, f"facts: none of the {len(facts)} facts the model "
                                       "stated could be found in the notes"))
             return incomplete(facts)
+        t0 = time.perf_counter()
         passages = passage_facts(case, linked, self.gaps)  # what the model's facts leave out of the notes
         if passages:
             records.append(StepRecord("passages", True, False, f"{len(passages)} passages of the notes no extracted "
-                                      "fact covers taken as facts"))
+                                      "fact covers taken as facts", seconds=round(time.perf_counter() - t0, 3)))
         facts, linked = facts + passages, linked + passages
         progress("differential diagnosis")
         ddx = self.ddx("ddx[source]", *self._source_block(case, linked), records)

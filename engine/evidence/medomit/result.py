@@ -90,11 +90,32 @@ class FactScore:
 
 @dataclass
 class StepRecord:
+    """One step of a run: its name, outcome and, for a model step, the model's seconds — measured when the step ran,
+    kept with the step's cached reply, so a result served from the cache still tells what it cost (0: unknown, a
+    reply cached before steps were timed)."""
+
     step: str
     ok: bool
     cached: bool
     error: str = ""
     raw: str = ""
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, r, error: Optional[str] = None, ok: Optional[bool] = None) -> "StepRecord":
+        """The record of an :class:`engine.llm.steps.StepResult` (its raw reply kept only when it failed)."""
+        ok = r.ok if ok is None else ok
+        return cls(r.step, ok, r.cached, r.error if error is None else error, "" if ok else r.raw, r.seconds)
+
+
+def step_kind(step: str) -> str:
+    """The pipeline step a record belongs to ("facts[n1#0]" -> "facts"; "importance#2" -> "importance";
+    "ddx[summary s1]" -> "summary DDx")."""
+    if step.startswith("ddx[summary"):
+        return "summary DDx"
+    if step.startswith("ddx"):
+        return "source DDx"
+    return re.split(r"[\[#]", step, maxsplit=1)[0]
 
 
 @dataclass
@@ -145,6 +166,15 @@ class MedOmitResult:
 
     def fact(self, fact_id: str) -> Fact:
         return next(f for f in self.facts if f.fact_id == fact_id)
+
+    def seconds_by_step(self) -> dict[str, float]:
+        """Seconds per pipeline step (:func:`step_kind`), as measured when each step ran — a step served from the
+        cache counts the time it took then, so the figures are the cost of the result from scratch; a step cached
+        before steps were timed counts 0."""
+        out: dict[str, float] = {}
+        for r in self.steps:
+            out[step_kind(r.step)] = round(out.get(step_kind(r.step), 0.0) + r.seconds, 3)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
