@@ -290,6 +290,8 @@ with tab_medomit:
             if res.ddx_comparison:
                 st.caption("Missing from the summary's DDx: "
                            + (untrusted.md(", ".join(res.ddx_comparison.missing_from_summary)) or "none"))
+        if view.medomit_cost:
+            st.caption(view.medomit_cost)
         with st.expander(f"All extracted facts ({len(res.facts)})"):
             st.caption("link: exact / fuzzy = where the model's fact was found in the notes; passage = a sentence of "
                        "the notes no extracted fact covers, taken as a fact word for word (P1, P2, …); unlinked = "

@@ -370,3 +370,11 @@ def test_a_step_cached_before_steps_were_timed_counts_zero(store):
     assert ran.ok and not ran.cached and ran.seconds >= 0.02
     again = run_step(_TimedScript(), "m", "ddx[source]", msgs, schema, 100, cache)
     assert again.cached and again.seconds == 0.0
+
+
+def test_the_case_page_line_gives_the_model_time_by_step_and_nothing_for_untimed_rows():
+    from engine.views.case import cost_line
+
+    assert cost_line({}) == "" and cost_line({"facts": 0.0, "omissions": 0.0}) == ""
+    line = cost_line({"facts": 120.0, "importance": 60.0, "omissions": 0.0})
+    assert line.startswith("Model time for this result from scratch: 3.0 min (facts 2.0, importance 1.0)")
