@@ -176,14 +176,14 @@ PER_SUMMARY_STEPS = ("omissions", "summary DDx")
 def cost_per_case(results) -> dict[str, dict[str, float]]:
     """Seconds per step and case (MedOmitResult.seconds_by_step): the case-level steps counted once (the
     summaries of a case share them), the per-summary steps summed over its summaries. Cases whose steps carry
-    no time (rows made before steps were timed) are left out."""
+    no model time (rows made before steps were timed, the oracle) are left out."""
     out: dict[str, dict[str, float]] = {}
     for r in results:
         t = r.seconds_by_step()
         c = out.setdefault(r.case_id, {})
         for k, v in t.items():
             c[k] = c.get(k, 0.0) + v if k in PER_SUMMARY_STEPS else max(c.get(k, 0.0), v)
-    return {cid: c for cid, c in out.items() if any(v > 0 for k, v in c.items() if k not in PER_SUMMARY_STEPS)}
+    return {cid: c for cid, c in out.items() if sum(v for k, v in c.items() if k not in PER_SUMMARY_STEPS) >= 1.0}
 
 
 def merge_shipped(path: Path, rows: list[str]) -> int:
