@@ -175,6 +175,13 @@ def p_omitted(cov, p, w) -> list:
             for c, q in zip(cov, p)]
 
 
+def shipped_p_omitted(cov, p) -> list:
+    """P(omitted) per fact as the shipped decision reaches it: the model's answer is used only where the decision
+    asks it (engine.evidence.medomit.decision.model_decides)."""
+    return p_omitted(cov, [q if model_decides(float(c), DEFAULT_DECISION) else None for c, q in zip(cov, p)],
+                     DEFAULT_DECISION.model_weight)
+
+
 FALSE_REPORT_CAP = 0.10  # a decision may report at most this share of stated facts as omitted
 
 
@@ -256,9 +263,11 @@ def main():
             print(f"chosen on dev: w = {w}, threshold = {t} (recall {best:.3f} at ≤ {FALSE_REPORT_CAP:.0%} false "
                   "reports)")
         w, t = DEFAULT_DECISION.model_weight, DEFAULT_DECISION.threshold
-        s = p_omitted(cov, p, w)
+        s = shipped_p_omitted(cov, p)
         dec = [x >= t for x in s]
-        fig["shipped"] = {"model_weight": w, "threshold": t, **at_threshold(y, dec), "F1": f1(y, dec),
+        fig["shipped"] = {"model_weight": w, "threshold": t,
+                          "questions": sum(model_decides(float(c), DEFAULT_DECISION) for c in cov),
+                          **at_threshold(y, dec), "F1": f1(y, dec),
                           "AUROC": auroc(y, s)}
         cov_dec = [1 - c >= t for c in cov]
         fig["coverage_alone_at_threshold"] = at_threshold(y, cov_dec)

@@ -2,6 +2,7 @@
 (bench/omission_realdev.py), on real MTS-Dialog rows copied into tests/data (CC BY 4.0)."""
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,17 +29,33 @@ def test_the_removed_set_labels_a_fact_omitted_exactly_when_its_sentence_was_tak
 
 
 def test_the_model_is_asked_only_where_its_answer_can_change_the_decision():
-    w, t = DEFAULT_DECISION.model_weight, DEFAULT_DECISION.threshold
+    every = replace(DEFAULT_DECISION, model_clears_only=False)
+    w, t = every.model_weight, every.threshold
     lo, hi = 1 - t / (1 - w), 1 - (t - w) / (1 - w)  # coverage below lo: omitted anyway; above hi: present anyway
-    assert not model_decides(lo - 0.01) and model_decides((lo + hi) / 2)
+    assert not model_decides(lo - 0.01, every) and model_decides((lo + hi) / 2, every)
     if hi < 1:
-        assert not model_decides(hi + 0.01)
+        assert not model_decides(hi + 0.01, every)
     else:  # the model's weight exceeds the threshold: a clear "not stated" reports even a fully covered fact
-        assert model_decides(1.0) and combine("f", 1.0, 0.0).omitted and not combine("f", 1.0, 1.0).omitted
+        assert model_decides(1.0, every) and combine("f", 1.0, 0.0).omitted and not combine("f", 1.0, 1.0).omitted
     for c in (x for x in (0.0, lo - 0.01, hi + 0.01, 1.0) if 0 <= x <= 1 and (x < lo or x > hi)):
         # outside the band, any answer gives the same decision
         assert combine("f", c, 0.0).omitted == combine("f", c, 1.0).omitted == combine("f", c, None, decisive=True).omitted
     assert combine("f", (lo + hi) / 2, 0.0).omitted and not combine("f", (lo + hi) / 2, 1.0).omitted
+
+
+def test_by_default_the_model_only_clears_facts_that_coverage_would_report():
+    w, t = DEFAULT_DECISION.model_weight, DEFAULT_DECISION.threshold
+    lo = 1 - t / (1 - w)  # below: omitted whatever the model says
+    clear = 1 - (t - w / 2) / (1 - w)  # above: coverage with an undecided model (P(stated) = 1/2) calls it stated
+    assert lo < clear < 1
+    assert not model_decides(lo - 0.01) and model_decides((lo + clear) / 2) and model_decides(clear - 0.001)
+    assert not model_decides(clear + 0.01) and not model_decides(1.0)
+    # not asked above the bound: the fact is present, with P(stated) counted as one half (never guessed)
+    d = combine("f", clear + 0.01, None, decisive=True)
+    assert not d.omitted and d.p_stated is None and d.basis == "coverage decides"
+    # in the band a "no" still reports the fact and a "yes" clears it
+    assert combine("f", (lo + clear) / 2, 0.0).omitted and not combine("f", (lo + clear) / 2, 1.0).omitted
+    assert DEFAULT_DECISION.key()["model_clears_only"] is True  # part of the result key
 
 
 @pytest.fixture(scope="module")
