@@ -376,5 +376,10 @@ def test_the_case_page_line_gives_the_model_time_by_step_and_nothing_for_untimed
     from engine.views.case import cost_line
 
     assert cost_line({}) == "" and cost_line({"facts": 0.0, "omissions": 0.0}) == ""
-    line = cost_line({"facts": 120.0, "importance": 60.0, "omissions": 0.0})
-    assert line.startswith("Model time for this result from scratch: 3.0 min (facts 2.0, importance 1.0)")
+    line = cost_line({"facts": 120.0, "importance": 60.0, "passages": 0.0, "omissions": 30.0})
+    assert line.startswith("Model time for this result from scratch: 3.5 min (facts 2.0, importance 1.0, "
+                           "omissions 0.5)")
+    # a row decided again over steps run before they were timed: those steps are named, not counted as free
+    old = cost_line({"facts": 0.0, "importance": 0.0, "omissions": 90.0})
+    assert old == ("Model time of the timed steps: 1.5 min (omissions 1.5); not timed (run before steps were "
+                   "timed): facts, importance.")

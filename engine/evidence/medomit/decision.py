@@ -15,9 +15,10 @@ alone puts P(omitted) at or above the threshold even with P(stated) = 1 is omitt
 with P(stated) = 0 is present (:func:`model_decides`). With :attr:`DecisionParams.model_clears_only` (the default)
 the model is asked only to clear a fact that coverage would report — P(omitted) with an undecided model
 (P(stated) = ½) at or above the threshold —, never to overturn a fact that coverage calls stated: on the
-development splits of the real-text sets the model's answer never correctly overturned such a fact, and it
-accounted for a third to two thirds of the questions. A fact whose question got no probability (a backend without log-probabilities, an answer that is
-neither yes nor no) is decided with P(stated) = ½, i.e. on its coverage, and the decision says so.
+development splits of the real-text sets the model's answer never correctly overturned such a fact, and those
+questions were between a third and three quarters of all. A fact whose question got no probability (a backend
+without log-probabilities, an answer that is neither yes nor no) is decided with P(stated) = ½, i.e. on its
+coverage, and the decision says so.
 
 A fact that joins several statements ("start warfarin, INR goal 2-3, with enoxaparin 1 mg/kg SC b.i.d."; a note
 line taken whole as a passage) is decided part by part (:attr:`DecisionParams.by_parts`, :func:`fact_parts`: its

@@ -102,10 +102,9 @@ class StepRecord:
     seconds: float = 0.0
 
     @classmethod
-    def of(cls, r, error: Optional[str] = None, ok: Optional[bool] = None) -> "StepRecord":
+    def of(cls, r, error: Optional[str] = None) -> "StepRecord":
         """The record of an :class:`engine.llm.steps.StepResult` (its raw reply kept only when it failed)."""
-        ok = r.ok if ok is None else ok
-        return cls(r.step, ok, r.cached, r.error if error is None else error, "" if ok else r.raw, r.seconds)
+        return cls(r.step, r.ok, r.cached, r.error if error is None else error, "" if r.ok else r.raw, r.seconds)
 
 
 def step_kind(step: str) -> str:
