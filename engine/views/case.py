@@ -195,3 +195,74 @@ def cost_line(seconds: dict[str, float]) -> str:
     return (f"Model time for this result from scratch: {sum(timed.values()) / 60:.1f} min ({parts}); steps shared "
             "by the case's summaries are counted in full, and a step served from the cache counts the time it took "
             "when it ran.")
+
+
+@dataclass
+class CoverageView:
+    """One coverage method on one summary: its scored units, the slider's range, and at ``threshold`` the
+    note-level flags and the merged regions in rank order (tier marks, then score x salience)."""
+
+    coverage: object = None  # engine.evidence.coverage.base.CoverageResult
+    error: str = ""
+    low: float = 0.0
+    high: float = 0.0
+    default_threshold: float = 0.0
+    threshold: float = 0.0
+    regions: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)  # per region: its rank tier (★ / ➜, see region_marks)
+    rank_scores: list[float] = field(default_factory=list)  # per region: the number its tier is ranked by
+
+
+def coverage_view(store, name: str, ds: Dataset, summary_id: str, embedder, method: str,
+                  threshold: Optional[float] = None) -> CoverageView:
+    """Coverage by ``method`` (computed once, then read from the workspace) with regions and flags at
+    ``threshold`` (None: the method's default threshold, within the summary's range)."""
+    s = ds.summary(summary_id)
+    case = ds.case(s.case_id)
+    try:
+        cov = coverage_cached(store, name, case, s, embedder, CoverageParams(method=method))
+    except CoverageError as exc:
+        return CoverageView(error=str(exc))
+    hi = max(u.score for u in cov.units)
+    lo = min(u.score for u in cov.units)
+    default = min(DEFAULT_THRESHOLDS[method], hi)
+    thr = default if threshold is None else threshold
+    regions = merge_regions(case, cov.units, thr, top=MAX_REGIONS, summary_text=citations.strip(s.text))
+    flags = omission_flags(case, s.text, cov.units, thr, ds.citation_style())
+    return CoverageView(cov, "", lo, hi, default, thr, regions, flags, [region_marks(r) for r in regions],
+                        [region_rank_score(r) for r in regions])
+
+
+@dataclass
+class SupportView:
+    """Sentence support of one summary: the alignment and, per sentence, its citation verdict (the judge model's
+    own check beside the word rule where the summary was verified)."""
+
+    alignment: object = None  # engine.evidence.support.alignment.AlignmentResult
+    error: str = ""
+    citations: list[tuple[str, str, str]] = field(default_factory=list)  # (verdict, detail, by)
+
+    @property
+    def citation_issues(self) -> int:
+        """Sentences whose citation is wrong, missing or unknown ("n/a": none expected, is no issue)."""
+        return sum(v not in NO_CITATION_ISSUE for v, _, _ in self.citations)
+
+    @property
+    def citation_issue_sentences(self) -> str:
+        """Which sentences the citation issues are in, e.g. "sentence 3 (wrong), sentence 5 (missing)"; "" when
+        there are none."""
+        return ", ".join(f"sentence {k + 1} ({v})" for k, (v, _, _) in enumerate(self.citations)
+                         if v not in NO_CITATION_ISSUE)
+
+
+def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
+                 verification: Optional[VerificationView]) -> SupportView:
+    s = ds.summary(summary_id)
+    try:
+        al = alignment_cached(store, name, ds.case(s.case_id), s, embedder, ds.cites_notes())
+    except CoverageError as exc:
+        return SupportView(error=str(exc))
+    cites = [verification.citation_for(a.start, (a.citation_verdict, a.citation_detail)) if verification
+             else (a.citation_verdict, a.citation_detail, "word rule") for a in al.sentences]
+    return SupportView(al, "", cites)
