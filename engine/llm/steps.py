@@ -7,7 +7,6 @@ inventing the missing part.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
@@ -91,14 +90,12 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
     if n + max_tokens > backend.n_ctx:
         return StepResult(step, False, None, "", f"{step}: the prompt needs {n} tokens plus {max_tokens} for the "
                                                  f"reply, but the context holds {backend.n_ctx}", prompt_tokens=n)
-    t0 = time.perf_counter()
     try:
         gen = backend.generate(prompt, schema, max_tokens, 0.0, seed, want_logprobs=False)
     except BackendError as exc:
-        return StepResult(step, False, None, "", f"{step}: {exc}", prompt_tokens=n,
-                          seconds=round(time.perf_counter() - t0, 3))
+        return StepResult(step, False, None, "", f"{step}: {exc}", prompt_tokens=n)
     res = StepResult(step, False, None, gen.text, prompt_tokens=n, completion_tokens=gen.completion_tokens,
-                     seconds=round(time.perf_counter() - t0, 3))
+                     seconds=round(gen.prompt_seconds + gen.decode_seconds, 3))  # as the backend measured it
     if gen.finish_reason == "length":
         res.error = f"{step}: the reply was cut off at {max_tokens} tokens"
         res.cut_off = True

@@ -172,7 +172,8 @@ class MedOmitResult:
         before steps were timed counts 0."""
         out: dict[str, float] = {}
         for r in self.steps:
-            out[step_kind(r.step)] = round(out.get(step_kind(r.step), 0.0) + r.seconds, 3)
+            kind = step_kind(r.step)
+            out[kind] = round(out.get(kind, 0.0) + r.seconds, 3)
         return out
 
     def to_json(self) -> str:
