@@ -82,6 +82,49 @@ def test_evidence_kind_uses_the_features():
     assert back.items["thorough"].apply(4.6, cal.Features(omission=0.2)) == ic.apply(4.6, cal.Features(omission=0.2))
 
 
+def test_the_correction_learns_the_length_of_the_notes():
+    # the raters score summaries of long records lower (as the PDSQI-9 raters did); the judge does not see that
+    rows, human = _rows(noise=0.0)
+    rng = np.random.default_rng(5)
+    rows = [(sid, cid, {**sc, "thorough": 4.2 + 0.8 * float(rng.random())},
+             cal.Features(log_source_words=6.0 + (5 - human[sid]["thorough"]) * 0.5 + 0.05 * float(rng.random())))
+            for sid, cid, sc, _ in rows]
+    c = cal.fit("d", "cfg", rows, human, n_raters=3, kind="judge+evidence", n_boot=50)
+    ic = c.items["thorough"]
+    assert ic.coef[FEATURE_NAMES.index("log_source_words")] < 0  # longer notes, lower Thorough
+    assert ic.after.spearman.value > 0.7 > ic.before.spearman.value
+
+
+def test_a_calibration_stored_with_fewer_features_still_applies():
+    # fitted before the length features were appended: its coefficients cover the first nine features only
+    rows, human = _rows(noise=0.0)
+    rng = np.random.default_rng(3)
+    rows = [(sid, cid, {**sc, "thorough": 4.2 + 0.8 * float(rng.random())},
+             cal.Features(omission=(5 - human[sid]["thorough"]) / 10 + 0.02 * float(rng.random())))
+            for sid, cid, sc, _ in rows]
+    ic = cal.fit("d", "cfg", rows, human, n_raters=3, kind="judge+evidence", n_boot=50).items["thorough"]
+    n_old = FEATURE_NAMES.index("log_source_words")
+    old = cal.ItemCalibration(**{**ic.__dict__, "coef": ic.coef[:n_old], "means": ic.means[:n_old],
+                                 "scales": ic.scales[:n_old]})
+    f_new = cal.Features(omission=0.2, log_source_words=7.5, length_ratio=0.2)
+    f_old = cal.Features(omission=0.2)
+    assert old.apply(4.6, f_new) == pytest.approx(old.apply(4.6, f_old))
+    # the new fields carry no weight here (constant in the fit), so both calibrations agree
+    assert old.apply(4.6, f_old) == pytest.approx(ic.apply(4.6, f_old))
+
+
+def test_length_features_come_from_the_case_notes():
+    from engine.judge.features import evidence_for
+
+    ds, _ = load_paths([BUNDLE], name="sample")
+    ev = evidence_for(None, "sample", ds)
+    s = ds.summaries[0]
+    src = sum(len(n.text.split()) for n in ds.case(s.case_id).notes)
+    f = ev[s.summary_id].features
+    assert f.log_source_words == pytest.approx(np.log1p(src))
+    assert f.length_ratio == pytest.approx(len(s.text.split()) / src)
+
+
 @pytest.fixture
 def sample_store(store):
     ds, _ = load_paths([BUNDLE], name="sample")

@@ -49,7 +49,8 @@ from engine.judge.features import Features
 from engine.core.rubric import ITEMS
 
 MIN_RATED = 20
-CALIBRATION_VERSION = "calib-v2"  # v2: strictly increasing map; judge+evidence starts from the default combination
+CALIBRATION_VERSION = "calib-v3"  # v2: strictly increasing map; judge+evidence starts from the default combination;
+# v3: the correction also reads the length of the case's notes and the summary's length relative to them
 PRIOR_ALPHA = 50.0  # ridge penalty of the correction to the default combination (in standardised units)
 CALIBRATION_KINDS = ("judge+evidence", "judge")  # the first is the default
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
@@ -113,7 +114,9 @@ class ItemCalibration:
     def predictor(self, expected: float, feats: Optional[Features]) -> Optional[float]:
         if self.kind == "judge":
             return expected
-        row = (feats or Features()).vector()
+        # a calibration stored before features were added has fewer coefficients: it reads the features it was
+        # fitted on (new features are appended to FEATURE_NAMES, never inserted)
+        row = (feats or Features()).vector()[:len(self.means) - (1 if self.map_kind == "step" else 0)]
         if self.map_kind == "step":  # calib-v1: a ridge on [expected, *features] from scratch
             return float(self.intercept + np.dot(self.coef, _standardised([expected, *row], self.means, self.scales)))
         z = _standardised(row, self.means, self.scales)

@@ -3,7 +3,14 @@
 Reads what the product already computed and stored (the default coverage method's estimated omission share, the
 sentence-support result with its citation verdicts and restatements, the claim verification's unsupported share
 and lowest P(supported), MED-OMIT's omitted weight share — results of the smoke-test model are never read) and adds what is cheap to compute here (stigmatizing-
-language hits of the summary, its length). Nothing in here calls the judge.
+language hits of the summary, its length, the length of the case's notes and the summary's length relative to
+them). Nothing in here calls the judge.
+
+The two source-length features are there because raters' scores move with them: in the PDSQI-9 validation
+(779 summaries, 7 physicians) the length of the notes correlated with the raters' scores (Spearman ρ −0.31 for
+Thorough, −0.20 for Succinct, −0.19 for Organized) — a long record is harder to summarise thoroughly and briefly.
+The judge scores each summary on its own rubric and is not calibrated for that effect; the calibration's correction
+(:mod:`engine.judge.calibration`) can learn it from the local raters. No default combination uses them.
 """
 from __future__ import annotations
 
@@ -16,8 +23,9 @@ from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_
 from engine.core.models import Dataset
 
 
+# append only: a stored calibration reads the first len(its coefficients) of these
 FEATURE_NAMES = ("omission", "weak_support", "citation_problems", "stigma_hits", "log_words", "unsupported",
-                 "lowest_supported", "medomit_share", "restated")
+                 "lowest_supported", "medomit_share", "restated", "log_source_words", "length_ratio")
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,8 @@ class Features:
     lowest_supported: Optional[float] = None  # the least supported claim's P(supported)
     medomit_share: Optional[float] = None  # MED-OMIT: omitted facts' weight / all linked facts' weight
     restated: Optional[float] = None  # share of summary sentences that restate an earlier one
+    log_source_words: Optional[float] = None  # log(1 + words in the case's notes)
+    length_ratio: Optional[float] = None  # words in the summary / words in the case's notes
 
     def vector(self) -> list[Optional[float]]:
         return [getattr(self, n) for n in FEATURE_NAMES]
@@ -99,11 +109,20 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
         except (KeyError, ValueError):
             terms = ()
         words = len(s.text.split())
+        src = _source_words(ds, s.case_id)
         v_share, v_low, n_uns, n_ver = _verification(_json(ver.get(s.summary_id)))
         feats = Features(omission, weak_share, cit_share, float(len(terms)), math.log1p(words), v_share, v_low,
-                         _medomit_share(_json(med.get(s.summary_id))), restated)
+                         _medomit_share(_json(med.get(s.summary_id))), restated,
+                         None if src is None else math.log1p(src), words / src if src else None)
         out[s.summary_id] = EvidenceSummary(feats, flag, weak, n_sent, problems, n_cit, terms, n_uns, n_ver)
     return out
+
+
+def _source_words(ds: Dataset, case_id: str) -> Optional[int]:
+    try:
+        return sum(len(n.text.split()) for n in ds.case(case_id).notes)
+    except KeyError:
+        return None
 
 
 def _verification(v: Optional[dict]) -> tuple[Optional[float], Optional[float], int, int]:
