@@ -265,9 +265,16 @@ with tab_medomit:
                                              len(res.facts))
         rows = view.omitted_rows
         if rows:
+            cons = view.medomit_consensus
             labels = [f"\\[{r['weight']:.2g}\\] {untrusted.md_inline(r['fact_id'])} · "
-                      f"{untrusted.md_inline(r['headline'], 90)}" for r in rows]
-            pick = st.radio("Omitted facts, heaviest first (select one to see it in its note)", labels)
+                      + (f"others {r['stated by others'][0]}/{r['stated by others'][1]} · "
+                         if r["stated by others"] else "")
+                      + untrusted.md_inline(r['headline'], 90) for r in rows]
+            if cons:
+                st.caption(f"{cons.explain()} Other summaries: {untrusted.md_inline(', '.join(cons.others))}.")
+            pick = st.radio("Omitted facts, " + ("those the other summaries state first, then heaviest first"
+                                                 if cons else "heaviest first")
+                            + " (select one to see it in its note)", labels)
             row = rows[labels.index(pick)]
             note_text = case.note(row["note_id"]).text if row["note_id"] else None
             evidence_view.render_fact_detail(row, note_text)

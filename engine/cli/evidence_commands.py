@@ -47,26 +47,54 @@ def cmd_omissions(args) -> int:
                      embedder=Embedder(store=store))
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
+        from engine.evidence.medomit.consensus import consensus
+
+        wanted: dict[str, int] = {}
+        for sid in ids:
+            cid = ds.summary(sid).case_id
+            wanted[cid] = wanted.get(cid, 0) + 1
+        done: dict[str, list] = {}
         for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
-            case = ds.case(r.case_id)
-            emit({"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
-                  "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
-                  "omitted": [{"fact_id": s.fact_id, "fact": r.fact(s.fact_id).text, "weight": s.score,
-                               "importance": s.importance, "uniqueness": s.uniqueness,
-                               "note_id": r.fact(s.fact_id).note_id, "start": r.fact(s.fact_id).start,
-                               "end": r.fact(s.fact_id).end, "link": r.fact(s.fact_id).link,
-                               "source_text": (case.note(r.fact(s.fact_id).note_id).text[
-                                   r.fact(s.fact_id).start:r.fact(s.fact_id).end]
-                                   if r.fact(s.fact_id).start is not None else None),
-                               "explanation": s.explanation} for s in r.omitted],
-                  "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
-                  "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None})
+            done.setdefault(r.case_id, []).append(r)
+            if len(done[r.case_id]) == wanted[r.case_id]:  # a case is emitted once all its summaries are in
+                case_results = done.pop(r.case_id)
+                for res in case_results:
+                    emit(_medomit_line(res, ds.case(res.case_id), consensus(res, case_results)))
+        for case_results in done.values():  # cases not every summary of which came back
+            for res in case_results:
+                emit(_medomit_line(res, ds.case(res.case_id), consensus(res, case_results)))
     else:
         args.coverage_method = args.method
         return cmd_omissions_kde(args, ds, name, ids, emit)
     if out:
         out.close()
     return 0
+
+
+def _medomit_line(r, case, cons) -> dict:
+    """One summary's MED-OMIT result as the CLI prints it; ``stated_by_others``: how many of the other summaries
+    of the case (run together, decided on the same facts) state each omitted fact (null without such a summary).
+    The omitted facts come in the order the Case page lists them (:func:`omitted_fact_rows`)."""
+    from engine.evidence.medomit.rows import omitted_fact_rows
+
+    by_id = {s.fact_id: s for s in r.omitted}
+    ordered = [by_id[row["fact_id"]] for row in omitted_fact_rows(r, cons)]
+
+    def span(fid):
+        f = r.fact(fid)
+        return case.note(f.note_id).text[f.start:f.end] if f.start is not None else None
+
+    return {"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
+            "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
+            "compared_with": list(cons.others) if cons else [],
+            "omitted": [{"fact_id": s.fact_id, "fact": r.fact(s.fact_id).text, "weight": s.score,
+                         "importance": s.importance, "uniqueness": s.uniqueness,
+                         "stated_by_others": cons.of(s.fact_id).stated_by if cons and cons.of(s.fact_id) else None,
+                         "note_id": r.fact(s.fact_id).note_id, "start": r.fact(s.fact_id).start,
+                         "end": r.fact(s.fact_id).end, "link": r.fact(s.fact_id).link,
+                         "source_text": span(s.fact_id), "explanation": s.explanation} for s in ordered],
+            "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
+            "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None}
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:

@@ -5,18 +5,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from engine.evidence.medomit.consensus import Consensus
 from engine.evidence.medomit.result import MedOmitResult
 
 
-def omitted_fact_rows(result: MedOmitResult) -> list[dict]:
-    """Plain rows for the UI: the omitted facts, heaviest first. A fact the summary states only in part lists the
-    parts it leaves out (``left out``) and is headed by them (``headline``); ``regions`` are the spans of its note
-    its omission points to (``FactScore.regions``)."""
+def _share(cons: Optional[Consensus], fact_id: str) -> float:
+    c = cons.of(fact_id) if cons is not None else None
+    return c.share if c is not None else 0.0
+
+
+def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -> list[dict]:
+    """Plain rows for the UI: the omitted facts, heaviest first and, among equal weights, the least covered
+    first; with ``cons`` (the comparable other summaries of the case) the facts most of the other summaries state
+    come before all others. A fact the summary states only in part lists the parts it leaves out (``left out``) and
+    is headed by them (``headline``); ``regions`` are the spans of its note its omission points to
+    (``FactScore.regions``); ``others`` says how many of the other summaries state the fact ("" without a
+    comparison)."""
     rows = []
-    for s in result.omitted:
+    omitted = sorted(result.omitted, key=lambda s: (-_share(cons, s.fact_id), -s.score,
+                                                    1.0 if s.coverage is None else s.coverage, s.fact_id))
+    for s in omitted:
         f = result.fact(s.fact_id)
         left = [m[0] for m in s.missing]
+        c = cons.of(s.fact_id) if cons is not None else None
         rows.append({"fact_id": f.fact_id, "text": f.text, "left out": left,
+                     "others": c.text() if c is not None else "",
+                     "stated by others": (c.stated_by, c.others) if c is not None else None,
                      "headline": ("in part — left out: " + " … ".join(left)) if left else f.text,
                      "regions": [(a, b) for _, a, b in s.regions(f)], "weight": s.score, "importance": s.importance,
                      "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
