@@ -50,3 +50,26 @@ def test_medomit_share_reads_complete_results_of_the_default_model_only():
     inc = json.loads(res.to_json())
     inc["status"] = "incomplete"
     assert _medomit_share(inc) is None and _medomit_share(None) is None
+
+
+def test_validity_rows_show_the_real_text_figure_of_the_score_in_use(tmp_path, monkeypatch):
+    from engine.judge import used_scores
+
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps({"on": "real notes X", "items": [
+        {"item": "thorough", "spearman_judge": 0.5, "spearman_combination": 0.6}]}), encoding="utf-8")
+    monkeypatch.setattr(used_scores, "REAL_TEXT_VALIDITY", real)
+    rows = {r["item"]: r for r in used_scores.validity_rows(("thorough", "organized"), None)}
+    assert rows["Thorough"]["on real text"] == "ρ 0.60 (judge alone: ρ 0.50) on real notes X"
+    assert rows["Organized"]["on real text"] == "not measured"
+    monkeypatch.setattr(used_scores, "REAL_TEXT_VALIDITY", tmp_path / "missing.json")
+    assert used_scores.validity_rows(("thorough",), None)[0]["on real text"] == "not measured"
+
+
+def test_the_shipped_real_text_figure_is_read():
+    from engine.judge.used_scores import REAL_TEXT_VALIDITY, defaults, real_text_validity
+
+    r = real_text_validity()["thorough"]
+    assert REAL_TEXT_VALIDITY.exists() and "ACI-BENCH" in r["on"] and r["n"] >= 30
+    row = next(x for x in defaults("qwen2.5-coder-1.5b") if x["item"] == "Thorough")
+    assert row["score used"] == "combination" and row["on real text"].startswith(f"ρ {r['spearman_combination']:.2f}")

@@ -89,17 +89,32 @@ def combination_validity() -> dict[str, dict]:
     return {r["item"]: r for r in d.get("items", []) if isinstance(r, dict) and "item" in r}
 
 
+REAL_TEXT_VALIDITY = Path(__file__).resolve().parents[1] / "resources" / "combination_validity_real.json"
+
+
+def real_text_validity() -> dict[str, dict]:
+    """item -> the judge's and the combination's Spearman ρ on real text (``bench/thorough_realdev.py --record``:
+    real clinical notes with known omissions), with what it was measured on; empty when not measured."""
+    try:
+        d = json.loads(REAL_TEXT_VALIDITY.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {r["item"]: {**r, "on": d.get("on", "")} for r in d.get("items", []) if isinstance(r, dict) and "item" in r}
+
+
 def _fmt(v: Optional[float]) -> str:
     return "—" if v is None else f"{v:.2f}"
 
 
 def validity_rows(items, cal: Optional[Calibration], judge_figures: Sequence[dict] = ()) -> list[dict]:
-    """Per item: the score used where decisions are made, why, its measured validity and on what data.
+    """Per item: the score used where decisions are made, why, its measured validity and on what data, and its
+    figure on real text where one was measured (``on real text``).
     ``judge_figures``: the judge model's rows from its validity benchmark (item, spearman_raw, …)."""
     from engine.core.rubric import get_item
 
     picks = choices(items, cal)
     comb = combination_validity()
+    real = real_text_validity()
     judge = {r["item"]: r for r in judge_figures if r.get("samples", 1) == 1}
     rows = []
     for item in items:
@@ -118,8 +133,14 @@ def validity_rows(items, cal: Optional[Calibration], judge_figures: Sequence[dic
             on = VALIDITY_SET
         else:
             fig, on = "not measured", "—"
+        r = real.get(item)
+        if r is None or p.source == "calibrated":
+            on_real = "not measured" if r is None else "— (the calibration is measured on this dataset's raters)"
+        else:
+            key = "spearman_combination" if p.source == "combination" else "spearman_judge"
+            on_real = f"ρ {_fmt(r.get(key))} (judge alone: ρ {_fmt(r.get('spearman_judge'))}) on {r['on']}"
         rows.append({"item": get_item(item).label, "score used": p.source, "why": p.why, "validity": fig,
-                     "measured on": on})
+                     "measured on": on, "on real text": on_real})
     return rows
 
 
