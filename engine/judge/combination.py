@@ -18,7 +18,9 @@ wrong citation in every sentence reaches 1). The combination of an item is the w
 (:data:`COMBINATIONS`); a signal not computed for a summary is left out and the other weights renormalised, so
 with no evidence the combination is the judge's score. Items without evidence of their own (Useful, Organized,
 Comprehensible, …) have no combination: their score is the judge's. The weights are fixed, not fitted: every
-item gives the judge and its evidence half each (:data:`WEIGHTS_NOTE`).
+item gives the judge and its evidence half each (:data:`WEIGHTS_NOTE`). They weigh values on the 1-5 scale: a
+judge whose expected scores spread by hundredths (the 1.5B's do) leaves the ranking to the evidence, whose maps
+spread by half a point or more, and only breaks its ties.
 """
 from __future__ import annotations
 
