@@ -55,6 +55,11 @@ ORDERS = {
 SHIPPED = "others,weight,cov"  # engine.evidence.medomit.rows.omitted_fact_rows with a consensus
 
 
+def _share(cons):
+    """fact score -> the share of the other summaries that state its fact (0 without a comparison)."""
+    return lambda s: cons.share_of(s.fact_id) if cons is not None else 0.0
+
+
 def shipped_results() -> list[MedOmitResult]:
     return [MedOmitResult.from_json(json.loads(x)["result"])
             for x in SAMPLE_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -69,11 +74,7 @@ def dropped_ranks(results, ds, manifest) -> dict[str, dict[str, list[int]]]:
             continue
         case = ds.case(r.case_id)
         cons = consensus(r, [o for o in results if o.case_id == r.case_id])
-
-        def share(s, cons=cons):
-            c = cons.of(s.fact_id) if cons is not None else None
-            return c.share if c is not None else 0.0
-
+        share = _share(cons)
         for d in (d for d in manifest["summaries"][r.summary_id]["defects"] if d["type"] == "dropped_fact"):
             hits = {s.fact_id for s in r.omitted if matches(s, r, d, case)}
             if not hits:
@@ -91,11 +92,7 @@ def shipped_order_matches(results) -> bool:
         if r.status != "complete":
             continue
         cons = consensus(r, [o for o in results if o.case_id == r.case_id])
-
-        def share(s, cons=cons):
-            c = cons.of(s.fact_id) if cons is not None else None
-            return c.share if c is not None else 0.0
-
+        share = _share(cons)
         want = [s.fact_id for s in sorted(r.omitted, key=lambda s: ORDERS[SHIPPED](s, share))]
         if [row["fact_id"] for row in omitted_fact_rows(r, cons)] != want:
             return False

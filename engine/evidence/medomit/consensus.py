@@ -48,6 +48,11 @@ class Consensus:
     def of(self, fact_id: str) -> Optional[FactConsensus]:
         return self.facts.get(fact_id)
 
+    def share_of(self, fact_id: str) -> float:
+        """The share of the other summaries that state the fact (0 for a fact they were not decided on)."""
+        c = self.facts.get(fact_id)
+        return c.share if c is not None else 0.0
+
     def explain(self) -> str:
         n = len(self.others)
         return (f"Compared with the {n} other summar{'y' if n == 1 else 'ies'} of this case decided on the same "

@@ -9,11 +9,6 @@ from engine.evidence.medomit.consensus import Consensus
 from engine.evidence.medomit.result import MedOmitResult
 
 
-def _share(cons: Optional[Consensus], fact_id: str) -> float:
-    c = cons.of(fact_id) if cons is not None else None
-    return c.share if c is not None else 0.0
-
-
 def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -> list[dict]:
     """Plain rows for the UI: the omitted facts, heaviest first and, among equal weights, the least covered
     first; with ``cons`` (the comparable other summaries of the case) the facts most of the other summaries state
@@ -22,7 +17,7 @@ def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -
     (``FactScore.regions``); ``others`` says how many of the other summaries state the fact ("" without a
     comparison)."""
     rows = []
-    omitted = sorted(result.omitted, key=lambda s: (-_share(cons, s.fact_id), -s.score,
+    omitted = sorted(result.omitted, key=lambda s: (-(cons.share_of(s.fact_id) if cons else 0.0), -s.score,
                                                     1.0 if s.coverage is None else s.coverage, s.fact_id))
     for s in omitted:
         f = result.fact(s.fact_id)
