@@ -196,6 +196,10 @@ COLUMN_HELP = {
                        "for a diagnosis). 0 = nothing pertinent missing. Blank = not run or incomplete.",
     "omitted facts": "How many facts from the notes the summary left out. Facts not found in the notes are never "
                      "counted.",
+    "left out, all other summaries state": "Omitted facts that every other summary of the same case states (the "
+                                           "same facts decided by the same model and decision): the gaps the "
+                                           "other summarizers did not leave. Blank = no other summary of the case "
+                                           "to compare with.",
     "not found in the notes": "Facts the model stated that could not be located in the notes (e.g. invented or "
                               "paraphrased beyond matching): listed apart on the Case page, never counted or "
                               "weighted.",
@@ -204,6 +208,8 @@ COLUMN_HELP = {
     "summaries": "Summaries in the group with a MED-OMIT weight.",
     "mean weight": "Mean MED-OMIT weight of the group (higher = more pertinent facts left out).",
     "mean omitted facts": "Mean number of omitted facts in the group.",
+    "mean left out, all others state": "Mean number of omitted facts that every other summary of the case states, "
+                                       "over the group's summaries that could be compared.",
     "omission score": "How much of the notes the summary leaves uncovered (unit coverage: the estimated share of "
                       "the notes' facts left out, 0 to 1, comparable across cases): higher = more left out.",
     "flagged": "yes = the omission score is above the flag threshold: a likely omission worth reading.",

@@ -38,7 +38,9 @@ if not view.medomit_results:
             "facts and weigh the ones each summary leaves out (needs the judge model; resumable), or run it on one "
             "summary from the Case page.")
 evidence_view.render_table(rows, "MED-OMIT weight = sum of the omitted facts' scores; omitted facts = how many "
-                           "facts from the notes are missing; facts not found in the notes are never counted. "
+                           "facts from the notes are missing; facts not found in the notes are never counted; "
+                           "'left out, all other summaries state' = omitted facts that every other summary of the "
+                           "case states (decided on the same facts by the same model; empty without one). "
                            "'smoke-test model' = yes: computed with the embedded 270M model, not clinically "
                            "meaningful. Incomplete runs have no weight.", key="medomit_per_summary")
 c1, c2 = st.columns(2)
@@ -75,7 +77,8 @@ else:
 with st.expander("What the columns mean"):
     st.markdown(evidence_view.explain_columns(
         ["omission score", "flagged", "note flags", "mean support", "weak sentences", "coverage", "density", "combined g",
-         "citation issues", "unsupported claims", "lowest P(supported)", "MED-OMIT weight", "omitted facts", "not found in the notes", "smoke-test model"]))
+         "citation issues", "unsupported claims", "lowest P(supported)", "MED-OMIT weight", "omitted facts",
+         "left out, all other summaries state", "not found in the notes", "smoke-test model"]))
 
 # ------------------------------------------------------------------------------------------------- chart
 st.markdown("#### By generator and quality group")

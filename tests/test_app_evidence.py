@@ -14,7 +14,7 @@ from fakes import drop_stored_evidence
 
 TIMEOUT = 120
 EXPLAINED = ["omission score", "flagged", "note flags", "mean support", "weak sentences", "coverage", "density", "combined g",
-             "citation issues", "MED-OMIT weight", "omitted facts"]
+             "citation issues", "MED-OMIT weight", "omitted facts", "left out, all other summaries state"]
 
 
 def _run() -> AppTest:

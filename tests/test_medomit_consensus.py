@@ -114,3 +114,36 @@ def test_cli_line_lists_the_omissions_in_the_case_page_order_with_the_count(case
     assert line["omitted"][0]["stated_by_others"] == 2 and sorted(line["compared_with"]) == sorted(cons.others)
     alone = _medomit_line(me, ds.case(me.case_id), None)
     assert alone["compared_with"] == [] and all(o["stated_by_others"] is None for o in alone["omitted"])
+
+
+def test_dataset_rows_count_what_every_other_summary_states():
+    from engine.data.loading import load_paths
+    from engine.evidence.medomit.rows import dataset_rows, group_means
+    from engine.sample import SAMPLE_BUNDLE
+
+    ds = load_paths([SAMPLE_BUNDLE])[0]
+    results = {r.summary_id: r for r in _shipped()}
+    rows = {r.summary_id: r for r in dataset_rows(ds, results)}
+    for sid, r in results.items():
+        others = [o for o in results.values() if o.case_id == r.case_id and o.summary_id != sid]
+        gone = [{x.fact_id for x in o.omitted} for o in others]
+        want = sum(1 for s in r.omitted if all(s.fact_id not in g for g in gone))
+        assert rows[sid].others_keep == want
+        assert rows[sid].display()["left out, all other summaries state"] == want
+    alone = dataset_rows(ds, {"card-01-s1": results["card-01-s1"]})  # its case's others not run
+    assert next(r for r in alone if r.summary_id == "card-01-s1").others_keep is None
+    means = {g["quality group"]: g for g in group_means(list(rows.values()), "quality group")}
+    assert means["high"]["mean left out, all others state"] < means["low"]["mean left out, all others state"]
+
+
+def test_evidence_page_view_counts_them_per_summary_and_group(store):
+    from engine.sample import ensure_sample
+    from engine.views.evidence import evidence_page_view
+
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    view = evidence_page_view(store, "sample", ds)
+    shown = {r["summary"]: r["left out, all other summaries state"] for r in view.medomit_rows}
+    assert shown and all(isinstance(v, int) for v in shown.values())
+    assert shown["card-01-s3"] > shown["card-01-s1"]  # s3 left out a documented pertinent fact, s1 none
+    assert all(g["mean left out, all others state"] is not None for g in view.medomit_by_group["quality group"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.evidence.medomit.consensus import Consensus
+from engine.evidence.medomit.consensus import Consensus, consensus
 from engine.evidence.medomit.result import MedOmitResult
 
 
@@ -52,6 +52,7 @@ class SummaryOmissions:
     omitted: Optional[int]
     not_found: Optional[int]  # facts not found in the notes (never counted)
     smoke_test: Optional[bool]  # computed by the smoke-test model
+    others_keep: Optional[int] = None  # omitted facts every other summary of the case states (None: no comparison)
 
     def group(self, by: str) -> str:
         """The summary's value of a grouping (``GROUPINGS``)."""
@@ -61,7 +62,8 @@ class SummaryOmissions:
         """The row as a table shows it (column labels)."""
         return {"summary": self.summary_id, "case": self.case_id, "generator": self.generator,
                 "quality group": self.quality_group, "status": self.status, "MED-OMIT weight": self.weight,
-                "omitted facts": self.omitted, "not found in the notes": self.not_found,
+                "omitted facts": self.omitted, "left out, all other summaries state": self.others_keep,
+                "not found in the notes": self.not_found,
                 "smoke-test model": "yes" if self.smoke_test else ""}
 
 
@@ -69,23 +71,35 @@ GROUPINGS = ("generator", "quality group")
 
 
 def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[SummaryOmissions]:
-    """One row per summary of ``ds`` with its MED-OMIT result's figures (``results``: by summary id)."""
+    """One row per summary of ``ds`` with its MED-OMIT result's figures (``results``: by summary id), and how many
+    of its omitted facts every comparable other summary of its case states (:mod:`.consensus`)."""
+    by_case: dict[str, list[MedOmitResult]] = {}
+    for r in results.values():
+        by_case.setdefault(r.case_id, []).append(r)
     out = []
     for s in ds.summaries:
         r = results.get(s.summary_id)
+        cons = consensus(r, by_case.get(r.case_id, [])) if r is not None else None
+        keep = (sum(1 for f in r.omitted if cons.share_of(f.fact_id) == 1.0) if cons is not None else None)
         out.append(SummaryOmissions(s.summary_id, s.case_id, s.generator_model or "", s.quality_group or "",
                                     r.status if r else "not run", r.document_weight if r else None,
                                     r.omission_count if r else None, len(r.not_found) if r else None,
-                                    r.smoke_test if r else None))
+                                    r.smoke_test if r else None, keep))
     return out
 
 
 def group_means(rows: list[SummaryOmissions], by: str) -> list[dict]:
-    """Per group of ``by`` (one of ``GROUPINGS``): summaries with a weight, mean weight and mean omitted facts."""
+    """Per group of ``by`` (one of ``GROUPINGS``): summaries with a weight, mean weight, mean omitted facts, and the
+    mean number of omitted facts all other summaries of the case state (over the summaries compared; None when none
+    was)."""
     groups: dict[str, list[SummaryOmissions]] = {}
     for r in rows:
         if r.weight is not None:
             groups.setdefault(r.group(by) or "(none)", []).append(r)
-    return [{by: g, "summaries": len(v), "mean weight": round(sum(x.weight for x in v) / len(v), 3),
-             "mean omitted facts": round(sum(x.omitted for x in v) / len(v), 2)}
-            for g, v in sorted(groups.items())]
+    out = []
+    for g, v in sorted(groups.items()):
+        kept = [x.others_keep for x in v if x.others_keep is not None]
+        out.append({by: g, "summaries": len(v), "mean weight": round(sum(x.weight for x in v) / len(v), 3),
+                    "mean omitted facts": round(sum(x.omitted for x in v) / len(v), 2),
+                    "mean left out, all others state": round(sum(kept) / len(kept), 2) if kept else None})
+    return out
