@@ -147,3 +147,16 @@ def test_evidence_page_view_counts_them_per_summary_and_group(store):
     assert shown and all(isinstance(v, int) for v in shown.values())
     assert shown["card-01-s3"] > shown["card-01-s1"]  # s3 left out a documented pertinent fact, s1 none
     assert all(g["mean left out, all others state"] is not None for g in view.medomit_by_group["quality group"])
+
+
+def test_cli_compares_a_summary_run_alone_with_the_stored_others_of_its_case(store):
+    from engine.cli.evidence_commands import _emit_case
+    from engine.sample import ensure_sample
+
+    ensure_sample(store)
+    ds = store.load_dataset("sample")
+    me = next(r for r in _shipped() if r.summary_id == "neuro-01-s2")
+    lines = []
+    _emit_case(lines.append, ds, [me], store, "sample")
+    assert [x["summary_id"] for x in lines] == ["neuro-01-s2"]
+    assert sorted(lines[0]["compared_with"]) == ["neuro-01-s1", "neuro-01-s3"]  # as the Case page compares it

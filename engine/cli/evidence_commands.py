@@ -47,8 +47,6 @@ def cmd_omissions(args) -> int:
                      embedder=Embedder(store=store))
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
-        from engine.evidence.medomit.consensus import consensus
-
         wanted: dict[str, int] = {}
         for sid in ids:
             cid = ds.summary(sid).case_id
@@ -57,12 +55,9 @@ def cmd_omissions(args) -> int:
         for r in run_medomit(mo, ds, ids, store=store, dataset_name=name, progress=prog):
             done.setdefault(r.case_id, []).append(r)
             if len(done[r.case_id]) == wanted[r.case_id]:  # a case is emitted once all its summaries are in
-                case_results = done.pop(r.case_id)
-                for res in case_results:
-                    emit(_medomit_line(res, ds.case(res.case_id), consensus(res, case_results)))
+                _emit_case(emit, ds, done.pop(r.case_id), store, name)
         for case_results in done.values():  # cases not every summary of which came back
-            for res in case_results:
-                emit(_medomit_line(res, ds.case(res.case_id), consensus(res, case_results)))
+            _emit_case(emit, ds, case_results, store, name)
     else:
         args.coverage_method = args.method
         return cmd_omissions_kde(args, ds, name, ids, emit)
@@ -71,9 +66,21 @@ def cmd_omissions(args) -> int:
     return 0
 
 
+def _emit_case(emit, ds, run: list, store, name: str) -> None:
+    """Emit a case's results of this run, each compared with the case's other summaries as the Case page compares
+    them: this run's results and the workspace's stored ones."""
+    from engine.evidence.medomit.consensus import consensus, stored_case_results
+
+    stored = store.evidence_results(name, "medomit") if store is not None else {}
+    case_results = stored_case_results(ds, run[0].case_id, stored, known=run)
+    for res in run:
+        emit(_medomit_line(res, ds.case(res.case_id), consensus(res, case_results)))
+
+
 def _medomit_line(r, case, cons) -> dict:
     """One summary's MED-OMIT result as the CLI prints it; ``stated_by_others``: how many of the other summaries
-    of the case (run together, decided on the same facts) state each omitted fact (null without such a summary).
+    of the case (this run's and the workspace's stored results decided on the same facts) state each omitted fact
+    (null without such a summary).
     The omitted facts come in the order the Case page lists them (:func:`omitted_fact_rows`)."""
     from engine.evidence.medomit.rows import omitted_fact_rows
 

@@ -22,7 +22,7 @@ from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cache
                                               region_rank_score)
 from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_result
-from engine.evidence.medomit.consensus import Consensus, consensus
+from engine.evidence.medomit.consensus import Consensus, consensus, stored_case_results
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows
 from engine.evidence.coverage.omission_flags import omission_flags
@@ -177,23 +177,12 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
     stored = medomit.get(s.summary_id)
     if stored:
         view.medomit = MedOmitResult.from_json(stored)
-        view.medomit_consensus = consensus(view.medomit, _case_medomit(ds, s.case_id, medomit))
+        view.medomit_consensus = consensus(view.medomit,
+                                           stored_case_results(ds, s.case_id, medomit, known=[view.medomit]))
         view.omitted_rows = omitted_fact_rows(view.medomit, view.medomit_consensus)
         view.not_found_rows = not_found_rows(view.medomit)
         view.medomit_cost = cost_line(view.medomit.seconds_by_step())
     return view
-
-
-def _case_medomit(ds, case_id: str, stored: dict) -> list[MedOmitResult]:
-    """The stored MED-OMIT results of the case's summaries (those that do not load are left out)."""
-    out = []
-    for other in ds.summaries:
-        if other.case_id == case_id and stored.get(other.summary_id):
-            try:
-                out.append(MedOmitResult.from_json(stored[other.summary_id]))
-            except (KeyError, TypeError, ValueError):
-                continue
-    return out
 
 
 def cost_line(seconds: dict[str, float]) -> str:

@@ -16,7 +16,7 @@ reads and says, per omitted fact, how many of the other summaries state it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from engine.evidence.medomit.result import MedOmitResult
 
@@ -82,3 +82,17 @@ def consensus(result: MedOmitResult, case_results: Sequence[MedOmitResult]) -> O
              for s in result.scores}
     return Consensus(result.summary_id, tuple(r.summary_id for r in others), facts)
 
+
+def stored_case_results(ds, case_id: str, stored: Mapping[str, str],
+                        known: Sequence[MedOmitResult] = ()) -> list[MedOmitResult]:
+    """The MED-OMIT results of the case's summaries: ``known`` ones as given, the others read from ``stored``
+    (summary id -> stored JSON, as the workspace returns them); rows that do not load are left out."""
+    have = {r.summary_id for r in known}
+    out = list(known)
+    for s in ds.summaries:
+        if s.case_id == case_id and s.summary_id not in have and stored.get(s.summary_id):
+            try:
+                out.append(MedOmitResult.from_json(stored[s.summary_id]))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
