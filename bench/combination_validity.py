@@ -11,7 +11,10 @@ AUROC defect vs clean. A calibrated score is a strictly increasing map of its pr
 ranks exactly as the judge's score (kind ``judge``) or the combination (``judge+evidence`` without a correction):
 its ρ is not a separate measurement and is not printed.
 
-Usage: python bench/combination_validity.py [--threads 2] [--json FILE] [--no-medomit] [--record]
+The Thorough combination's "z" form standardises its signals over every summary judged in the run (as the product
+does over a dataset's). ``--items thorough`` measures one item again on its own variants and the clean controls.
+
+Usage: python bench/combination_validity.py [--threads 2] [--json FILE] [--no-medomit] [--record] [--items a,b]
 """
 from __future__ import annotations
 
@@ -58,48 +61,59 @@ def medomit_for(store, ds, variants, backend, sha, emb) -> int:
     return done
 
 
-def figures(threads: int = 2, medomit: bool = True) -> dict:
-    """Judge, evidence and the per-item figures of the test split (see the module docstring)."""
+def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dict:
+    """Judge, evidence and the per-item figures of the test split (see the module docstring); ``items``: only the
+    clean controls and these items' variants are judged and reported (their "z" scales then range over those)."""
     from dataclasses import replace
 
     from engine.data.store import Store
     from engine.evidence.batch import compute_evidence
     from engine.evidence.embeddings import Embedder
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
-    from engine.judge.combination import COMBINATIONS, WEIGHTS_NOTE, combine
+    from engine.judge.combination import COMBINATIONS, COMBINATION_VERSION, WEIGHTS_NOTE, combine, dataset_scales
     from engine.judge.features import evidence_for
     from engine.judge.runner import open_llama_backend
     from engine.llm.modelfiles import DEFAULT_EMBEDDED
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "validity.sqlite")
-    variants = [v for v in all_variants() if v.split == "test"]
-    ds = dataset(variants, "combination-validity-test")
+    subset = tuple(items) != ITEMS
+    variants = [v for v in all_variants() if v.split == "test"
+                and (not subset or v.kind == "clean" or ITEM_OF_KIND.get(v.kind) in items)]
+    tag = "-" + "-".join(items) if subset else ""
+    ds = dataset(variants, "combination-validity-test" + tag)
     if ds.name not in store.dataset_names():
         store.import_dataset(ds, name=ds.name)
     t0 = time.perf_counter()
-    judged = run_model(DEFAULT_EMBEDDED, 1, variants, store, threads, ds_name="validity-test-1.5b-1")
+    judged = run_model(DEFAULT_EMBEDDED, 1, variants, store, threads, ds_name="validity-test-1.5b-1" + tag)
     print(f"judged in {(time.perf_counter() - t0) / 60:.1f} min", file=sys.stderr)
     emb = Embedder(store=store)
     compute_evidence(store, ds.name, ds, [v.summary_id for v in variants], emb)
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=DEFAULT_EMBEDDED)
-    acc = [v.summary_id for v in variants if v.kind in ("clean", "accurate")]
+    acc = [v.summary_id for v in variants if v.kind in ("clean", "accurate")] if "accurate" in items else []
     compute_verification(store, ds.name, ds, acc, lambda: backend, sha, replace(DEFAULT_PARAMS, citations=False),
                          lambda **kw: None)
     if medomit:
         medomit_for(store, ds, [v for v in variants if v.kind in ("clean", "thorough")], backend, sha, emb)
     ev = evidence_for(store, ds.name, ds)
-    report = {"weights": {k: v for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": [],
+    # the "z" form's reference population: every judged summary of the split, as the product takes a dataset's
+    scored = {v.summary_id: {it: _score(judged[v.summary_id], it, "expected") for it in ITEMS}
+              for v in variants if judged.get(v.summary_id)}
+    scales = dataset_scales(scored, {sid: e.features for sid, e in ev.items()})
+    report = {"version": COMBINATION_VERSION, "weights": {k: dict(v.weights) for k, v in COMBINATIONS.items()},
+              "forms": {k: v.form for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": [],
               "cases": len({v.case_id for v in variants}),
               "medomit": ("decided for the clean and Thorough variants" if medomit else
                           "not run: the Thorough combination weighs the judge 2/3 and unit coverage 1/3, as for "
                           "any summary MED-OMIT has not run on")}
-    for item in ITEMS:
+    report["population"] = len(scored)
+    for item in items:
         kinds = [k for k, it in ITEM_OF_KIND.items() if it == item]
         rel = [v for v in variants if (v.kind == "clean" or v.kind in kinds) and judged.get(v.summary_id)]
         raw = {v.summary_id: _score(judged[v.summary_id], item, "expected") for v in rel}
         rel = [v for v in rel if raw[v.summary_id] is not None]
-        comb = {v.summary_id: combine(item, raw[v.summary_id], ev[v.summary_id].features).value for v in rel}
+        comb = {v.summary_id: combine(item, raw[v.summary_id], ev[v.summary_id].features, scales.get(item)).value
+                for v in rel}
         sev = [-v.severity for v in rel]
         defect = [int(v.severity > 0) for v in rel]
         row = {"item": item, "n": len(rel),
@@ -131,13 +145,24 @@ def main() -> int:
     ap.add_argument("--record", action="store_true",
                     help="also write the figures to engine/resources/combination_validity.json (shown where the "
                          "score is used)")
+    ap.add_argument("--items", default=",".join(ITEMS),
+                    help="comma-separated items to measure (default all); only the clean controls and these items' "
+                         "variants are judged, and --record replaces only these items' rows")
     a = ap.parse_args()
-    report = figures(a.threads, medomit=not a.no_medomit)
+    items = tuple(i for i in ITEMS if i in a.items.split(","))
+    report = figures(a.threads, medomit=not a.no_medomit, items=items)
     print_figures(report)
     Path(a.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     if a.record:
         from engine.judge.used_scores import COMBINATION_VALIDITY
 
+        if items != ITEMS:  # keep the other items' rows, and say which rows were measured on what
+            old = json.loads(COMBINATION_VALIDITY.read_text(encoding="utf-8"))
+            rows = {r["item"]: r for r in old["items"]}
+            for r in report["items"]:
+                rows[r["item"]] = {**r, "population": report["population"], "version": report["version"]}
+            report = {**old, "version": report["version"], "weights": report["weights"], "forms": report["forms"],
+                      "items": [rows[i] for i in ITEMS if i in rows]}
         COMBINATION_VALIDITY.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         print(f"recorded in {COMBINATION_VALIDITY}")
     return 0

@@ -10,15 +10,22 @@ clinician's note is a reference written from the conversation "and other knowled
 complete note is not a perfect summary either: the figures are a ranking of graded omissions, not of quality.
 
 Per summary: the default 1.5B judge's Thorough expected score (one greedy pass), unit coverage's estimated omitted
-share (the default coverage method), and the combinations of the two:
-  * value       the product's default combination (engine.judge.combination): each signal on the 1-5 scale by its
-                fixed map, then the weighted mean — judge ⅔, coverage ⅓, as for any summary MED-OMIT has not run
-                on; also with other slopes k of coverage's map 5 − k·share (the product's is 8);
-  * z           each signal standardised over the split's summaries, then the same weights;
-  * rank        each signal's ranks over the split's summaries, then the same weights.
-Prints, per split, Spearman ρ with −(known omission) over all summaries and the mean ρ within a conversation, and
-each signal's spread (SD). Judge results are kept in bench/out/thorough_realdev.sqlite (an interrupted run resumes).
-Usage: python bench/thorough_realdev.py [--split dev|test] [--conversations 10] [--threads 2]
+share (the default coverage method), and the combinations of the two, with the product's weights for a summary
+MED-OMIT has not run on (judge ⅔, coverage ⅓) unless named:
+  * product     the product's default combination (engine.judge.combination) with its reference scales taken over
+                the split's summaries, as the product takes them over a dataset's;
+  * mean        the combination's "mean" form: each signal on the 1-5 scale by its fixed map, then the weighted
+                mean (the product's form before the "z" form); also with other slopes k of coverage's map
+                5 − k·share (the product's is 8);
+  * z           each signal standardised over the split's summaries, then the weighted mean; also with the judge
+                weighted ½ and ⅓;
+  * rank        each signal's ranks over the split's summaries, then the weighted mean.
+The form and the judge's weight are chosen on the development split only (the highest ρ over all summaries; the
+shipped weights stay unless another beats them by 0.03 or more); the test split is reported. Prints, per split,
+Spearman ρ with −(known omission) over all summaries and the mean ρ within a conversation, and each signal's spread
+(SD). Judge results are kept in bench/out/thorough_realdev.sqlite (an interrupted run resumes).
+``--skip K`` leaves out the split's first K conversations (a held-out part no earlier run has looked at).
+Usage: python bench/thorough_realdev.py [--split dev|test] [--conversations 10] [--skip 0] [--threads 2] [--record]
 """
 from __future__ import annotations
 
@@ -47,10 +54,10 @@ SEED = 11
 SLOPES = (0.5, 1.0, 2.0, 4.0)
 
 
-def conversations(split: str, n: int) -> list[dict]:
+def conversations(split: str, n: int, skip: int = 0) -> list[dict]:
     rows = [r for r in _read("aci_bench_train.csv") if split_of(r["encounter_id"]) == split
             and len(r["dialogue"].split()) <= MAX_WORDS and len(_aci_sentences(r["note"])) >= 8]
-    return sorted(rows, key=lambda r: r["encounter_id"])[:n]
+    return sorted(rows, key=lambda r: r["encounter_id"])[skip:skip + n]
 
 
 def variants(row: dict) -> list[tuple[str, str, float]]:
@@ -71,17 +78,17 @@ def variants(row: dict) -> list[tuple[str, str, float]]:
     return out
 
 
-def build(split: str, n: int):
+def build(split: str, n: int, skip: int = 0):
     from engine.core.models import Case, Dataset, Note, Summary
 
     cases, summaries, truth = [], [], {}
-    for row in conversations(split, n):
+    for row in conversations(split, n, skip):
         cid = row["encounter_id"]
         cases.append(Case(cid, "primary care", (Note("1", row["dialogue"], note_type="visit conversation"),)))
         for sid, text, share in variants(row):
             summaries.append(Summary(sid, cid, text))
             truth[sid] = share
-    return Dataset(f"thorough-realdev-{split}", cases, summaries), truth
+    return Dataset(f"thorough-realdev-{split}" + (f"-from{skip}" if skip else ""), cases, summaries), truth
 
 
 def judge_all(ds, store, threads: int) -> dict:
@@ -117,17 +124,21 @@ def _z(v: np.ndarray) -> np.ndarray:
 
 def combinations(judge: np.ndarray, omission: np.ndarray) -> dict[str, np.ndarray]:
     """Higher = more thorough, for every way of combining the judge's expected score with coverage's omitted
-    share, with the product's weights for a summary MED-OMIT has not run on (judge ⅔, coverage ⅓)."""
-    from engine.judge.combination import combine
+    share, with the product's weights for a summary MED-OMIT has not run on (judge ⅔, coverage ⅓) unless named."""
+    from engine.judge.combination import combine, scales_of
     from engine.judge.features import Features
 
+    feats = [Features(omission=float(o)) for o in omission]
+    scales = scales_of("thorough", list(zip(judge.tolist(), feats)))
+    product = np.array([combine("thorough", float(j), f, scales).value for j, f in zip(judge, feats)])
+    mean = np.array([combine("thorough", float(j), f).value for j, f in zip(judge, feats)])
     wj, wc = 2 / 3, 1 / 3
-    value = np.array([combine("thorough", float(j), Features(omission=float(o))).value
-                      for j, o in zip(judge, omission)])
-    out = {"judge": judge, "coverage": -omission, "value": value,
-           "z": wj * _z(judge) + wc * _z(-omission), "rank": wj * rankdata(judge) + wc * rankdata(-omission)}
+    out = {"judge": judge, "coverage": -omission, "product": product, "mean": mean,
+           "z": wj * _z(judge) + wc * _z(-omission), "z judge ½": 0.5 * _z(judge) + 0.5 * _z(-omission),
+           "z judge ⅓": _z(judge) / 3 + 2 * _z(-omission) / 3,
+           "rank": wj * rankdata(judge) + wc * rankdata(-omission)}
     for k in SLOPES:  # the fixed map 5 - k * share with other slopes (the product's is 8)
-        out[f"value k={k:g}"] = wj * judge + wc * np.clip(5.0 - k * omission, 1.0, 5.0)
+        out[f"mean k={k:g}"] = wj * judge + wc * np.clip(5.0 - k * omission, 1.0, 5.0)
     return out
 
 
@@ -154,6 +165,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", choices=("dev", "test"), default="dev")
     ap.add_argument("--conversations", type=int, default=10)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the split's first K conversations")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--record", action="store_true", help="write the test split's judge and combination figures "
                     "to engine/resources/combination_validity_real.json (shown where the score is used)")
@@ -164,9 +176,8 @@ def main() -> int:
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "thorough_realdev.sqlite")
-    ds, truth = build(args.split, args.conversations)
-    if ds.name not in store.dataset_names():
-        store.import_dataset(ds, name=ds.name)
+    ds, truth = build(args.split, args.conversations, args.skip)
+    store.import_dataset(ds, name=ds.name, replace=ds.name in store.dataset_names(), force=True)
     print(f"{args.split}: {len(ds.cases)} conversations, {len(ds.summaries)} summaries", file=sys.stderr)
     judged = judge_all(ds, store, args.threads)
     omission = coverage_all(ds, store)
@@ -174,27 +185,31 @@ def main() -> int:
     print(f"[{args.split}] {f['n']} summaries of {f['conversations']} conversations (ACI-BENCH train, real notes); "
           f"SD of the judge's Thorough expected score {f['sd_judge']:.3f}, of coverage's 1-5 map "
           f"{f['sd_coverage_scaled']:.3f}")
-    print(f"{'score':10s} {'ρ all':>7s} {'ρ within a conversation':>25s}")
+    print(f"{'score':12s} {'ρ all':>7s} {'ρ within a conversation':>25s}")
     for name, (rho, within) in f["rows"].items():
-        print(f"{name:10s} {rho:7.2f} {within:25.2f}")
+        print(f"{name:12s} {rho:7.2f} {within:25.2f}")
     if args.record:
-        record(f)
+        record(f, args.skip)
     return 0
 
 
-def record(f: dict) -> None:
+def record(f: dict, skip: int) -> None:
     import json
 
+    from engine.judge.combination import COMBINATION_VERSION
     from engine.judge.used_scores import REAL_TEXT_VALIDITY
 
-    on = (f"real visit conversations as the source (ACI-BENCH training split, test half: {f['conversations']} "
-          f"conversations; {f['n']} summaries = the clinician's note with 0, ¼ or ½ of its sentences taken out; "
-          "Spearman with the share taken out)")
+    part = (f"conversations {skip + 1}-{skip + f['conversations']} of its test half, not looked at before the "
+            "combination's form was chosen" if skip else f"test half: {f['conversations']} conversations")
+    on = (f"real visit conversations as the source (ACI-BENCH training split, {part}; {f['n']} summaries = the "
+          "clinician's note with 0, ¼ or ½ of its sentences taken out; Spearman with the share taken out)")
     rows = f["rows"]
     REAL_TEXT_VALIDITY.write_text(json.dumps({"on": on, "items": [
         {"item": "thorough", "n": f["n"], "spearman_judge": round(rows["judge"][0], 4),
-         "spearman_combination": round(rows["value"][0], 4), "spearman_coverage": round(rows["coverage"][0], 4),
-         "note": "the combination as for a summary MED-OMIT has not run on (judge 2/3, unit coverage 1/3)"}]},
+         "spearman_combination": round(rows["product"][0], 4), "spearman_coverage": round(rows["coverage"][0], 4),
+         "spearman_mean_form": round(rows["mean"][0], 4), "combination": COMBINATION_VERSION,
+         "note": "the combination as for a summary MED-OMIT has not run on (judge 2/3, unit coverage 1/3), its "
+                 "scales taken over these summaries"}]},
         indent=1) + "\n", encoding="utf-8")
     print(f"recorded in {REAL_TEXT_VALIDITY}")
 

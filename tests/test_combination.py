@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from engine.judge.combination import COMBINATIONS, SIGNALS, combine, combined_scores, has_combination
+from engine.judge.combination import (COMBINATIONS, FORMS, MIN_POPULATION, SIGNALS, Scales, combine, combined_scores,
+                                      dataset_scales, has_combination, scales_of)
 from engine.judge.features import FEATURE_NAMES, Features, _medomit_share
 
 
@@ -12,9 +13,11 @@ def test_every_signal_reads_a_feature_that_exists_and_maps_onto_the_scale():
         assert sig.feature is None or sig.feature in FEATURE_NAMES
         for v in (0.0, 0.1, 0.5, 1.0):
             assert 1.0 <= sig.to_scale(v if sig.feature else 1 + 4 * v) <= 5.0
-    for item, weights in COMBINATIONS.items():
+    for item, comb in COMBINATIONS.items():
+        weights = comb.weights
         assert set(weights) <= set(SIGNALS) and "judge" in weights and sum(weights.values()) == pytest.approx(1.0)
         assert weights["judge"] == pytest.approx(0.5)  # fixed: the judge and the evidence weigh half each
+        assert comb.form in FORMS
 
 
 def test_combination_renormalises_over_the_signals_present():
@@ -73,3 +76,64 @@ def test_the_shipped_real_text_figure_is_read():
     assert REAL_TEXT_VALIDITY.exists() and "ACI-BENCH" in r["on"] and r["n"] >= 30
     row = next(x for x in defaults("qwen2.5-coder-1.5b") if x["item"] == "Thorough")
     assert row["score used"] == "combination" and row["on real text"].startswith(f"ρ {r['spearman_combination']:.2f}")
+
+
+def _population(n=12):
+    """Thorough inputs where the judge spreads by hundredths and coverage by tenths, ranking in opposite orders."""
+    return [(4.50 + 0.01 * i, Features(omission=0.01 * i)) for i in range(n)]
+
+
+def test_z_form_gives_each_signal_its_stated_weight_whatever_its_spread():
+    pop = _population()
+    sc = scales_of("thorough", pop)
+    assert COMBINATIONS["thorough"].form == "z" and sc.n == len(pop) and set(sc.sd) == {"judge", "coverage"}
+    mean_form = [combine("thorough", e, f).value for e, f in pop]
+    z_form = [combine("thorough", e, f, sc) for e, f in pop]
+    # the mean form ranks as coverage (its 1-5 map spreads 8x more); the z form as the judge, weighted 2/3 vs 1/3
+    assert mean_form == sorted(mean_form, reverse=True)
+    assert [c.value for c in z_form] == sorted(c.value for c in z_form) and z_form[0].value < z_form[-1].value
+    c = z_form[0]
+    assert c.form == "z" and c.population == len(pop) and "standard scores over 12 summaries" in c.label
+    assert [p.weight for p in c.parts] == pytest.approx([2 / 3, 1 / 3], abs=1e-4)
+    # value = M + S * (weighted z): re-expressed on the 1-5 scale around the signals' weighted mean level
+    j, cov = c.parts
+    level = (2 * sc.mean["judge"] + sc.mean["coverage"]) / 3
+    spread = (2 * sc.sd["judge"] + sc.sd["coverage"]) / 3
+    assert c.value == pytest.approx(level + spread * (2 * j.z + cov.z) / 3, abs=1e-3)
+    assert 1.0 <= min(x.value for x in z_form) and max(x.value for x in z_form) <= 5.0
+
+
+def test_z_form_falls_back_to_the_mean_form_without_a_reference_population():
+    small = _population(MIN_POPULATION - 1)
+    assert scales_of("thorough", small) is None
+    assert scales_of("accurate", _population()) is None  # an item in the mean form has no scales
+    e, f = small[0]
+    c = combine("thorough", e, f, None)
+    assert c.form == "mean" and c.label.startswith("combination: ") and c.value == combine("thorough", e, f).value
+    other = Scales("accurate", 20, {"judge": 4.0}, {"judge": 0.1})
+    assert combine("thorough", e, f, other).form == "mean"  # scales of another item are not used
+
+
+def test_a_signal_without_spread_or_too_few_values_is_left_out_of_the_z_form():
+    flat = [(4.6, Features(omission=0.01 * i)) for i in range(12)]
+    sc = scales_of("thorough", flat)
+    assert sc.sd["judge"] == 0.0
+    c = combine("thorough", 4.6, Features(omission=0.05), sc)
+    assert [p.signal for p in c.parts] == ["coverage"] and c.form == "z"
+    # MED-OMIT run on 3 summaries only: not standardised, so not part of the z-average
+    few = [(e, Features(omission=f.omission, medomit_share=0.2 if i < 3 else None)) for i, (e, f) in
+           enumerate(_population())]
+    sc = scales_of("thorough", few)
+    assert "medomit" not in sc.mean
+    assert [p.signal for p in combine("thorough", *few[0], sc).parts] == ["judge", "coverage"]
+
+
+def test_scales_round_trip_and_dataset_scales_cover_the_z_items_only():
+    sc = scales_of("thorough", _population())
+    assert Scales.from_dict(sc.to_dict()) == sc and Scales.from_dict({}) is None
+    scored = {f"s{i}": {"thorough": e, "accurate": 4.0} for i, (e, _) in enumerate(_population())}
+    feats = {f"s{i}": f for i, (_, f) in enumerate(_population())}
+    got = dataset_scales(scored, feats)
+    assert set(got) == {"thorough"} and got["thorough"] == sc
+    with_scales = combined_scores(scored["s0"], feats["s0"], got)
+    assert with_scales["thorough"].form == "z" and with_scales["accurate"].form == "mean"

@@ -9,7 +9,10 @@ the raters' scale: it may put every summary between 4.3 and 4.9 where the raters
   (:mod:`engine.judge.combination`, fixed weights, no raters needed) plus a ridge correction on the standardised
   evidence (:class:`Features`) fitted to the raters' residuals and shrunk towards zero (:data:`PRIOR_ALPHA`): on
   a few dozen rated summaries the fit stays close to the default combination instead of learning a new weighting
-  from scratch.
+  from scratch. A combination in the ``"z"`` form standardises its signals over every summary the configuration
+  scored in the dataset (rated or not); those scales are stored with the calibration, so applying it later gives
+  the same predictor whatever is added to the dataset. A calibration stored without scales applies the
+  combination's ``"mean"`` form it was fitted with.
 
 The map from predictor to the raters' scale is **strictly increasing**, so it never ties or reorders summaries
 the predictor ranks apart (:func:`monotone_knots`, :func:`monotone_apply`): isotonic regression (scikit-learn
@@ -49,8 +52,10 @@ from engine.judge.features import Features
 from engine.core.rubric import ITEMS
 
 MIN_RATED = 20
-CALIBRATION_VERSION = "calib-v3"  # v2: strictly increasing map; judge+evidence starts from the default combination;
-# v3: the correction also reads the length of the case's notes and the summary's length relative to them
+CALIBRATION_VERSION = "calib-v4"  # v2: strictly increasing map; judge+evidence starts from the default combination;
+# v3: the correction also reads the length of the case's notes and the summary's length relative to them;
+# v4: the default combination's reference scales (its "z" form) are taken over the configuration's scored
+# summaries and stored with the calibration
 PRIOR_ALPHA = 50.0  # ridge penalty of the correction to the default combination (in standardised units)
 CALIBRATION_KINDS = ("judge+evidence", "judge")  # the first is the default
 LIKERT_KEYS = tuple(i.key for i in ITEMS if i.is_likert)
@@ -100,6 +105,9 @@ class ItemCalibration:
     before: Optional[Validity] = None
     after: Optional[Validity] = None
     combination: Optional[Validity] = None  # the default combination (no fitted parameter), judge+evidence only
+    # the default combination's reference scales (engine.judge.combination.Scales.to_dict) over the summaries the
+    # configuration scored when this was fitted; empty: the combination's "mean" form (as before they existed)
+    combination_scales: dict = field(default_factory=dict)
 
     @property
     def keeps_ranking(self) -> Optional[bool]:
@@ -120,9 +128,10 @@ class ItemCalibration:
         if self.map_kind == "step":  # calib-v1: a ridge on [expected, *features] from scratch
             return float(self.intercept + np.dot(self.coef, _standardised([expected, *row], self.means, self.scales)))
         z = _standardised(row, self.means, self.scales)
-        from engine.judge.combination import combine
+        from engine.judge.combination import Scales, combine
 
-        return float(combine(self.item, expected, feats).value + self.intercept + np.dot(self.coef, z))
+        base = combine(self.item, expected, feats, Scales.from_dict(self.combination_scales)).value
+        return float(base + self.intercept + np.dot(self.coef, z))
 
     def apply(self, expected: Optional[float], feats: Optional[Features] = None) -> Optional[float]:
         if self.status != "fitted" or expected is None:
@@ -212,16 +221,19 @@ def _features(row: np.ndarray) -> Features:
     return Features(*[None if np.isnan(v) else float(v) for v in row])
 
 
-def _combined(item: str, expected: np.ndarray, feats: np.ndarray) -> np.ndarray:
-    from engine.judge.combination import combine
+def _combined(item: str, expected: np.ndarray, feats: np.ndarray, scales: Optional[dict] = None) -> np.ndarray:
+    from engine.judge.combination import Scales, combine
 
-    return np.array([combine(item, float(e), _features(f)).value for e, f in zip(expected, feats)])
+    sc = Scales.from_dict(scales)
+    return np.array([combine(item, float(e), _features(f), sc).value for e, f in zip(expected, feats)])
 
 
-def _fit_item(item: str, kind: str, expected: np.ndarray, feats: np.ndarray, y: np.ndarray) -> ItemCalibration:
+def _fit_item(item: str, kind: str, expected: np.ndarray, feats: np.ndarray, y: np.ndarray,
+              scales: Optional[dict] = None) -> ItemCalibration:
     ic = ItemCalibration(item, "fitted", kind=kind, map_kind="strict", n_rated=len(y))
     if kind == "judge+evidence":
-        base = _combined(item, expected, feats)
+        ic.combination_scales = dict(scales or {})
+        base = _combined(item, expected, feats, scales)
         ic.coef, ic.intercept, ic.means, ic.scales = _ridge(feats, y - base, alpha=PRIOR_ALPHA)
         ic.intercept = 0.0  # the map's levels carry the offset; the correction only reorders
         pred = np.array([ic.predictor(e, _features(f)) for e, f in zip(expected, feats)])
@@ -284,7 +296,13 @@ def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Opti
         raise ValueError(f"calibration kind {kind!r} is unknown; use one of {', '.join(CALIBRATION_KINDS)}")
     items: dict[str, ItemCalibration] = {}
     used: set[str] = set()
+    from engine.judge.combination import scales_of
+
     for key in LIKERT_KEYS:
+        # the combination's reference population: every summary the configuration scored, rated or not (no rating
+        # is read, so taking it over held-out cases leaks nothing)
+        pop = scales_of(key, [(sc.get(key), f) for _, _, sc, f in rows]) if kind == "judge+evidence" else None
+        pop = pop.to_dict() if pop is not None else {}
         sel = [(sid, cid, sc[key], f) for sid, cid, sc, f in rows
                if sc.get(key) is not None and human.get(sid, {}).get(key) is not None]
         y = np.array([human[sid][key] for sid, *_ in sel], dtype=float)
@@ -304,17 +322,17 @@ def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Opti
             train = ~test
             if len(np.unique(np.round(y[train]))) < 2:
                 continue
-            m = _fit_item(key, kind, x[train], feats[train], y[train])
+            m = _fit_item(key, kind, x[train], feats[train], y[train], pop)
             for i in np.flatnonzero(test):
                 cv[i] = m.apply(float(x[i]), _features(feats[i]))
                 cvp[i] = m.predictor(float(x[i]), _features(feats[i]))
-        ic = _fit_item(key, kind, x, feats, y)
+        ic = _fit_item(key, kind, x, feats, y, pop)
         ic.levels = levels
         ok = ~np.isnan(cv)
         ic.before = validity(x, y, groups, n_boot, seed)
         ic.after = validity(cv[ok], y[ok], groups[ok], n_boot, seed, rank_score=cvp[ok])
         if kind == "judge+evidence":
-            ic.combination = validity(_combined(key, x, feats), y, groups, n_boot, seed)
+            ic.combination = validity(_combined(key, x, feats, pop), y, groups, n_boot, seed)
         items[key] = ic
         used.update(sid for sid, *_ in sel)
     if not any(v.status == "fitted" for v in items.values()):

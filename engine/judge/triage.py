@@ -123,6 +123,7 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     from engine.judge.calibration import latest
     from engine.judge.features import evidence_for
     from engine.judge.used_scores import choices, source_text, used_scores
+    from engine.judge.combination import dataset_scales
     from engine.judge.stored import stored_judge_results
     from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
@@ -137,8 +138,9 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
         cal = latest(store, name, config.key)
         raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()} for r in mine}
         picks = choices(LIKERT, cal)
-        scores = {sid: used_scores(raw[sid], evidence[sid].features if sid in evidence else None, cal, picks)
-                  for sid in raw}
+        feats = {sid: evidence[sid].features if sid in evidence else None for sid in raw}
+        scales = dataset_scales(raw, feats)
+        scores = {sid: used_scores(raw[sid], feats[sid], cal, picks, scales) for sid in raw}
         source = source_text({k: v for k, v in picks.items() if any(k in r for r in raw.values())})
     entries = queue(ds.summaries, scores, source, evidence)
     return entries, source

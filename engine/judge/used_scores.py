@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from engine.judge.calibration import Calibration
-from engine.judge.combination import combine, has_combination
+from engine.judge.combination import Scales, combine, has_combination
 from engine.judge.features import Features
 
 
@@ -52,8 +52,10 @@ def choices(items, cal: Optional[Calibration]) -> dict[str, ScoreChoice]:
 
 
 def used_scores(expected: Mapping[str, Optional[float]], feats: Optional[Features], cal: Optional[Calibration],
-                picks: Mapping[str, ScoreChoice]) -> dict[str, Optional[float]]:
-    """item -> the score used for one summary (``expected``: item -> the judge's expected score)."""
+                picks: Mapping[str, ScoreChoice], scales: Optional[Mapping[str, Scales]] = None
+                ) -> dict[str, Optional[float]]:
+    """item -> the score used for one summary (``expected``: item -> the judge's expected score; ``scales``: item
+    -> the combination's reference scales over the dataset, :func:`engine.judge.combination.dataset_scales`)."""
     out: dict[str, Optional[float]] = {}
     for item, e in expected.items():
         pick = picks.get(item)
@@ -62,7 +64,7 @@ def used_scores(expected: Mapping[str, Optional[float]], feats: Optional[Feature
         elif pick.source == "calibrated":
             out[item] = cal.items[item].apply(e, feats)
         else:
-            c = combine(item, e, feats)
+            c = combine(item, e, feats, (scales or {}).get(item))
             out[item] = c.value if c is not None else e
     return out
 
