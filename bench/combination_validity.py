@@ -104,8 +104,8 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
               "forms": {k: v.form for k, v in COMBINATIONS.items()}, "note": WEIGHTS_NOTE, "items": [],
               "cases": len({v.case_id for v in variants}),
               "medomit": ("decided for the clean and Thorough variants" if medomit else
-                          "not run: the Thorough combination weighs the judge 2/3 and unit coverage 1/3, as for "
-                          "any summary MED-OMIT has not run on")}
+                          "not run: the Thorough combination weighs the judge and unit coverage as for any "
+                          "summary MED-OMIT has not run on")}
     report["population"] = len(scored)
     for item in items:
         kinds = [k for k, it in ITEM_OF_KIND.items() if it == item]

@@ -10,16 +10,16 @@ clinician's note is a reference written from the conversation "and other knowled
 complete note is not a perfect summary either: the figures are a ranking of graded omissions, not of quality.
 
 Per summary: the default 1.5B judge's Thorough expected score (one greedy pass), unit coverage's estimated omitted
-share (the default coverage method), and the combinations of the two, with the product's weights for a summary
-MED-OMIT has not run on (judge ⅔, coverage ⅓) unless named:
-  * product     the product's default combination (engine.judge.combination) with its reference scales taken over
-                the split's summaries, as the product takes them over a dataset's;
-  * mean        the combination's "mean" form: each signal on the 1-5 scale by its fixed map, then the weighted
-                mean (the product's form before the "z" form); also with other slopes k of coverage's map
-                5 − k·share (the product's is 8);
-  * z           each signal standardised over the split's summaries, then the weighted mean; also with the judge
-                weighted ½ and ⅓;
-  * rank        each signal's ranks over the split's summaries, then the weighted mean.
+share (the default coverage method), and the combinations of the two:
+  * product     the product's default combination (engine.judge.combination) as for a summary MED-OMIT has not run
+                on, with its reference scales taken over the split's summaries as the product takes them over a
+                dataset's;
+  * mean        the "mean" form with the weights of combination-v1 (judge ⅔, coverage ⅓): each signal on the 1-5
+                scale by its fixed map, then the weighted mean (the product's Thorough before combination-v2); also
+                with other slopes k of coverage's map 5 − k·share (the product's is 8);
+  * z           each signal standardised over the split's summaries, then the weighted mean with the judge weighted
+                ⅔ (v1's weights), ½ and ⅓;
+  * rank        each signal's ranks over the split's summaries, then the weighted mean (judge ⅔).
 The form and the judge's weight are chosen on the development split only (the highest ρ over all summaries; the
 shipped weights stay unless another beats them by 0.03 or more); the test split is reported. Prints, per split,
 Spearman ρ with −(known omission) over all summaries and the mean ρ within a conversation, and each signal's spread
@@ -131,8 +131,8 @@ def combinations(judge: np.ndarray, omission: np.ndarray) -> dict[str, np.ndarra
     feats = [Features(omission=float(o)) for o in omission]
     scales = scales_of("thorough", list(zip(judge.tolist(), feats)))
     product = np.array([combine("thorough", float(j), f, scales).value for j, f in zip(judge, feats)])
-    mean = np.array([combine("thorough", float(j), f).value for j, f in zip(judge, feats)])
-    wj, wc = 2 / 3, 1 / 3
+    wj, wc = 2 / 3, 1 / 3  # combination-v1's Thorough weights without MED-OMIT
+    mean = wj * judge + wc * np.clip(5.0 - 8.0 * omission, 1.0, 5.0)
     out = {"judge": judge, "coverage": -omission, "product": product, "mean": mean,
            "z": wj * _z(judge) + wc * _z(-omission), "z judge ½": 0.5 * _z(judge) + 0.5 * _z(-omission),
            "z judge ⅓": _z(judge) / 3 + 2 * _z(-omission) / 3,
@@ -208,8 +208,8 @@ def record(f: dict, skip: int) -> None:
         {"item": "thorough", "n": f["n"], "spearman_judge": round(rows["judge"][0], 4),
          "spearman_combination": round(rows["product"][0], 4), "spearman_coverage": round(rows["coverage"][0], 4),
          "spearman_mean_form": round(rows["mean"][0], 4), "combination": COMBINATION_VERSION,
-         "note": "the combination as for a summary MED-OMIT has not run on (judge 2/3, unit coverage 1/3), its "
-                 "scales taken over these summaries"}]},
+         "note": "the combination as for a summary MED-OMIT has not run on, its scales taken over these "
+                 "summaries"}]},
         indent=1) + "\n", encoding="utf-8")
     print(f"recorded in {REAL_TEXT_VALIDITY}")
 

@@ -16,20 +16,27 @@ def test_every_signal_reads_a_feature_that_exists_and_maps_onto_the_scale():
     for item, comb in COMBINATIONS.items():
         weights = comb.weights
         assert set(weights) <= set(SIGNALS) and "judge" in weights and sum(weights.values()) == pytest.approx(1.0)
-        assert weights["judge"] == pytest.approx(0.5)  # fixed: the judge and the evidence weigh half each
         assert comb.form in FORMS
+        if comb.form == "mean":  # fixed before measuring: the judge and the evidence weigh half each
+            assert weights["judge"] == pytest.approx(0.5)
+    # Thorough: chosen on real visit notes, judge 1/3 of the ranking without MED-OMIT
+    th = COMBINATIONS["thorough"].weights
+    assert COMBINATIONS["thorough"].form == "z" and th["judge"] / (th["judge"] + th["coverage"]) == pytest.approx(1 / 3)
 
 
 def test_combination_renormalises_over_the_signals_present():
-    # Thorough: judge 4.6, coverage share 0.125 (-> 4.0), MED-OMIT share 0.5 (-> 3.0)
+    # Thorough without reference scales (the mean form): judge 4.6, coverage share 0.125 (-> 4.0), MED-OMIT share
+    # 0.5 (-> 3.0)
     c = combine("thorough", 4.6, Features(omission=0.125, medomit_share=0.5))
-    assert c.value == pytest.approx(0.5 * 4.6 + 0.25 * 4.0 + 0.25 * 3.0)
+    assert c.value == pytest.approx(0.25 * 4.6 + 0.5 * 4.0 + 0.25 * 3.0) and c.form == "mean"
     assert [p.signal for p in c.parts] == ["judge", "coverage", "medomit"] and c.uses_evidence
-    assert "0.50 × judge's expected score" in c.label
+    assert "0.25 × judge's expected score" in c.label
     only = combine("thorough", 4.6, Features(omission=0.125))
-    assert only.value == pytest.approx((0.5 * 4.6 + 0.25 * 4.0) / 0.75)
+    assert only.value == pytest.approx((0.25 * 4.6 + 0.5 * 4.0) / 0.75)
     assert combine("thorough", 4.6, None).value == pytest.approx(4.6) and not combine("thorough", 4.6, None).uses_evidence
     assert combine("thorough", None, Features(omission=0.1)) is None  # no judge score: nothing to combine
+    acc = combine("accurate", 4.6, Features(unsupported=0.25))
+    assert acc.value == pytest.approx(0.5 * 4.6 + 0.5 * 3.0)
 
 
 def test_items_without_evidence_of_their_own_keep_the_judges_score():
@@ -76,31 +83,41 @@ def test_the_shipped_real_text_figure_is_read():
     assert REAL_TEXT_VALIDITY.exists() and "ACI-BENCH" in r["on"] and r["n"] >= 30
     row = next(x for x in defaults("qwen2.5-coder-1.5b") if x["item"] == "Thorough")
     assert row["score used"] == "combination" and row["on real text"].startswith(f"ρ {r['spearman_combination']:.2f}")
+    assert row["combination"].startswith("0.25 × judge's expected score + 0.50 × unit coverage")
+    assert "standard scores over the dataset's summaries" in row["combination"]
+    assert next(x for x in defaults("qwen2.5-coder-1.5b") if x["item"] == "Organized")["combination"] == ""
 
 
 def _population(n=12):
-    """Thorough inputs where the judge spreads by hundredths and coverage by tenths, ranking in opposite orders."""
-    return [(4.50 + 0.01 * i, Features(omission=0.01 * i)) for i in range(n)]
+    """Thorough inputs where the judge spreads by hundredths and coverage by tenths of its 1-5 map, independently."""
+    return [(4.50 + 0.01 * (i % 4), Features(omission=0.02 * (i // 4))) for i in range(n)]
 
 
 def test_z_form_gives_each_signal_its_stated_weight_whatever_its_spread():
     pop = _population()
     sc = scales_of("thorough", pop)
     assert COMBINATIONS["thorough"].form == "z" and sc.n == len(pop) and set(sc.sd) == {"judge", "coverage"}
-    mean_form = [combine("thorough", e, f).value for e, f in pop]
-    z_form = [combine("thorough", e, f, sc) for e, f in pop]
-    # the mean form ranks as coverage (its 1-5 map spreads 8x more); the z form as the judge, weighted 2/3 vs 1/3
-    assert mean_form == sorted(mean_form, reverse=True)
-    assert [c.value for c in z_form] == sorted(c.value for c in z_form) and z_form[0].value < z_form[-1].value
-    c = z_form[0]
+    e, f = 4.515, Features(omission=0.02)  # a summary in the middle (no clipping)
+
+    def effect(form_scales, d_judge=0.0, d_cov=0.0):  # moves in 1-5 units of each signal
+        moved = combine("thorough", e + d_judge, Features(omission=f.omission - d_cov / 8), form_scales).value
+        return moved - combine("thorough", e, f, form_scales).value
+
+    sdj, sdc = sc.sd["judge"], sc.sd["coverage"]
+    # one standard deviation of the judge moves the z form half as much as one of coverage (weights 1/3 : 2/3) ...
+    assert effect(sc, d_judge=sdj) / effect(sc, d_cov=sdc) == pytest.approx(0.5, rel=0.02)
+    # ... while in the mean form it moves it by a few hundredths of coverage's: the judge only breaks ties
+    assert effect(None, d_judge=sdj) / effect(None, d_cov=sdc) < 0.1
+    c = combine("thorough", e, f, sc)
     assert c.form == "z" and c.population == len(pop) and "standard scores over 12 summaries" in c.label
-    assert [p.weight for p in c.parts] == pytest.approx([2 / 3, 1 / 3], abs=1e-4)
+    assert [p.weight for p in c.parts] == pytest.approx([1 / 3, 2 / 3], abs=1e-4)
     # value = M + S * (weighted z): re-expressed on the 1-5 scale around the signals' weighted mean level
     j, cov = c.parts
-    level = (2 * sc.mean["judge"] + sc.mean["coverage"]) / 3
-    spread = (2 * sc.sd["judge"] + sc.sd["coverage"]) / 3
-    assert c.value == pytest.approx(level + spread * (2 * j.z + cov.z) / 3, abs=1e-3)
-    assert 1.0 <= min(x.value for x in z_form) and max(x.value for x in z_form) <= 5.0
+    level = (sc.mean["judge"] + 2 * sc.mean["coverage"]) / 3
+    spread = (sc.sd["judge"] + 2 * sc.sd["coverage"]) / 3
+    assert c.value == pytest.approx(level + spread * (j.z + 2 * cov.z) / 3, abs=1e-3)
+    values = [combine("thorough", x, y, sc).value for x, y in pop]
+    assert 1.0 <= min(values) and max(values) <= 5.0
 
 
 def test_z_form_falls_back_to_the_mean_form_without_a_reference_population():

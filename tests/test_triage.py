@@ -1,6 +1,8 @@
 """Triage queue: priority from judge scores and evidence, reasons per summary, blinded reasons, strata."""
 from types import SimpleNamespace
 
+import pytest
+
 from engine.judge.features import Features
 from engine.judge.features import EvidenceSummary
 from engine.judge.triage import STRATA, queue, stratified_sample
@@ -45,3 +47,43 @@ def test_stratified_sample_covers_every_stratum():
     pick = stratified_sample(q, 3, seed=1)
     assert sorted(e.stratum for e in pick) == sorted(STRATA)
     assert stratified_sample(q, 3, seed=1) == pick
+
+
+def test_the_queue_scores_thorough_on_the_datasets_own_scales(monkeypatch, tmp_path, capsys):
+    """The shipped sample (36 summaries judged by the 1.5B, with evidence): triage's Thorough score is the
+    combination in standard scores over the dataset's scored summaries, not the fixed 1-5 maps."""
+    from engine.cli import main
+    from engine.data.store import Store
+    from engine.judge import triage
+    from engine.judge.combination import dataset_scales
+    from engine.judge.configs import configurations, find, results_for
+    from engine.judge.features import evidence_for
+    from engine.judge.results import primary_score
+    from engine.judge.stored import stored_judge_results
+    from engine.judge.used_scores import choices, used_scores
+
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(tmp_path / "ws.sqlite"))
+    assert main(["sample"]) == 0
+    capsys.readouterr()
+    store = Store(tmp_path / "ws.sqlite")
+    ds = store.load_dataset("sample")
+    entries, _ = triage.for_dataset(store, "sample", ds)
+    results = stored_judge_results(store, "sample")
+    config = find(configurations(results), None)
+    raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()}
+           for r in results_for(results, config.key) if r.status == "scored"}
+    ev = evidence_for(store, "sample", ds)
+    feats = {sid: ev[sid].features if sid in ev else None for sid in raw}
+    scales = dataset_scales(raw, feats)
+    assert scales["thorough"].n == len(raw) >= 30
+    picks = choices(triage.LIKERT, None)
+
+    def risk(sc):
+        return round(max(0.0, min(1.0, (5.0 - min(v for k, v in sc.items() if k in triage.LIKERT and v is not None))
+                              / 4.0)), 4)
+
+    want = {sid: risk(used_scores(raw[sid], feats[sid], None, picks, scales)) for sid in raw}
+    mean_form = {sid: risk(used_scores(raw[sid], feats[sid], None, picks)) for sid in raw}
+    got = {e.summary_id: e.judge_risk for e in entries if e.summary_id in raw}
+    assert got == pytest.approx(want, abs=1e-4)
+    assert any(abs(want[s] - mean_form[s]) > 1e-3 for s in raw)  # the scales change what triage reads

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from engine.judge.calibration import Calibration
-from engine.judge.combination import Scales, combine, has_combination
+from engine.judge.combination import Scales, combine, describe, has_combination
 from engine.judge.features import Features
 
 
@@ -141,7 +141,8 @@ def validity_rows(items, cal: Optional[Calibration], judge_figures: Sequence[dic
         else:
             key = "spearman_combination" if p.source == "combination" else "spearman_judge"
             on_real = f"ρ {_fmt(r.get(key))} (judge alone: ρ {_fmt(r.get('spearman_judge'))}) on {r['on']}"
-        rows.append({"item": get_item(item).label, "score used": p.source, "why": p.why, "validity": fig,
+        rows.append({"item": get_item(item).label, "score used": p.source, "why": p.why,
+                     "combination": describe(item) if p.source == "combination" else "", "validity": fig,
                      "measured on": on, "on real text": on_real})
     return rows
 
