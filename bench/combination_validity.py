@@ -161,7 +161,7 @@ def main() -> int:
             rows = {r["item"]: r for r in old["items"]}
             for r in report["items"]:
                 rows[r["item"]] = {**r, "population": report["population"], "version": report["version"]}
-            report = {**old, "version": report["version"], "weights": report["weights"], "forms": report["forms"],
+            report = {**old, **{k: report[k] for k in ("version", "weights", "forms", "note", "medomit")},
                       "items": [rows[i] for i in ITEMS if i in rows]}
         COMBINATION_VALIDITY.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         print(f"recorded in {COMBINATION_VALIDITY}")

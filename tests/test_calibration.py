@@ -78,10 +78,9 @@ def test_evidence_kind_uses_the_features():
     ic = c.items["thorough"]
     assert ic.status == "fitted" and len(ic.coef) == len(FEATURE_NAMES)
     assert ic.after.spearman.value > 0.7 > ic.before.spearman.value
-    # reported beside; a judge that is pure noise here outweighs coverage in the default combination's z form,
-    # and the correction fitted to the raters recovers the evidence
-    assert ic.combination is not None and ic.combination.n == 30
-    assert ic.after.spearman.value > ic.combination.spearman.value + 0.3
+    # reported beside: in the z form coverage weighs 2/3 of the ranking, so a judge that is pure noise here does
+    # not undo it
+    assert ic.combination is not None and ic.combination.n == 30 and ic.combination.spearman.value > 0.7
     back = cal.Calibration.from_json(c.to_json())
     assert back.items["thorough"].apply(4.6, cal.Features(omission=0.2)) == ic.apply(4.6, cal.Features(omission=0.2))
 
@@ -229,7 +228,8 @@ def test_evidence_calibration_stays_near_the_default_combination_on_few_data():
              for sid, cid, sc, _ in rows]
     c = cal.fit("d", "cfg", noisy, human, n_raters=3, kind="judge+evidence", n_boot=50)
     ic = c.items["thorough"]
-    assert max(abs(v) for v in ic.coef) < 0.1  # in score points per standard deviation
+    # in score points per standard deviation; the same fit without the penalty reaches 0.36 here
+    assert max(abs(v) for v in ic.coef) < 0.15
     sid, _, sc, f = noisy[0]
     base = combine("thorough", sc["thorough"], f, Scales.from_dict(ic.combination_scales)).value
     assert abs(ic.predictor(sc["thorough"], f) - base) < 0.3
@@ -277,8 +277,9 @@ def test_a_calibration_that_loses_ranking_is_not_used_for_decisions():
     assert pick["thorough"].source == "combination" and "ranks worse" in pick["thorough"].why
     assert pick["organized"].source == "calibrated"
     got = used_scores({"thorough": 4.5, "organized": 4.5}, cal.Features(omission=0.25), c, pick)
-    # judge (weight 0.5) and coverage (0.25; 5 - 8 x 0.25 = 3), renormalised: MED-OMIT was not computed
-    assert got["thorough"] == pytest.approx((0.5 * 4.5 + 0.25 * 3.0) / 0.75)
+    # no dataset scales given: the mean form, judge (weight 0.25) and coverage (0.5; 5 - 8 x 0.25 = 3),
+    # renormalised: MED-OMIT was not computed
+    assert got["thorough"] == pytest.approx((0.25 * 4.5 + 0.5 * 3.0) / 0.75)
     rows_out = cal.table_rows(c)
     assert any(r.get("ranking", "").startswith("LOST") for r in rows_out)
 
