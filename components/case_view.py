@@ -160,3 +160,10 @@ def render_score_table(rows: list[dict], scored: Sequence[str]) -> None:
     st.caption("Blank = not rated; NA = rated not applicable (Synthesized when no abstraction is needed). Yes/no "
                "items: yes or no per rater; a median row shows the share of yes (\"2 of 3 yes (67%)\"). The median "
                "row is the human reference: an adjudicated final score replaces it, marked (adjudicated).")
+
+
+def render_used_table(rows: list[dict]) -> None:
+    """Per 1-5 item, the judge's expected score beside the score used where decisions are made (engine rows)."""
+    from components.frames import show
+
+    show(rows, wrap=True)  # "made of" is a sentence a reader reads whole

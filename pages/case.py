@@ -95,6 +95,13 @@ if judged is not None:
                "items show the expected score (the judge's main number), yes/no items its answers.")
 if view.judge_smoke_test:
     evidence_view.smoke_badge(judged.provenance.model_file or "embedded model", "LLM judge scores")
+if view.used_rows:
+    st.markdown("##### Scores used for triage and the report")
+    case_view.render_used_table(view.used_rows)
+    st.caption("Beside the judge's expected score, the score triage and the committee report use for each 1-5 item: "
+               "calibrated to this dataset's raters where that keeps the judge's ranking, else the item's "
+               "combination with its own evidence (weights and standard scores shown), else the judge's. Validity "
+               "figures per item: Settings or the Agreement page's Calibration tab.")
 
 st.markdown("#### Evidence")
 tab_cov, tab_align, tab_verify, tab_medomit, tab_stigma = st.tabs(

@@ -136,6 +136,19 @@ def test_case_page_shows_stored_medomit_result():
     assert any("<mark" in m.value for m in at.markdown)  # the fact's span highlighted in its note
 
 
+def test_case_page_shows_the_scores_used_beside_the_judge():
+    """The sample's judged summary: per 1-5 item the judge's expected score, the score triage and the report use,
+    and what a combination is made of (Thorough: standard scores over the sample's 36 judged summaries)."""
+    at = _run("pages/case.py")
+    assert any("Scores used for triage and the report" in m.value for m in at.markdown)
+    table = next(t.value for t in at.table if "made of" in t.value.columns)
+    rows = {r["item"]: r for r in table.to_dict("records")}
+    th = rows["Thorough"]
+    assert th["which"] == "combination" and "standard scores over 36 summaries" in th["made of"]
+    assert "z " in th["made of"] and rows["Organized"]["which"] == "judge"
+    assert float(rows["Organized"]["score used"]) == float(rows["Organized"]["judge's expected score"])
+
+
 def test_evidence_page_lists_summaries():
     sid = seed_medomit()
     from engine.evidence.support.alignment import alignment_cached

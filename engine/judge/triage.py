@@ -120,27 +120,15 @@ def stratified_sample(entries: Sequence[TriageEntry], n: int, seed: int = 0) -> 
 def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple[list[TriageEntry], str]:
     """The queue of a stored dataset for one judge configuration (default: the one covering most summaries), with
     its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
-    from engine.judge.calibration import latest
     from engine.judge.features import evidence_for
-    from engine.judge.used_scores import choices, source_text, used_scores
-    from engine.judge.combination import dataset_scales
-    from engine.judge.stored import stored_judge_results
-    from engine.judge.results import primary_score
-    from engine.judge.configs import configurations, find, results_for
+    from engine.judge.used_scores import for_dataset as scores_for_dataset, source_text
 
-    results = stored_judge_results(store, name)
-    config = find(configurations(results), config_key)
+    evidence = evidence_for(store, name, ds)
+    used = scores_for_dataset(store, name, config_key, evidence, ds)
     scores: dict = {}
     source = "no judge results"
-    evidence = evidence_for(store, name, ds)
-    if config is not None:
-        mine = [r for r in results_for(results, config.key) if r.status == "scored"]
-        cal = latest(store, name, config.key)
-        raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()} for r in mine}
-        picks = choices(LIKERT, cal)
-        feats = {sid: evidence[sid].features if sid in evidence else None for sid in raw}
-        scales = dataset_scales(raw, feats)
-        scores = {sid: used_scores(raw[sid], feats[sid], cal, picks, scales) for sid in raw}
-        source = source_text({k: v for k, v in picks.items() if any(k in r for r in raw.values())})
+    if used is not None:
+        scores = used.used
+        source = source_text({k: v for k, v in used.picks.items() if any(k in r for r in used.expected.values())})
     entries = queue(ds.summaries, scores, source, evidence)
     return entries, source

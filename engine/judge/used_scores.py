@@ -69,6 +69,74 @@ def used_scores(expected: Mapping[str, Optional[float]], feats: Optional[Feature
     return out
 
 
+@dataclass
+class DatasetScores:
+    """The scores used for one judge configuration's scored summaries of a dataset, and what they are made of."""
+
+    config_key: str
+    calibration: Optional[Calibration]
+    picks: dict  # item -> ScoreChoice
+    scales: dict  # item -> engine.judge.combination.Scales (the "z" form's, over these summaries)
+    expected: dict  # summary id -> item -> the judge's expected score
+    features: dict  # summary id -> Features or None
+    used: dict  # summary id -> item -> the score used
+
+    def breakdown(self, summary_id: str) -> list[dict]:
+        """Per 1-5 item of one summary: the judge's expected score, the score used, which one and what it is
+        made of (a combination's parts with their weights and, in the z form, standard scores)."""
+        from engine.core.rubric import get_item
+
+        exp, used = self.expected.get(summary_id), self.used.get(summary_id)
+        if exp is None or used is None:
+            return []
+        rows = []
+        for item, e in exp.items():
+            pick = self.picks.get(item)
+            if pick is None or e is None:
+                continue
+            made = ""
+            if pick.source == "combination":
+                c = combine(item, e, self.features.get(summary_id), self.scales.get(item))
+                made = c.label + " (on the 1-5 scale: " + "; ".join(
+                    f"{p.signal} {p.scaled:.2f}" + (f", z {p.z:+.2f}" if p.z is not None else "")
+                    for p in c.parts) + ")"
+            elif pick.source == "calibrated":
+                made = pick.why
+            rows.append({"item": get_item(item).label, "judge's expected score": round(e, 2),
+                         "score used": None if used.get(item) is None else round(used[item], 2),
+                         "which": pick.source, "made of": made})
+        return rows
+
+
+def for_dataset(store, name: str, config_key: Optional[str] = None, evidence: Optional[Mapping] = None,
+                ds=None) -> Optional[DatasetScores]:
+    """The scores used for every summary of a stored dataset scored by one judge configuration (default: the one
+    covering most summaries): its newest calibration, each item's choice, the combination's scales over those
+    summaries. ``evidence``: summary id -> EvidenceSummary when the caller has read it already. None when the
+    dataset has no judge results (of that configuration)."""
+    from engine.judge.calibration import LIKERT_KEYS, latest
+    from engine.judge.combination import dataset_scales
+    from engine.judge.configs import configurations, find, results_for
+    from engine.judge.features import evidence_for
+    from engine.judge.results import primary_score
+    from engine.judge.stored import stored_judge_results
+
+    results = stored_judge_results(store, name)
+    config = find(configurations(results), config_key)
+    if config is None:
+        return None
+    if evidence is None:
+        evidence = evidence_for(store, name, ds if ds is not None else store.load_dataset(name))
+    mine = [r for r in results_for(results, config.key) if r.status == "scored"]
+    cal = latest(store, name, config.key)
+    raw = {r.summary_id: {k: primary_score(k, v) for k, v in r.items.items()} for r in mine}
+    picks = choices(LIKERT_KEYS, cal)
+    feats = {sid: evidence[sid].features if sid in evidence else None for sid in raw}
+    scales = dataset_scales(raw, feats)
+    used = {sid: used_scores(raw[sid], feats[sid], cal, picks, scales) for sid in raw}
+    return DatasetScores(config.key, cal, picks, scales, raw, feats, used)
+
+
 def source_text(picks: Mapping[str, ScoreChoice]) -> str:
     """One line: which items use which score."""
     groups: dict[str, list[str]] = {}

@@ -30,6 +30,7 @@ from engine.evidence.stigma.entries import workspace_entries
 from engine.evidence.support.verification.view import VerificationView, summary_view
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.stored import latest_result
+from engine.judge import used_scores
 from engine.llm import injection
 
 JUDGE_ROW = "LLM judge"
@@ -68,6 +69,8 @@ class CaseView:
     medomit_consensus: Optional[Consensus] = None  # the comparable other summaries of the case (None: none)
     not_found_rows: list[dict] = field(default_factory=list)
     medomit_cost: str = ""  # the model's time for the MED-OMIT result by step ("" when its steps were not timed)
+    # per 1-5 item: the judge's expected score beside the score triage and the report use, and what it is made of
+    used_rows: list[dict] = field(default_factory=list)
     sentence_flags: list["SentenceFlag"] = field(default_factory=list)  # from the stored sentence support
 
 
@@ -166,6 +169,8 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
         view.score_rows.append({"rater": JUDGE_ROW, "group": "llm",
                                 **{it.label: _judge_shown(it, judged.items[it.key]) for it in ITEMS
                                    if it.key in judged.items}})
+        used = used_scores.for_dataset(store, name, view.judge_configuration, ds=ds)
+        view.used_rows = used.breakdown(s.summary_id) if used is not None else []
     if view.stigma is not None:  # the two stigmatizing-language items: the detector beside raters and judge
         view.score_rows.append({"rater": DETECTOR_ROW, "group": "detector",
                                 **{get_item(k).label: ("yes" if v else "no")
