@@ -293,3 +293,24 @@ def test_every_command_status_suggests_exists_and_the_evidence_one_changes_statu
     after = dataset_status(store, "one")
     assert after.coverage == after.support == after.summaries
     assert not any(" evidence " in (s.command or "") for s in after.next_steps)
+
+
+def test_scores_prints_the_score_used_beside_the_judges(capsys):
+    """`scores` reads what the Case page and triage read (engine.judge.used_scores.for_dataset)."""
+    import json
+
+    from engine.judge.used_scores import for_dataset
+
+    assert main(["scores", "sample", "--summary", "gi-01-s2"]) == 0
+    out = capsys.readouterr().out
+    thorough = next(ln for ln in out.splitlines() if ln.strip().startswith("Thorough"))
+    assert "(combination)" in thorough and "standard scores over 36 summaries" in thorough and ", z " in thorough
+    row = next(r for r in for_dataset(Store(workspace_path()), "sample").breakdown("gi-01-s2")
+               if r["item"] == "Thorough")
+    judge = row["judge's expected score"]
+    assert f"judge {judge:.2f}" in thorough
+    assert f"used {row['score used']:.2f}" in thorough
+    assert main(["scores", "sample", "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 36 and {r["item"] for r in lines[0]["items"]} >= {"Thorough", "Accurate", "Organized"}
+    assert main(["scores", "sample", "--summary", "nope"]) == 1

@@ -12,7 +12,8 @@ from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd
                                       cmd_fhir_export)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.verify_commands import cmd_verify
-from engine.cli.judge_commands import cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import
+from engine.cli.judge_commands import (cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import,
+                                      cmd_scores)
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
 from engine.cli.stats_commands import cmd_report, cmd_stats
 from engine.data.settings import SettingsError
@@ -187,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the CIs")
     sp.add_argument("--dry-run", action="store_true", help="print the figures without storing the calibration")
     sp.set_defaults(func=cmd_calibrate)
+
+    sp = sub.add_parser("scores", help="the score triage and the report use per summary and 1-5 item (calibrated, "
+                                       "combination or the judge's), beside the judge's expected score")
+    sp.add_argument("target", help="a dataset name in the workspace (e.g. sample)")
+    sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
+    sp.add_argument("--summary", help="one summary, with what each combination is made of")
+    sp.add_argument("--json", action="store_true", help="one JSON line per summary")
+    sp.set_defaults(func=cmd_scores)
 
     sp = sub.add_parser("export-training", help="training data for a local judge (TRL SFT or DPO JSON lines; "
                                                 "contains the notes: PHI)")

@@ -38,6 +38,42 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_scores(args) -> int:
+    """The scores triage and the report use, per summary and 1-5 item, beside the judge's expected score."""
+    from engine.core.untrusted import term
+    from engine.judge.used_scores import for_dataset, source_text
+
+    store = open_store(args)
+    ds, name = resolve_dataset(store, args.target, args)
+    used = for_dataset(store, name, args.judge_config, ds=ds)
+    if used is None:
+        say(f"dataset {term(name)} has no judge results" + (f" of configuration {term(args.judge_config)}"
+                                                          if args.judge_config else "") + ": judge it first",
+            file=sys.stderr)
+        return 1
+    ids = [s.summary_id for s in ds.summaries if s.summary_id in used.used]
+    if args.summary:
+        if args.summary not in used.used:
+            say(f"summary {term(args.summary)} has no scored result of configuration {used.config_key}",
+                file=sys.stderr)
+            return 1
+        ids = [args.summary]
+    if not args.json:
+        say(f"dataset {term(name)} · judge configuration {used.config_key} · "
+            f"{term(source_text({k: v for k, v in used.picks.items() if any(k in r for r in used.expected.values())}))}")
+    for sid in ids:
+        rows = used.breakdown(sid)
+        if args.json:
+            print(json.dumps({"summary_id": sid, "items": rows}))
+            continue
+        say(f"{sid}")
+        for r in rows:
+            judge, got = r["judge's expected score"], r["score used"]
+            say(f"  {r['item']:<15} judge {judge:.2f} -> used " + ("—" if got is None else f"{got:.2f}")
+                + f" ({r['which']})" + (f": {r['made of']}" if args.summary and r["made of"] else ""))
+    return 0
+
+
 def cmd_export_training(args) -> int:
     """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
     from engine.judge.stored import stored_judge_results
