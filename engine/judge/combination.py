@@ -238,7 +238,7 @@ def dataset_scales(scored: Mapping[str, Mapping[str, Optional[float]]],
     enough of them."""
     out = {}
     for item in COMBINATIONS:
-        sc = scales_of(item, [(sc.get(item), feats.get(sid)) for sid, sc in scored.items()])
-        if sc is not None:
-            out[item] = sc
+        got = scales_of(item, [(items.get(item), feats.get(sid)) for sid, items in scored.items()])
+        if got is not None:
+            out[item] = got
     return out
