@@ -20,8 +20,10 @@ share (the default coverage method), and the combinations of the two:
   * z           each signal standardised over the split's summaries, then the weighted mean with the judge weighted
                 ⅔ (v1's weights), ½ and ⅓;
   * rank        each signal's ranks over the split's summaries, then the weighted mean (judge ⅔).
-The form and the judge's weight are chosen on the development split only (the highest ρ over all summaries; the
-shipped weights stay unless another beats them by 0.03 or more); the test split is reported. Prints, per split,
+The form and the judge's weight are chosen on the development split only: the forms within 0.03 of the highest ρ
+over all summaries tie, and among them the one whose stated weights are its effective weights is taken (a rule
+revised on the development split from "the shipped form stays unless beaten by 0.03", under which v1's mean form
+would have stayed); the test split is reported. Prints, per split,
 Spearman ρ with −(known omission) over all summaries and the mean ρ within a conversation, and each signal's spread
 (SD). Judge results are kept in bench/out/thorough_realdev.sqlite (an interrupted run resumes).
 ``--skip K`` leaves out the split's first K conversations (a held-out part no earlier run has looked at).
