@@ -41,7 +41,7 @@ def cmd_calibrate(args) -> int:
 def cmd_scores(args) -> int:
     """The scores triage and the report use, per summary and 1-5 item, beside the judge's expected score."""
     from engine.core.untrusted import term
-    from engine.judge.used_scores import for_dataset, source_text
+    from engine.judge.used_scores import for_dataset
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
@@ -59,8 +59,7 @@ def cmd_scores(args) -> int:
             return 1
         ids = [args.summary]
     if not args.json:
-        say(f"dataset {term(name)} · judge configuration {used.config_key} · "
-            f"{term(source_text({k: v for k, v in used.picks.items() if any(k in r for r in used.expected.values())}))}")
+        say(f"dataset {term(name)} · judge configuration {used.config_key} · {term(used.source)}")
     for sid in ids:
         rows = used.breakdown(sid)
         if args.json:

@@ -82,6 +82,7 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
     med = store.evidence_results(dataset, "medomit") if store is not None else {}
     lexicon = stigma.load_lexicon(extra_stigma)
     out: dict[str, EvidenceSummary] = {}
+    note_scans: dict[str, list] = {}  # case id -> its notes' stigma scans, made once for all its summaries
     wanted = None if summary_ids is None else set(summary_ids)
     for s in ds.summaries:
         if wanted is not None and s.summary_id not in wanted:
@@ -104,7 +105,10 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
             cit_share = problems / n_cit if n_cit else None
             restated = sum(1 for x in sents if x.get("restates") is not None) / n_sent if n_sent else None
         try:
-            st = stigma.assess(ds.case(s.case_id), s, lexicon=lexicon)
+            case = ds.case(s.case_id)
+            if s.case_id not in note_scans:
+                note_scans[s.case_id] = stigma.scan_notes(case, lexicon)
+            st = stigma.assess(case, s, lexicon=lexicon, note_scans=note_scans[s.case_id])
             terms = tuple(h.hit.text for h in st.summary_hits)
         except (KeyError, ValueError):
             terms = ()

@@ -121,7 +121,7 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     """The queue of a stored dataset for one judge configuration (default: the one covering most summaries), with
     its calibration when one is stored; returns (entries, a sentence saying what the scores are)."""
     from engine.judge.features import evidence_for
-    from engine.judge.used_scores import for_dataset as scores_for_dataset, source_text
+    from engine.judge.used_scores import for_dataset as scores_for_dataset
 
     evidence = evidence_for(store, name, ds)
     used = scores_for_dataset(store, name, config_key, evidence, ds)
@@ -129,6 +129,6 @@ def for_dataset(store, name: str, ds, config_key: Optional[str] = None) -> tuple
     source = "no judge results"
     if used is not None:
         scores = used.used
-        source = source_text({k: v for k, v in used.picks.items() if any(k in r for r in used.expected.values())})
+        source = used.source
     entries = queue(ds.summaries, scores, source, evidence)
     return entries, source

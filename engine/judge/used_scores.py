@@ -81,6 +81,11 @@ class DatasetScores:
     features: dict  # summary id -> Features or None
     used: dict  # summary id -> item -> the score used
 
+    @property
+    def source(self) -> str:
+        """One line: which items use which score (over the items the judge scored)."""
+        return source_text({k: v for k, v in self.picks.items() if any(k in r for r in self.expected.values())})
+
     def breakdown(self, summary_id: str) -> list[dict]:
         """Per 1-5 item of one summary: the judge's expected score, the score used, which one and what it is
         made of (a combination's parts with their weights and, in the z form, standard scores)."""
