@@ -5,7 +5,7 @@ import pytest
 
 from engine.judge.features import Features
 from engine.judge.features import EvidenceSummary
-from engine.judge.triage import STRATA, queue, stratified_sample
+from engine.judge.triage import MIN_MEDIAN, STRATA, below_median, item_medians, queue, stratified_sample
 
 
 def _ev(flag=False, weak=0, sents=10, cit=0, n_cit=10, stigma=()):
@@ -33,6 +33,27 @@ def test_low_scores_and_bad_evidence_come_first_with_reasons():
     assert "coverage flags omissions" in r7 and "4 of 10 sentences" in r7 and "noncompliant" in r7
     assert [e.stratum for e in q] == [STRATA[0]] * 3 + [STRATA[1]] * 3 + [STRATA[2]] * 3
     assert all(a.priority >= b.priority for a, b in zip(q, q[1:]))
+
+
+def test_reasons_name_the_item_furthest_below_its_own_median_not_only_the_lowest_score():
+    """Thorough sits around 3 on every summary (its evidence's level), the judge's Accurate near 5: the lowest
+    score is Thorough's for all of them, and the reasons also name the item that is unusual for the summary."""
+    n = MIN_MEDIAN + 2
+    sums = [_s(i) for i in range(n)]
+    scores = {f"s{i}": {"thorough": 3.0 + 0.01 * i, "accurate": 4.8} for i in range(n)}
+    scores["s5"]["accurate"] = 3.9  # far below Accurate's median, still above every Thorough score
+    q = {e.summary_id: e for e in queue(sums, scores, "x", {})}
+    assert all(e.reasons[0].startswith("lowest judge items (x): Thorough") for e in q.values())
+    assert q["s5"].reasons[1] == "furthest below the dataset's median: Accurate 3.9 (median 4.8)"
+    assert q["s5"].blind_reasons[1] == "judge: furthest below the dataset's median Accurate"
+    assert q["s0"].reasons[1].startswith("furthest below the dataset's median: Thorough 3.0")
+    # the judge risk still reads the lowest score (the rule the real-text bench keeps)
+    assert q["s5"].judge_risk == pytest.approx((5.0 - 3.05) / 4.0, abs=1e-4)
+    # the median needs MIN_MEDIAN scores, and an item at or above its median is not named
+    assert item_medians({k: scores[k] for k in list(scores)[:MIN_MEDIAN - 1]}) == {}
+    assert below_median({"accurate": 4.8, "thorough": 2.0}, {"accurate": 4.8, "thorough": 2.5}) == [("thorough", 0.5)]
+    few = queue(sums[:3], scores, "x", {})
+    assert all(len(e.reasons) == 1 for e in few)
 
 
 def test_unjudged_summary_is_not_treated_as_safe():

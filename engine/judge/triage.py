@@ -7,7 +7,13 @@ check it:
   :mod:`engine.judge.used_scores` picks per item: the calibrated score when a calibration of this judge
   configuration fitted the item without losing ranking, else the item's default combination of the judge with its
   evidence (:mod:`engine.judge.combination`), else the judge's expected score; 0.5 when the summary has no judge
-  result (unknown is not safe).
+  result (unknown is not safe). The reasons also name the items furthest below their own typical level: each
+  item's shortfall from its median over the queue's summaries (:func:`item_medians`), in rubric points. The
+  lowest items alone would name the same item for nearly every summary — Thorough's combination, whose evidence
+  (how much of the source a summary leaves out) sits around 3 where the judge's scores sit near 5 — while the
+  shortfall from each item's own median names what is unusual about this summary. Only the reasons read it: on
+  real visit notes with omissions of known size, a judge risk from the shortfalls ordered the summaries worse than
+  the lowest score does (``bench/triage_bench.py``).
 * **evidence risk** = min(1, 0.4·[coverage flags an omission] + 0.4·(share of weakly supported sentences) +
   0.3·(share of citation problems) + 0.3·[stigmatizing language in the summary] + 0.4·(share of sentences with
   a claim the record does not support, by claim verification)).
@@ -19,12 +25,14 @@ so a sample still sees summaries the judge liked.
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 from engine.core.rubric import ITEMS, get_item
 
 STRATA = ("review first", "middle", "lowest risk")
+MIN_MEDIAN = 10  # scored summaries an item needs before a summary's shortfall from its median is named
 W_JUDGE, W_EVIDENCE = 0.6, 0.4
 LIKERT = tuple(i.key for i in ITEMS if i.is_likert)
 
@@ -42,7 +50,26 @@ class TriageEntry:
     score_source: str  # "calibrated …", "expected score" or "not judged"
 
 
-def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str) -> tuple[float, list[str], list[str]]:
+def item_medians(scores: Mapping[str, Optional[Mapping[str, Optional[float]]]]) -> dict[str, float]:
+    """item -> the median of its scores over the queue's summaries (``scores``: summary id -> item -> score), for
+    every 1-5 item with at least :data:`MIN_MEDIAN` scores."""
+    by_item: dict[str, list[float]] = {}
+    for sc in scores.values():
+        for k, v in (sc or {}).items():
+            if k in LIKERT and v is not None:
+                by_item.setdefault(k, []).append(float(v))
+    return {k: statistics.median(v) for k, v in by_item.items() if len(v) >= MIN_MEDIAN}
+
+
+def below_median(got: Mapping[str, float], medians: Mapping[str, float], n: int = 2) -> list[tuple[str, float]]:
+    """The (at most ``n``) items of one summary furthest below their medians, as (item, shortfall in rubric
+    points), largest first; items at or above their median are not named."""
+    gaps = [(k, round(medians[k] - v, 4)) for k, v in got.items() if k in medians]
+    return sorted([g for g in gaps if g[1] > 0.005], key=lambda g: (-g[1], g[0]))[:n]
+
+
+def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str,
+                medians: Mapping[str, float] = {}) -> tuple[float, list[str], list[str]]:
     if not scores:
         return 0.5, ["not judged yet"], ["not judged yet"]
     got = {k: v for k, v in scores.items() if k in LIKERT and v is not None}
@@ -52,6 +79,11 @@ def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str) ->
     risk = max(0.0, min(1.0, (5.0 - low[0][1]) / 4.0))
     reasons = [f"lowest judge items ({source}): " + ", ".join(f"{get_item(k).label} {v:.1f}" for k, v in low)]
     blind = ["judge: lowest items " + ", ".join(get_item(k).label for k, _ in low)]
+    below = below_median(got, medians)
+    if below:
+        reasons.append("furthest below the dataset's median: " + ", ".join(
+            f"{get_item(k).label} {got[k]:.1f} (median {medians[k]:.1f})" for k, _ in below))
+        blind.append("judge: furthest below the dataset's median " + ", ".join(get_item(k).label for k, _ in below))
     return risk, reasons, blind
 
 
@@ -82,12 +114,14 @@ def _evidence_part(ev) -> tuple[float, list[str]]:
 def queue(summaries: Sequence, scores: Mapping[str, Mapping[str, Optional[float]]], source: str,
           evidence: Mapping[str, object]) -> list[TriageEntry]:
     """The triage queue, highest priority first. ``summaries``: objects with ``summary_id`` and ``case_id``;
-    ``scores``: summary id -> item -> the score to use (calibrated or expected); ``source``: how those scores were
-    made (shown in the reasons); ``evidence``: summary id -> :class:`engine.judge.features.EvidenceSummary`."""
+    ``scores``: summary id -> item -> the score to use (calibrated or expected; their medians over ``summaries``
+    give the "furthest below the dataset's median" reason); ``source``: how those scores were made (shown in the
+    reasons); ``evidence``: summary id -> :class:`engine.judge.features.EvidenceSummary`."""
     rows = []
+    medians = item_medians({s.summary_id: scores.get(s.summary_id) for s in summaries})
     for s in summaries:
         sc = scores.get(s.summary_id)
-        jr, jreasons, jblind = _judge_part(sc, source)
+        jr, jreasons, jblind = _judge_part(sc, source, medians)
         er, ereasons = _evidence_part(evidence.get(s.summary_id))
         rows.append((W_JUDGE * jr + W_EVIDENCE * er, jr, er, s, jreasons + ereasons, jblind + ereasons,
                      source if sc else "not judged"))
