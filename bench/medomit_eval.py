@@ -305,7 +305,8 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
         for res in results:
             s = ds.summary(res.summary_id)
             rows.append(json.dumps({"method": "medomit", "summary_id": res.summary_id, "status": res.status,
-                                    "cache_key": result_key(model_id, ds.case(s.case_id), s, mo.decision, mo.gaps),
+                                    "cache_key": result_key(model_id, ds.case(s.case_id), s, mo.decision, mo.gaps,
+                                                            mo.facts),
                                     "result": res.to_json()}, sort_keys=True))
         kept = merge_shipped(Path(ship), rows)
         print(f"[{label}] {len(rows)} MED-OMIT results written to {ship} ({kept} rows of other summaries kept)")
@@ -320,6 +321,8 @@ def main():
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model key")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--ship", help="write the model's results as shipped sample rows to this file")
+    ap.add_argument("--facts", default="model", help="the fact source of the model's run "
+                    "(engine.evidence.medomit.facts: model, statements)")
     ap.add_argument("--relink", default="", metavar="ROWS",
                     help="the shipped rows with the facts today's linking places and the passages no fact covers "
                          "weighed (their importance, and the linked facts' clusters, asked once per case), every "
@@ -357,14 +360,15 @@ def main():
 
             be = CachedAnswers(be, sha, out / "omit_answers.jsonl")
             be.generate = be.b.generate
-        mo = MedOmit(be, sha, embedder=emb)
+        mo = MedOmit(be, sha, embedder=emb, facts=args.facts)
         if args.relink:
             of = lambda m, d, sids: relinked(m, d, sids, Path(args.relink))  # noqa: E731
         elif args.decide_again:
             of = lambda m, d, sids: decided_again(m, d, sids, Path(args.decide_again))  # noqa: E731
         else:
             of = lambda m, d, sids: run_pipeline(m, d, sids, out / f"medomit_{args.model}.sqlite")  # noqa: E731
-        evaluate(EMBEDDED[args.model].short_label, mo, ds, manifest, case_ids, of, args.ship)
+        label = EMBEDDED[args.model].short_label + ("" if args.facts == "model" else f", facts: {args.facts}")
+        evaluate(label, mo, ds, manifest, case_ids, of, args.ship)
 
 
 if __name__ == "__main__":

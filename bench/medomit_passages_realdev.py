@@ -7,7 +7,9 @@ development, odd → test) before anything is chosen. Each note is a one-note ca
 quarter of its sentences (the units unit coverage reads, of at least five words, headings left out; seeded) taken
 out; the other sentences stay word for word.
 
-Per setting (the model's facts alone; with passages at each ``min_carried`` and with / without the key-term rule):
+Per setting (the model's facts alone; with passages at each ``min_carried`` and with / without the key-term rule;
+and the "statements" fact source of engine.evidence.medomit.facts — every unit of the note a fact, no model facts,
+which is the passages with no fact list to cover anything):
   * facts per note (the cost: each fact is one more importance rating and one more omission question);
   * reach: the share of the taken-out sentences on which some fact lies (a fact's linked span overlaps the
     sentence) — the ceiling of what MED-OMIT can report. With passages this is near 1 by construction wherever
@@ -43,9 +45,12 @@ from engine.evidence.medomit.gaps import GapParams, passage_facts  # noqa: E402
 from engine.evidence.medomit.pipeline import MedOmit  # noqa: E402
 
 SETTINGS = [None] + [GapParams(min_carried=m, key_terms=k) for m in (0.3, 0.5, 0.7) for k in (True, False)]
+STATEMENTS = "statements"  # the "statements" fact source: every unit of the note, no model facts
 
 
 def label(p) -> str:
+    if p == STATEMENTS:
+        return "the notes' statements (no model facts)"
     return "model facts only" if p is None else f"+ passages (carried < {p.min_carried}, key terms {p.key_terms})"
 
 
@@ -93,6 +98,7 @@ def main():
     if args.only:
         m, k = args.only.split(",")
         settings = [None, GapParams(min_carried=float(m), key_terms=k.strip() in ("1", "true", "True"))]
+    settings = settings + [STATEMENTS]
     be, sha = open_llama_backend("", n_ctx=8192, n_threads=args.threads, embedded_key=args.model)
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
@@ -116,7 +122,8 @@ def main():
         print(f"  {conv}: {len(facts)} facts ({len(linked)} linked) in {time.perf_counter() - t1:.0f} s; "
               f"{len(removed)} sentences taken out, {len(kept)} kept", file=sys.stderr, flush=True)
         for p in settings:
-            fs = linked + ([] if p is None else passage_facts(case, linked, p))
+            fs = (passage_facts(case, []) if p == STATEMENTS else
+                  linked + ([] if p is None else passage_facts(case, linked, p)))
             dec = {d.fact_id: d.omitted for d in decide([f.fact_id for f in fs], [f.text for f in fs],
                                                          summary, emb, None, coverage_only)}
             t = tot[label(p)]
@@ -132,7 +139,7 @@ def main():
         print(f"  {name:48s} facts/note {t['facts'] / n:5.1f}  reach {t['reach'] / max(1, n_removed):.2f}  "
               f"detected {t['det'] / max(1, n_removed):.2f}  false reports {t['false'] / max(1, n_kept):.2f}")
     if args.split == "dev" and not args.only:
-        best = max((p for p in settings if p is not None),
+        best = max((p for p in settings if p not in (None, STATEMENTS)),
                    key=lambda p: (tot[label(p)]["det"], -tot[label(p)]["facts"]))
         print(f"chosen on dev: min_carried {best.min_carried}, key terms {best.key_terms}")
 

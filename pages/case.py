@@ -245,7 +245,7 @@ with tab_medomit:
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded
-            mo = MedOmit(backend, sha, cache=store, embedder=state.embedder())
+            mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.settings().medomit_facts)
             jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name))
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
     res = view.medomit
@@ -254,7 +254,8 @@ with tab_medomit:
     else:
         by = res.provenance.get("model_file") or res.provenance.get("model") or "the configured model"
         st.caption(f"MED-OMIT by {untrusted.md(by)}"
-                   + (f" · {untrusted.md(res.provenance['method'])}" if res.provenance.get("method") else ""))
+                   + (f" · {untrusted.md(res.provenance['method'])}" if res.provenance.get("method") else "")
+                   + f" · facts: {untrusted.md(res.fact_source_label)}")
         if res.smoke_test:
             evidence_view.smoke_badge(res.provenance.get("model_file") or res.provenance.get("model") or
                                       "embedded model", "MED-OMIT figures")

@@ -13,6 +13,7 @@ from engine.llm.llama import gpu_offload_supported
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm.local_models import lmstudio_dirs, ollama_dirs
 from engine.judge import used_scores
+from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE, FACT_SOURCE_NOTE, FACT_SOURCES
 from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
 from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
                                   SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
@@ -177,6 +178,12 @@ if source != SOURCE_SERVER:
                "GPU: this llama.cpp build is CPU-only, so the judge runs on the CPU whatever the GPU-layers value "
                "(rebuild llama-cpp-python with GPU support to use one; see docs/judge.md).")
 
+st.markdown("#### MED-OMIT")
+ss.setdefault("set_medomit_facts", cur.medomit_facts if cur.medomit_facts in FACT_SOURCES else DEFAULT_FACT_SOURCE)
+st.radio("Where MED-OMIT's facts come from", list(FACT_SOURCES), key="set_medomit_facts", horizontal=True,
+         format_func=lambda k: FACT_SOURCES[k].label)
+st.caption(FACT_SOURCES[ss["set_medomit_facts"]].description + ". " + FACT_SOURCE_NOTE)
+
 st.markdown("#### Workspace")
 ws = st.text_input("Workspace (an SQLite file, or postgresql://user@host:port/database for a team)", key="set_ws", placeholder=str(default_workspace_path()))
 st.caption(f"In use now: {md(state.workspace_label())}"
@@ -192,7 +199,8 @@ if st.button("Save settings", type="primary"):
                   server_url=(ss.get("set_server_url") or "").strip(),
                   server_model=(ss.get("set_server_model") or "").strip(),
                   server_api_key=_api_key() if source == SOURCE_SERVER else cur.server_api_key,
-                  concurrency=int(ss.get("set_concurrency", cur.concurrency)))
+                  concurrency=int(ss.get("set_concurrency", cur.concurrency)),
+                  medomit_facts=ss.get("set_medomit_facts", cur.medomit_facts))
     try:
         path = save_settings(new)
     except SettingsError as exc:

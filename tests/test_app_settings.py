@@ -141,6 +141,22 @@ def test_each_source_renders():
     assert any(n.label == "Requests in flight" and n.value == 4 for n in at.number_input)
 
 
+def test_medomit_fact_source_is_chosen_and_saved():
+    from engine.evidence.medomit.facts import FACT_SOURCE_NOTE, FACT_SOURCES
+
+    at = _settings_page()
+    radio = at.radio(key="set_medomit_facts")
+    assert radio.value == "model" and radio.options == [FACT_SOURCES[k].label for k in FACT_SOURCES]
+    radio.set_value("statements").run()
+    _ok(at)
+    assert any(FACT_SOURCES["statements"].description in c.value and FACT_SOURCE_NOTE[:40] in c.value
+               for c in at.caption)
+    _button(at, "Save settings").click().run()
+    _ok(at)
+    assert load_settings().medomit_facts == "statements"
+    assert _settings_page().radio(key="set_medomit_facts").value == "statements"
+
+
 def test_get_a_model_page_lists_the_catalogue_with_its_explicit_download():
     at = _models_page()
     from engine.llm.model_download import CATALOG

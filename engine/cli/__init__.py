@@ -20,6 +20,7 @@ from engine.data.settings import SettingsError
 from engine.data.store import StoreBusy, StoreError
 from engine.data.validation import DatasetInvalid
 from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
+from engine.evidence.medomit.facts import FACT_SOURCES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--threshold", type=float, default=None, help="region threshold (default: the method's)")
     add_model_opts(sp, "GGUF file for MED-OMIT (default: the configured model)",
                    "OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--facts", choices=tuple(FACT_SOURCES), default=None,
+                    help="medomit: where the facts come from (default: the setting): " + "; ".join(
+                        f"{k} ({f.description})" for k, f in FACT_SOURCES.items()))
     sp.add_argument("--summary", action="append", help="only this summary id (repeatable)")
     sp.add_argument("--out", help="also write the JSON lines to this file")
     sp.add_argument("--quiet", action="store_true")

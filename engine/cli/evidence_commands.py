@@ -43,8 +43,10 @@ def cmd_omissions(args) -> int:
             return 1
         from engine.evidence.embeddings import Embedder
 
+        from engine.data.settings import load_settings
+
         mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store,
-                     embedder=Embedder(store=store))
+                     embedder=Embedder(store=store), facts=args.facts or load_settings().medomit_facts)
         prog = (lambda d, t, sid, m: None) if args.quiet else (
             lambda d, t, sid, m: say(f"[{d}/{t}] {sid}: {m}", file=sys.stderr))
         wanted: dict[str, int] = {}

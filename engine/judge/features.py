@@ -144,7 +144,9 @@ def _verification(v: Optional[dict]) -> tuple[Optional[float], Optional[float], 
 
 def _medomit_share(m: Optional[dict]) -> Optional[float]:
     """Omitted weight / total weight of the scored facts of a complete MED-OMIT result; None for none, an incomplete
-    one, or one by the smoke-test model."""
+    one, one by the smoke-test model, or one whose facts are not the default source's
+    (:mod:`engine.evidence.medomit.facts`)."""
+    from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE
     from engine.evidence.medomit.result import MedOmitResult
 
     if not m or m.get("status") != "complete":
@@ -153,7 +155,7 @@ def _medomit_share(m: Optional[dict]) -> Optional[float]:
         res = MedOmitResult.from_json(json.dumps(m))
     except (KeyError, TypeError, ValueError):
         return None
-    if res.smoke_test:
-        return None
+    if res.smoke_test or res.fact_source != DEFAULT_FACT_SOURCE:
+        return None  # the Thorough combination's MED-OMIT signal is the model-extracted facts' weight
     total = sum(s.score for s in res.scores if s.fact_id not in {f.fact_id for f in res.not_found})
     return float(res.document_weight or 0.0) / total if total > 0 else None

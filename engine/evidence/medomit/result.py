@@ -163,6 +163,22 @@ class MedOmitResult:
         p = self.provenance or {}
         return is_smoke_test_model(p.get("model"), p.get("model_file"))
 
+    @property
+    def fact_source(self) -> str:
+        """Where the facts came from (a key of :data:`engine.evidence.medomit.facts.FACT_SOURCES`; results stored
+        before there was a choice are the model's)."""
+        from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE
+
+        return str((self.provenance or {}).get("facts") or DEFAULT_FACT_SOURCE)
+
+    @property
+    def fact_source_label(self) -> str:
+        """:attr:`fact_source` in words."""
+        from engine.evidence.medomit.facts import FACT_SOURCES
+
+        src = FACT_SOURCES.get(self.fact_source)
+        return src.label if src is not None else self.fact_source
+
     def fact(self, fact_id: str) -> Fact:
         return next(f for f in self.facts if f.fact_id == fact_id)
 
