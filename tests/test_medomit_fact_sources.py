@@ -58,3 +58,21 @@ def test_the_thorough_combination_reads_the_default_sources_weight_only():
     import json
     assert _medomit_share(json.loads(model.to_json())) is not None
     assert _medomit_share(json.loads(stmts.to_json())) is None
+
+
+def test_the_evidence_table_says_where_each_summarys_facts_came_from():
+    from types import SimpleNamespace
+
+    from engine.evidence.medomit.rows import dataset_rows
+
+    case = two_notes("c8")
+    s1 = Summary("c8-s1", "c8", "Atrial fibrillation on apixaban.")
+    s2 = Summary("c8-s2", "c8", "LVEF 35%.")
+    results = {"c8-s1": MedOmit(ScriptedBackend(), "m").run(case, s1),
+               "c8-s2": MedOmit(ScriptedBackend(), "m", facts="statements").run(case, s2)}
+    ds = SimpleNamespace(summaries=[s1, s2, Summary("c8-s3", "c8", "Nothing.")])
+    rows = {r.summary_id: r.display() for r in dataset_rows(ds, results)}
+    assert [rows[k]["facts from"] for k in ("c8-s1", "c8-s2", "c8-s3")] == [
+        "extracted by the model", "the notes' statements", ""]
+    # results of different sources are never compared with each other
+    assert rows["c8-s1"]["left out, all other summaries state"] is None

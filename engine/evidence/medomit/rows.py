@@ -53,6 +53,7 @@ class SummaryOmissions:
     not_found: Optional[int]  # facts not found in the notes (never counted)
     smoke_test: Optional[bool]  # computed by the smoke-test model
     others_keep: Optional[int] = None  # omitted facts every other summary of the case states (None: no comparison)
+    facts_from: str = ""  # the result's fact source in words ("" when not run)
 
     def group(self, by: str) -> str:
         """The summary's value of a grouping (``GROUPINGS``)."""
@@ -63,7 +64,7 @@ class SummaryOmissions:
         return {"summary": self.summary_id, "case": self.case_id, "generator": self.generator,
                 "quality group": self.quality_group, "status": self.status, "MED-OMIT weight": self.weight,
                 "omitted facts": self.omitted, "left out, all other summaries state": self.others_keep,
-                "not found in the notes": self.not_found,
+                "not found in the notes": self.not_found, "facts from": self.facts_from,
                 "smoke-test model": "yes" if self.smoke_test else ""}
 
 
@@ -84,7 +85,7 @@ def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[SummaryOmissio
         out.append(SummaryOmissions(s.summary_id, s.case_id, s.generator_model or "", s.quality_group or "",
                                     r.status if r else "not run", r.document_weight if r else None,
                                     r.omission_count if r else None, len(r.not_found) if r else None,
-                                    r.smoke_test if r else None, keep))
+                                    r.smoke_test if r else None, keep, r.fact_source_label if r else ""))
     return out
 
 
