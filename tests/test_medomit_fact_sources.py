@@ -76,3 +76,11 @@ def test_the_evidence_table_says_where_each_summarys_facts_came_from():
         "extracted by the model", "the notes' statements", ""]
     # results of different sources are never compared with each other
     assert rows["c8-s1"]["left out, all other summaries state"] is None
+
+
+def test_a_result_decided_again_keeps_the_source_its_facts_came_from():
+    case = two_notes("c9")
+    summary = Summary("c9-s1", "c9", "Atrial fibrillation on apixaban.")
+    model = MedOmit(ScriptedBackend(), "m").run(case, summary)
+    again = MedOmit(ScriptedBackend(), "m", facts="statements").decide_again(model, case, summary)
+    assert again.fact_source == "model" and [f.text for f in again.facts] == [f.text for f in model.facts]

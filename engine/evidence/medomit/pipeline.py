@@ -365,7 +365,7 @@ class MedOmit:
         importance = {s.fact_id: s.importance for s in result.scores if s.importance}
         records = [r for r in result.steps if not r.step.startswith("omissions[")]  # the earlier decision's record
         prov = {**self._provenance(), "decided_again_from": (result.provenance or {}).get("method"),
-                "case_steps_model": (result.provenance or {}).get("model")}
+                "case_steps_model": (result.provenance or {}).get("model"), "facts": result.fact_source}
         return self._scored(case, summary, result.facts, result.ddx, result.clusters, importance, records,
                             lambda m: None, sddx=result.summary_ddx, prov=prov)
 
