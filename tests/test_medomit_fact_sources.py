@@ -84,3 +84,17 @@ def test_a_result_decided_again_keeps_the_source_its_facts_came_from():
     model = MedOmit(ScriptedBackend(), "m").run(case, summary)
     again = MedOmit(ScriptedBackend(), "m", facts="statements").decide_again(model, case, summary)
     assert again.fact_source == "model" and [f.text for f in again.facts] == [f.text for f in model.facts]
+
+
+def test_the_cli_names_the_source_and_refuses_an_unknown_one(tmp_path, capsys):
+    from engine.cli import main
+    from engine.cli.evidence_commands import _medomit_line
+
+    case = two_notes("c10")
+    summary = Summary("c10-s1", "c10", "Atrial fibrillation on apixaban.")
+    r = MedOmit(ScriptedBackend(), "m", facts="statements").run(case, summary)
+    assert _medomit_line(r, case, None)["facts_from"] == "statements"
+    with pytest.raises(SystemExit) as exit_:
+        main(["--workspace", str(tmp_path / "w.sqlite"), "omissions", "sample", "--method", "medomit",
+              "--facts", "sentences"])
+    assert exit_.value.code == 2 and "invalid choice: 'sentences'" in capsys.readouterr().err

@@ -102,7 +102,7 @@ def _medomit_line(r, case, cons) -> dict:
                          "note_id": r.fact(s.fact_id).note_id, "start": r.fact(s.fact_id).start,
                          "end": r.fact(s.fact_id).end, "link": r.fact(s.fact_id).link,
                          "source_text": span(s.fact_id), "explanation": s.explanation} for s in ordered],
-            "n_facts": len(r.facts), "ddx": [d.name for d in r.ddx],
+            "n_facts": len(r.facts), "facts_from": r.fact_source, "ddx": [d.name for d in r.ddx],
             "ddx_difference": r.ddx_comparison.difference if r.ddx_comparison else None}
 
 
