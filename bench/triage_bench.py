@@ -25,6 +25,7 @@ Usage: python bench/triage_bench.py
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 from collections import Counter
@@ -63,8 +64,7 @@ def _rows(store, name: str, ds) -> dict:
     used = for_dataset(store, name, None, evidence, ds)
     entries = {e.summary_id: e for e in triage.queue(ds.summaries, used.used, used.source, evidence)}
     medians = triage.item_medians({s.summary_id: used.used.get(s.summary_id) for s in ds.summaries})
-    level = sorted(medians.values())[len(medians) // 2] if len(medians) % 2 else \
-        sum(sorted(medians.values())[len(medians) // 2 - 1:len(medians) // 2 + 1]) / 2
+    level = statistics.median(medians.values())  # the common level: the median of the items' medians
     out = {}
     for sid, sc in used.used.items():
         got = {k: v for k, v in sc.items() if k in triage.LIKERT and v is not None}

@@ -69,7 +69,7 @@ def below_median(got: Mapping[str, float], medians: Mapping[str, float], n: int 
 
 
 def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str,
-                medians: Mapping[str, float] = {}) -> tuple[float, list[str], list[str]]:
+                medians: Optional[Mapping[str, float]] = None) -> tuple[float, list[str], list[str]]:
     if not scores:
         return 0.5, ["not judged yet"], ["not judged yet"]
     got = {k: v for k, v in scores.items() if k in LIKERT and v is not None}
@@ -79,6 +79,7 @@ def _judge_part(scores: Optional[Mapping[str, Optional[float]]], source: str,
     risk = max(0.0, min(1.0, (5.0 - low[0][1]) / 4.0))
     reasons = [f"lowest judge items ({source}): " + ", ".join(f"{get_item(k).label} {v:.1f}" for k, v in low)]
     blind = ["judge: lowest items " + ", ".join(get_item(k).label for k, _ in low)]
+    medians = medians or {}
     below = below_median(got, medians)
     if below:
         reasons.append("furthest below the dataset's median: " + ", ".join(
