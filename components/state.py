@@ -69,6 +69,19 @@ def settings() -> AppSettings:
         return AppSettings()
 
 
+def medomit_facts() -> str:
+    """MED-OMIT's fact source from the settings; a source the registry does not know (a hand-edited settings
+    file) is named in an error and the default is used."""
+    from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE, FACT_SOURCES
+
+    key = settings().medomit_facts
+    if key in FACT_SOURCES:
+        return key
+    st.error(f"MED-OMIT fact source {untrusted.md(key)} in the settings is unknown (known: "
+             f"{', '.join(FACT_SOURCES)}). Using {DEFAULT_FACT_SOURCE}.")
+    return DEFAULT_FACT_SOURCE
+
+
 def store() -> Store:
     """The workspace store for the configured path (opened once, sample imported on first use)."""
     return _store_for(str(workspace_path(settings())))

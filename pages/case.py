@@ -245,7 +245,7 @@ with tab_medomit:
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded
-            mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.settings().medomit_facts)
+            mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.medomit_facts())
             jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name))
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
     res = view.medomit

@@ -22,7 +22,7 @@ if st.button("Run MED-OMIT on every summary", help="Resumable: finished summarie
     loaded = state.judge_backend()
     if loaded is not None:
         backend, sha = loaded
-        mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.settings().medomit_facts)
+        mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.medomit_facts())
         jobs_view.start("medomit_all", medomit_job(mo, ds,
                                                    [s.summary_id for s in ds.summaries], store=store,
                                                    dataset_name=name))

@@ -98,3 +98,24 @@ def test_the_cli_names_the_source_and_refuses_an_unknown_one(tmp_path, capsys):
         main(["--workspace", str(tmp_path / "w.sqlite"), "omissions", "sample", "--method", "medomit",
               "--facts", "sentences"])
     assert exit_.value.code == 2 and "invalid choice: 'sentences'" in capsys.readouterr().err
+
+
+def test_an_unknown_source_in_a_hand_edited_settings_file_is_named_and_the_default_used():
+    from streamlit.testing.v1 import AppTest
+
+    from engine.data.settings import AppSettings, save_settings
+
+    save_settings(AppSettings(medomit_facts="sentences"))
+
+    def page():
+        import streamlit as st
+
+        from components import state
+
+        st.write(f"source: {state.medomit_facts()}")
+
+    at = AppTest.from_function(page, default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert any("source: model" in m.value for m in at.markdown)
+    assert any("fact source sentences in the settings is unknown" in e.value for e in at.error)
