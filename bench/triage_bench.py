@@ -44,11 +44,11 @@ DEFECT_ITEM = {"dropped_fact": "thorough", "falsified_fact": "accurate", "fabric
 
 
 def _auroc(scores, labels) -> float:
-    pos = [s for s, y in zip(scores, labels) if y]
-    neg = [s for s, y in zip(scores, labels) if not y]
-    if not pos or not neg:
-        return float("nan")
-    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+    """AUROC of ``scores`` (higher = more likely defective) for the boolean ``labels``."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([bool(y) for y in labels], scores)) if len(set(map(bool, labels))) == 2 else \
+        float("nan")
 
 
 RULES = ("lowest", "worst gap", "sum of gaps")
