@@ -1,4 +1,4 @@
-"""Settings page pieces that show plain data: the embedded models' measured validity."""
+"""Settings page pieces: the embedded models' measured validity, the choice of MED-OMIT's fact source."""
 from components.frames import show
 from engine.core.rubric import item_label
 
@@ -24,3 +24,15 @@ def render_validity(figures: dict[str, list[dict]], labels: dict[str, str]) -> N
 def render_rows(rows: list[dict]) -> None:
     """A plain table of engine rows."""
     show(rows)
+
+
+def render_medomit_facts(key: str) -> None:
+    """The choice of MED-OMIT's fact source (widget ``key``; its value must already be a registry key) with what the
+    chosen source is and the measured times."""
+    import streamlit as st
+
+    from engine.evidence.medomit.facts import FACT_SOURCE_NOTE, FACT_SOURCES
+
+    st.radio("Where MED-OMIT's facts come from", list(FACT_SOURCES), key=key, horizontal=True,
+             format_func=lambda k: FACT_SOURCES[k].label)
+    st.caption(FACT_SOURCES[st.session_state[key]].description + ". " + FACT_SOURCE_NOTE)

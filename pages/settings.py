@@ -13,7 +13,6 @@ from engine.llm.llama import gpu_offload_supported
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm.local_models import lmstudio_dirs, ollama_dirs
 from engine.judge import used_scores
-from engine.evidence.medomit.facts import FACT_SOURCE_NOTE, FACT_SOURCES
 from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
 from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
                                   SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
@@ -180,9 +179,7 @@ if source != SOURCE_SERVER:
 
 st.markdown("#### MED-OMIT")
 ss.setdefault("set_medomit_facts", state.medomit_facts())  # an unknown saved source: named, the default offered
-st.radio("Where MED-OMIT's facts come from", list(FACT_SOURCES), key="set_medomit_facts", horizontal=True,
-         format_func=lambda k: FACT_SOURCES[k].label)
-st.caption(FACT_SOURCES[ss["set_medomit_facts"]].description + ". " + FACT_SOURCE_NOTE)
+settings_view.render_medomit_facts("set_medomit_facts")
 
 st.markdown("#### Workspace")
 ws = st.text_input("Workspace (an SQLite file, or postgresql://user@host:port/database for a team)", key="set_ws", placeholder=str(default_workspace_path()))
