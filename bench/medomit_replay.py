@@ -24,6 +24,9 @@ off where the stored one was not; such steps are counted and named (a real run w
 Usage: python bench/medomit_replay.py record --case-ids id-01[,card-01] --out CALLS.jsonl [--model KEY] [--facts SOURCE]
        python bench/medomit_replay.py replay --calls CALLS.jsonl [MORE.jsonl] --gguf MODEL.gguf [--gpu-layers -1] [--out F] [--limit N]
 (replay imports llama_cpp before NumPy: on one GPU machine the model load crashed when NumPy came first.)
+On a machine that fetches nothing, build llama-cpp-python there from its source with
+CMAKE_ARGS="-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90" (Hopper), let the GGUF travel in pieces (``split -b``),
+join them and compare the sha256 with the model's before replaying.
 """
 from __future__ import annotations
 
