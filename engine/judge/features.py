@@ -152,7 +152,7 @@ def _medomit_share(m: Optional[dict]) -> Optional[float]:
     if not m or m.get("status") != "complete":
         return None
     try:
-        res = MedOmitResult.from_json(json.dumps(m))
+        res = MedOmitResult.from_dict(m)
     except (KeyError, TypeError, ValueError):
         return None
     if res.smoke_test or res.fact_source != DEFAULT_FACT_SOURCE:

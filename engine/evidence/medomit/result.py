@@ -197,7 +197,12 @@ class MedOmitResult:
 
     @classmethod
     def from_json(cls, text: str) -> "MedOmitResult":
-        res = cls._from_json(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MedOmitResult":
+        """A stored result from its parsed JSON (:meth:`from_json` without parsing the text again)."""
+        res = cls._from_dict(d)
         method = (res.provenance or {}).get("method")
         if res.status == "complete" and method and method != METHOD_VERSION:
             res._rescore()  # stored by an older method: apply today's scoring to its step outputs
@@ -218,7 +223,11 @@ class MedOmitResult:
 
     @classmethod
     def _from_json(cls, text: str) -> "MedOmitResult":
-        d = json.loads(text)
+        """The stored result as it was written (no rescoring of an older method's result)."""
+        return cls._from_dict(json.loads(text))
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> "MedOmitResult":
         return cls(summary_id=d["summary_id"], case_id=d["case_id"], status=d["status"],
                    failed_step=d["failed_step"], reason=d["reason"], facts=[Fact(**f) for f in d["facts"]],
                    ddx=[Diagnosis(**x) for x in d["ddx"]], clusters=[Cluster(**c) for c in d["clusters"]],

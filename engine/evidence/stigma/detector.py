@@ -64,7 +64,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from engine.evidence.stigma.rules import RULES, context_rule, quotes_of
 
@@ -354,6 +354,8 @@ class SummaryStigma:
 
 # ------------------------------------------------------------------------------------------------ lexicon
 
+SCAN_MEMO = 4096  # Lexicon.scan keeps the last this many texts' (immutable) scans: a dataset's notes are scanned once
+
 
 class Lexicon:
     """The data-file entries plus any run-time extras, compiled; ``version`` identifies the whole set."""
@@ -368,6 +370,7 @@ class Lexicon:
                                                                       key=lambda d: (d["id"], d["term"]))},
                            sort_keys=True)
         self.version = "lex-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
+        self.scan: Callable[[str], StigmaScan] = lru_cache(maxsize=SCAN_MEMO)(self._scan)
 
     @classmethod
     def load(cls, extra_entries: Iterable[Mapping[str, Any]] = (), path: Path = LEXICON_PATH) -> "Lexicon":
@@ -393,7 +396,7 @@ class Lexicon:
                 return e
         raise KeyError(entry_id)
 
-    def scan(self, text: str) -> StigmaScan:
+    def _scan(self, text: str) -> StigmaScan:
         cands: list[StigmaHit] = []
         quotes = quotes_of(text)
         for order, (e, pat) in enumerate(self._patterns):
