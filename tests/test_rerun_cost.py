@@ -1,9 +1,10 @@
 """What a page reads on every rerun is not computed twice: a lexicon keeps the scans of the texts it read, and a
 stored MED-OMIT result is built from its parsed JSON once."""
 import json
+import pickle
 
 from engine.evidence.medomit.result import MedOmitResult
-from engine.evidence.stigma.detector import SCAN_MEMO, load_lexicon
+from engine.evidence.stigma.detector import Lexicon, load_lexicon
 from engine.sample import SAMPLE_MEDOMIT
 
 NOTE = "Pt is a poor historian and was noncompliant with insulin. Denies chest pain."
@@ -16,11 +17,14 @@ def test_a_lexicon_scans_each_text_once_and_keeps_a_bounded_memo():
     before = lex.scan.cache_info()
     again = lex.scan(NOTE)
     assert again is first and lex.scan.cache_info().hits == before.hits + 1
-    assert lex.scan.cache_info().maxsize == SCAN_MEMO
+    assert lex.scan.cache_info().maxsize == Lexicon.SCAN_MEMO
     # a lexicon with extra terms has its own scans: the memo never answers for another set of entries
     extra = load_lexicon([{"term": "frequent flyer", "category": "stereotyping", "source": "local"}])
     assert extra.version != lex.version
     assert extra.scan(NOTE).lexicon_version == extra.version != first.lexicon_version
+    # the memo does not stop a lexicon from being copied or pickled (Streamlit caches may pickle what holds one)
+    copy = pickle.loads(pickle.dumps(extra))
+    assert copy.version == extra.version and copy.scan(NOTE) == extra.scan(NOTE)
 
 
 def test_a_stored_result_reads_the_same_from_its_parsed_json():

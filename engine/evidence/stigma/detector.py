@@ -354,11 +354,12 @@ class SummaryStigma:
 
 # ------------------------------------------------------------------------------------------------ lexicon
 
-SCAN_MEMO = 4096  # Lexicon.scan keeps the last this many texts' (immutable) scans: a dataset's notes are scanned once
-
 
 class Lexicon:
-    """The data-file entries plus any run-time extras, compiled; ``version`` identifies the whole set."""
+    """The data-file entries plus any run-time extras, compiled; ``version`` identifies the whole set. ``scan`` keeps
+    the scans (immutable) of the last ``SCAN_MEMO`` texts it read, so a page reading a dataset scans each note once."""
+
+    SCAN_MEMO = 4096
 
     def __init__(self, entries: Sequence[LexiconEntry], categories: Mapping[str, str],
                  references: Mapping[str, str]):
@@ -366,11 +367,13 @@ class Lexicon:
         self.categories = dict(categories)
         self.references = dict(references)
         self._patterns = [(e, compile_term(e.term)) for e in self.entries]
-        canon = json.dumps({"rules": RULES_VERSION, "entries": sorted((e.canonical() for e in self.entries),
-                                                                      key=lambda d: (d["id"], d["term"]))},
-                           sort_keys=True)
+        canon = json.dumps({"rules": RULES_VERSION, "entries": sorted(
+            (e.canonical() for e in self.entries), key=lambda d: (d["id"], d["term"]))}, sort_keys=True)
         self.version = "lex-" + hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]
-        self.scan: Callable[[str], StigmaScan] = lru_cache(maxsize=SCAN_MEMO)(self._scan)
+        self.scan: Callable[[str], StigmaScan] = lru_cache(maxsize=self.SCAN_MEMO)(self._scan)
+
+    def __reduce__(self):  # pickled as its entries: the copy compiles its patterns and starts an empty memo
+        return Lexicon, (self.entries, self.categories, self.references)
 
     @classmethod
     def load(cls, extra_entries: Iterable[Mapping[str, Any]] = (), path: Path = LEXICON_PATH) -> "Lexicon":
@@ -389,12 +392,6 @@ class Lexicon:
             ids.add(eid)
             entries.append(LexiconEntry(**{**asdict(e), "id": eid}))
         return cls(entries, base.categories, base.references)
-
-    def entry(self, entry_id: str) -> LexiconEntry:
-        for e in self.entries:
-            if e.id == entry_id:
-                return e
-        raise KeyError(entry_id)
 
     def _scan(self, text: str) -> StigmaScan:
         cands: list[StigmaHit] = []
