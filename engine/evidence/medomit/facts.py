@@ -37,7 +37,7 @@ FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
 )}
 DEFAULT_FACT_SOURCE = "model"
 FACT_SOURCE_NOTE = ("Time with the default model on 2 CPU cores, a sample case of 4 notes and 3 summaries from "
-                    "scratch: the model's facts 12.5-17.7 min, the notes' statements 6.2 min (5.1-7.4 over the "
-                    "sample's 12 cases); on one NVIDIA H200 with every layer offloaded the same case's model work "
-                    "takes 19 s and 6 s. On the sample the statements find 14 of the 16 documented dropped facts "
-                    "(the model's facts 15)")
+                    "scratch: the model's facts 10.0 min on idle cores (12.5-17.7 beside other work), the notes' "
+                    "statements 6.2 min (5.1-7.4 over the sample's 12 cases); on one NVIDIA H200 with every layer "
+                    "offloaded the same case's model work takes 19 s and 6 s. On the sample the statements find 14 "
+                    "of the 16 documented dropped facts (the model's facts 15)")
