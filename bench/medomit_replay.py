@@ -147,7 +147,7 @@ def replay(args) -> None:
     files = [Path(f).read_text(encoding="utf-8").splitlines() for f in args.calls]
     headers = [json.loads(lines[0]) for lines in files]
     calls = [json.loads(x) for lines in files for x in lines[1:]]
-    cases = {cid: h for h in headers for cid in h["cases"]}
+    cases = {cid: info for h in headers for cid, info in h["cases"].items()}  # case -> what record wrote of it
     if len({h["n_ctx"] for h in headers}) != 1 or len({h["model_sha256"] for h in headers}) != 1:
         raise SystemExit("the recordings differ in model or context size; replay them separately")
     t0 = time.perf_counter()
@@ -184,7 +184,7 @@ def replay(args) -> None:
                "steps": sum(c["kind"] == "step" for c in mine), "questions": sum(c["kind"] == "question" for c in mine),
                "generated_tokens": gen_tokens, "cut_off": cut, "invalid_json": invalid,
                "same_steps_stored_seconds": round(stored, 1),
-               "rest_seconds_recorded": cases[cid]["cases"][cid]["rest_seconds_here"]}
+               "rest_seconds_recorded": cases[cid]["rest_seconds_here"]}
         out["cases"][cid] = row
         print(cid, json.dumps(row), flush=True)
         if args.out:
