@@ -88,7 +88,8 @@ class _Recorder:
             self.misses.append(key)
             raise BackendError("this step is not in the step store (run bench/medomit_eval.py on the case first)")
         d = json.loads(hit)
-        self.calls.append({"case": self.case, "kind": "step", "prompt": prompt, "schema": schema,
+        segments = [[t, tpl] for t, tpl in getattr(prompt, "segments", ((str(prompt), False),))]
+        self.calls.append({"case": self.case, "kind": "step", "prompt": segments, "schema": schema,
                            "max_tokens": max_tokens, "seed": seed, "stored_seconds": float(d.get("seconds", 0.0)),
                            "stored_completion_tokens": int(d.get("completion_tokens", 0))})
         return Generation(d["raw"], int(d.get("prompt_tokens", 0)), int(d.get("completion_tokens", 0)), 0.0, 0.0,
@@ -139,6 +140,17 @@ def record(args) -> None:
     print(f"{len(rec.calls)} calls written to {args.out}")
 
 
+def _prompt(recorded):
+    """The rendered prompt of a recorded step: its segments, so that the chat template's control strings are
+    tokenised as control tokens and the data as text, exactly as in the recorded run. A recording made before the
+    segments were kept holds one plain string, which replays with the template's text tokenised as data."""
+    from engine.llm.backends import RenderedPrompt
+
+    if isinstance(recorded, str):
+        return recorded
+    return RenderedPrompt([(t, bool(tpl)) for t, tpl in recorded])
+
+
 def replay(args) -> None:
     import llama_cpp  # noqa: F401 - before NumPy (see the module docstring)
 
@@ -165,7 +177,7 @@ def replay(args) -> None:
         for c in mine:
             t = time.perf_counter()
             if c["kind"] == "step":
-                g = be.generate(c["prompt"], c["schema"], c["max_tokens"], 0.0, c["seed"], want_logprobs=False)
+                g = be.generate(_prompt(c["prompt"]), c["schema"], c["max_tokens"], 0.0, c["seed"], want_logprobs=False)
                 gen_tokens += g.completion_tokens
                 stored += c["stored_seconds"]
                 if g.finish_reason == "length":

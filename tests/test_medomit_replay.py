@@ -1,5 +1,6 @@
 """The MED-OMIT replay bench writes down the model calls of a run from scratch, served from a step store (logic test
 with the scripted backend; the replay itself needs a llama.cpp build and runs on the lent machine)."""
+import json
 import sys
 
 import pytest
@@ -12,7 +13,7 @@ from engine.llm.backends import BackendError
 from fakes import ScriptedBackend
 
 sys.path.insert(0, str(ROOT / "bench"))
-from medomit_replay import _Recorder  # noqa: E402
+from medomit_replay import _prompt, _Recorder  # noqa: E402
 
 CASE = Case("r1", "Cardiology", (
     Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
@@ -37,7 +38,7 @@ def test_recorder_writes_down_what_a_run_from_scratch_asks(store):
     questions = [c for c in rec.calls if c["kind"] == "question"]
     # each step once (the second summary reads the case's steps from the cache, as a real run does) ...
     assert len(steps) == len(generated)
-    assert len({c["prompt"] for c in steps}) == len(steps)
+    assert len({json.dumps(c["prompt"]) for c in steps}) == len(steps)
     # ... every closed question, with the messages and the kept prefix a replay sends to the backend
     assert len(questions) == live.calls.count("omission-question")
     assert all(q["keep"] == 3 and q["messages"][-1]["role"] == "user" for q in questions)
@@ -50,3 +51,39 @@ def test_recorder_names_a_step_the_store_does_not_hold(store):
     with pytest.raises(BackendError, match="not in the step store"):
         rec.generate("prompt", {"type": "object"}, 10, 0.0, 0)
     assert rec.misses == ["not-there"] and rec.calls == []
+
+
+class ChatScripted(ScriptedBackend):
+    """The scripted answers with a real chat template's rendering (template text and data kept apart)."""
+
+    def render(self, messages):
+        from engine.llm.backends import render_segments
+        from engine.llm.llama import _chatml_render
+
+        return render_segments(messages, _chatml_render)
+
+
+def test_a_recorded_step_replays_the_rendered_prompt_with_its_segments(store):
+    """A replayed prompt is the rendered one, template text and data apart: written down as a plain string, the
+    template's control strings would be tokenised as text on the other machine."""
+    ds = Dataset("d", [CASE], SUMMARIES[:1], [])
+    store.import_dataset(ds)
+    list(run_medomit(MedOmit(ChatScripted(), "m", cache=store), ds, ["r1-s1"], store=None))
+    seen = []
+
+    class Watch(ChatScripted):
+        def render(self, messages):
+            seen.append(super().render(messages))
+            return seen[-1]
+
+    rec = _Recorder(store, Watch())
+    MedOmit(rec, "m", cache=rec).run(CASE, SUMMARIES[0])
+    steps = [json.loads(json.dumps(c)) for c in rec.calls if c["kind"] == "step"]  # as the file holds them
+    assert steps
+    for c in steps:
+        again = _prompt(c["prompt"])
+        original = next(p for p in seen if p == again)
+        assert again.segments == original.segments
+        assert any(tpl and "<|im_start|>" in t for t, tpl in again.segments)
+        assert not any(not tpl and "<|im_start|>" in t for t, tpl in again.segments)
+    assert _prompt("an older recording") == "an older recording"
