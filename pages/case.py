@@ -280,6 +280,8 @@ with tab_medomit:
                       + untrusted.md_inline(r['headline'], 90) for r in rows]
             if cons:
                 st.caption(f"{cons.explain()} Other summaries: {untrusted.md_inline(', '.join(cons.others))}.")
+            if view.medomit_same_weight:
+                st.caption(untrusted.md(view.medomit_same_weight))
             pick = st.radio("Omitted facts, " + ("those the other summaries state first, then heaviest first"
                                                  if cons else "heaviest first")
                             + " (select one to see it in its note)", labels)

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, TIMEOUT
 from engine.evidence.medomit.consensus import comparable, consensus
 from engine.evidence.medomit.result import MedOmitResult
-from engine.evidence.medomit.rows import omitted_fact_rows
+from engine.evidence.medomit.rows import SAME_WEIGHT_MIN_FACTS, omitted_fact_rows, same_weight_note
 from engine.sample import SAMPLE_MEDOMIT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -99,6 +99,8 @@ def test_case_page_lists_what_the_other_summaries_state_first():
     assert any("Compared with the 2 other summaries of this case" in c.value
                and "neuro-01-s1" in c.value.replace("\\", "")
                for c in at.caption)
+    # the 1.5B weighs nearly all of this case's facts alike: the list says its order is not a clinical ranking
+    assert any("weigh the same" in c.value and "not from how much each fact matters" in c.value for c in at.caption)
 
 
 def test_cli_line_lists_the_omissions_in_the_case_page_order_with_the_count(case_results):
@@ -114,6 +116,7 @@ def test_cli_line_lists_the_omissions_in_the_case_page_order_with_the_count(case
     assert line["omitted"][0]["stated_by_others"] == 2 and sorted(line["compared_with"]) == sorted(cons.others)
     alone = _medomit_line(me, ds.case(me.case_id), None)
     assert alone["compared_with"] == [] and all(o["stated_by_others"] is None for o in alone["omitted"])
+    assert line["same_weight"] == same_weight_note(me, compared=True) != alone["same_weight"] != ""
 
 
 def test_dataset_rows_count_what_every_other_summary_states():
@@ -160,3 +163,23 @@ def test_cli_compares_a_summary_run_alone_with_the_stored_others_of_its_case(sto
     _emit_case(lines.append, ds, [me], store, "sample")
     assert [x["summary_id"] for x in lines] == ["neuro-01-s2"]
     assert sorted(lines[0]["compared_with"]) == ["neuro-01-s1", "neuro-01-s3"]  # as the Case page compares it
+
+
+def test_the_list_says_when_the_weights_do_not_rank_the_facts(case_results):
+    r = case_results[0]
+    scores = [round(x.score, 3) for x in r.scores]
+    same = max(scores.count(v) for v in set(scores))
+    assert same >= 0.8 * len(scores)  # the shipped 1.5B rows: nearly every fact "important"
+    note = same_weight_note(r, compared=True)
+    assert f"{same} of {len(scores)} facts weigh the same" in note or f"All {same} facts" in note
+    assert "what the other summaries state" in note
+    assert "what the other summaries state" not in same_weight_note(r)
+
+    spread = [replace(x, score=w) for x, w in zip(r.scores, [1.0, 0.5, 0.1] * len(r.scores))]
+    assert same_weight_note(replace(r, scores=spread)) == ""  # weights that do separate the facts: nothing said
+    alike = [replace(x, score=0.5, importance="important") for x in r.scores]
+    assert same_weight_note(replace(r, scores=alike)).startswith(f"All {len(alike)} facts weigh the same (0.5, "
+                                                                 "rated \u201cimportant\u201d): the model's weights "
+                                                                 "do not separate")
+    few = alike[:SAME_WEIGHT_MIN_FACTS - 1]
+    assert same_weight_note(replace(r, scores=few)) == ""  # too few facts to speak of a ranking

@@ -82,9 +82,10 @@ def _emit_case(emit, ds, run: list, store, name: str) -> None:
 def _medomit_line(r, case, cons) -> dict:
     """One summary's MED-OMIT result as the CLI prints it; ``stated_by_others``: how many of the other summaries
     of the case (this run's and the workspace's stored results decided on the same facts) state each omitted fact
-    (null without such a summary).
+    (null without such a summary); ``same_weight``: the Case page's warning when the weights do not rank the facts
+    (:func:`same_weight_note`, "" when they do).
     The omitted facts come in the order the Case page lists them (:func:`omitted_fact_rows`)."""
-    from engine.evidence.medomit.rows import omitted_fact_rows
+    from engine.evidence.medomit.rows import omitted_fact_rows, same_weight_note
 
     by_id = {s.fact_id: s for s in r.omitted}
     ordered = [by_id[row["fact_id"]] for row in omitted_fact_rows(r, cons)]
@@ -96,6 +97,7 @@ def _medomit_line(r, case, cons) -> dict:
     return {"summary_id": r.summary_id, "method": "medomit", "status": r.status, "failed_step": r.failed_step,
             "reason": r.reason, "weight": r.document_weight, "count": r.omission_count,
             "compared_with": list(cons.others) if cons else [],
+            "same_weight": same_weight_note(r, compared=cons is not None),
             "omitted": [{"fact_id": s.fact_id, "fact": r.fact(s.fact_id).text, "weight": s.score,
                          "importance": s.importance, "uniqueness": s.uniqueness,
                          "stated_by_others": cons.of(s.fact_id).stated_by if cons and cons.of(s.fact_id) else None,

@@ -24,7 +24,7 @@ from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_result
 from engine.evidence.medomit.consensus import Consensus, consensus, stored_case_results
 from engine.evidence.medomit.result import MedOmitResult
-from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows
+from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows, same_weight_note
 from engine.evidence.coverage.omission_flags import omission_flags
 from engine.evidence.stigma.entries import workspace_entries
 from engine.evidence.support.verification.view import VerificationView, summary_view
@@ -69,6 +69,7 @@ class CaseView:
     medomit_consensus: Optional[Consensus] = None  # the comparable other summaries of the case (None: none)
     not_found_rows: list[dict] = field(default_factory=list)
     medomit_cost: str = ""  # the model's time for the MED-OMIT result by step ("" when its steps were not timed)
+    medomit_same_weight: str = ""  # said when the weights do not rank the omitted facts ("" when they do)
     # per 1-5 item: the judge's expected score beside the score triage and the report use, and what it is made of
     used_rows: list[dict] = field(default_factory=list)
     sentence_flags: list["SentenceFlag"] = field(default_factory=list)  # from the stored sentence support
@@ -186,6 +187,7 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
                                            stored_case_results(ds, s.case_id, medomit, known=[view.medomit]))
         view.omitted_rows = omitted_fact_rows(view.medomit, view.medomit_consensus)
         view.not_found_rows = not_found_rows(view.medomit)
+        view.medomit_same_weight = same_weight_note(view.medomit, compared=view.medomit_consensus is not None)
         view.medomit_cost = cost_line(view.medomit.seconds_by_step())
     return view
 

@@ -2,6 +2,7 @@
 per summary of a dataset, and group means."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -32,6 +33,32 @@ def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -
                      "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
                      "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})
     return rows
+
+
+SAME_WEIGHT_SHARE = 0.8  # the share of a result's facts with one weight from which the weights are said not to rank
+SAME_WEIGHT_MIN_FACTS = 10
+
+
+def same_weight_note(result: MedOmitResult, compared: bool = False) -> str:
+    """A warning for the omitted-fact list when the weights do not rank the facts: at least
+    :data:`SAME_WEIGHT_SHARE` of the result's scored facts (and :data:`SAME_WEIGHT_MIN_FACTS` of them) carry one
+    and the same score. A small model may rate nearly every fact "important"; the list then reads like a ranking by
+    clinical importance when its order comes from elsewhere (``compared``: the other summaries of the case, else
+    the coverage). "" when the weights do separate the facts."""
+    scores = [round(s.score, 3) for s in result.scores]
+    if len(scores) < SAME_WEIGHT_MIN_FACTS:
+        return ""
+    value, k = Counter(scores).most_common(1)[0]
+    if k < SAME_WEIGHT_SHARE * len(scores):
+        return ""
+    rated = Counter(s.importance for s in result.scores if round(s.score, 3) == value).most_common(1)[0][0]
+    order = "what the other summaries state, then how little of each fact the summary carries" if compared else \
+        "how little of each fact the summary carries"
+    head = f"All {k} facts" if k == len(scores) else f"{k} of {len(scores)} facts"
+    how = "do not" if k == len(scores) else "hardly"
+    return (f"{head} weigh the same ({value:g}" + (f", rated \u201c{rated}\u201d" if rated else "")
+            + f"): the model's weights {how} separate this case's facts, so the order below comes from {order}, "
+            "not from how much each fact matters clinically.")
 
 
 def not_found_rows(result: MedOmitResult) -> list[dict]:
