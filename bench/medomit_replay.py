@@ -39,34 +39,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from wrapped_backend import WrappedBackend  # noqa: E402
 
 
-class _Recorder:
+class _Recorder(WrappedBackend):
     """Step cache and backend in one: serves each generated step from ``store`` and writes down the calls a run
     from scratch would make (a step the first time its key is asked; every closed question)."""
 
     def __init__(self, store, backend):
         from engine.llm.backends import Capabilities
 
-        self.store, self.b = store, backend
-        self.name = backend.name
+        super().__init__(backend)
+        self.store = store
         self.capabilities = Capabilities(next_token=True)
         self.calls: list[dict] = []
         self.misses: list[str] = []
         self._seen: set[str] = set()
         self._pending = None
         self.case = ""
-
-    n_ctx = property(lambda self: self.b.n_ctx)
-
-    def describe(self):
-        return self.b.describe()
-
-    def render(self, messages):
-        return self.b.render(messages)
-
-    def count_tokens(self, text):
-        return self.b.count_tokens(text)
 
     # the step cache: a key seen before is a cache hit, as in a real run; a new one goes through generate
     def get_llm_step(self, key):

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import verify_set  # noqa: E402
+from wrapped_backend import WrappedBackend  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
 from engine.evidence.text.lexical import content_stems  # noqa: E402
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
@@ -53,12 +54,13 @@ CONFIGS = {
 }
 
 
-class CachedAnswers:
+class CachedAnswers(WrappedBackend):
     """A backend whose one-step answers are kept on disk by model and messages; records each call's cost."""
 
     def __init__(self, backend, model_id: str, path: Path):
-        self.b, self.model_id, self.path = backend, model_id, path
-        self.name, self.capabilities = backend.name, backend.capabilities
+        super().__init__(backend)
+        self.model_id, self.path = model_id, path
+        self.capabilities = backend.capabilities
         self.calls: list[tuple[float, int]] = []  # (seconds, new tokens) of the calls computed now
         self.memo: dict[str, dict] = {}
         if path.exists():
@@ -66,17 +68,6 @@ class CachedAnswers:
                 d = json.loads(line)
                 self.memo[d["key"]] = d
         self.fh = path.open("a", encoding="utf-8")
-
-    n_ctx = property(lambda self: self.b.n_ctx)
-
-    def describe(self):
-        return self.b.describe()
-
-    def count_tokens(self, text):
-        return self.b.count_tokens(text)
-
-    def render(self, messages):
-        return self.b.render(messages)
 
     def next_token(self, messages, keep):
         key = hashlib.sha256(json.dumps([self.model_id, messages, keep]).encode()).hexdigest()
