@@ -187,8 +187,9 @@ def test_ehr_shapes(tmp_path, shape):
     assert by_id["n4"].text == "Telephone note: patient reports weight up 2 kg."
     html = by_id["n3"].text
     assert "Echo: EF 35% with moderate MR." in html and "- Start carvedilol" in html
-    for bad in ("script", "fetch", "cookie", "alert", "onclick", "<", "hidden text", "color:red"):
+    for bad in ("script", "fetch", "cookie", "alert", "onclick", "<", "iframe", "color:red"):
         assert bad not in html
+    assert html.endswith("- Repeat echo in 3 months\n\nhidden text")  # an iframe's fallback text is text, kept
     assert by_id["n3"].author_specialty == "Cardiovascular Disease"
     assert by_id["dc1"].note_type == "Discharge summary"
     assert by_id["dc1"].text.startswith("Hospital course:\nDiuresed 4 L.\nDischarge medications:\n- Carvedilol")

@@ -132,3 +132,60 @@ def test_a_cases_table_alongside_names_each_admissions_specialty(files, tmp_path
     with pytest.raises(DatasetInvalid) as exc:  # a case the export does not hold is named
         load_paths([files, cases])
     assert any("'99999999' has no notes" in i.message for i in exc.value.report.issues)
+
+
+# ------------------------------------------------------------------ missing admission ids and one patient per case
+
+def _subjects_by_case(ds) -> dict[str, set[str]]:
+    """The patients (the subject id MIMIC puts first in a note id) whose notes each case holds."""
+    return {c.case_id: {n.note_id.split("-")[0] for n in c.notes} for c in ds.cases}
+
+
+@pytest.mark.parametrize("missing", ["nan", "NaN", "NULL", "null", "None", "NA", "N/A", "<NA>", "", "   "])
+def test_missing_admission_ids_are_skipped_however_spelled(tmp_path, missing):
+    rows = [["111-RR-1", "111", missing, "RR", "1", "2180-01-01 10:00:00", "", "Outpatient chest film, patient 111."],
+            ["222-RR-1", "222", missing, "RR", "1", "2180-01-02 10:00:00", "", "Outpatient knee film, patient 222."],
+            ["111-RR-2", "111", "5001", "RR", "2", "2180-01-03 10:00:00", "", "Inpatient CT, patient 111."]]
+    p = tmp_path / "radiology.csv"
+    p.write_text(mimic_csv(rows), encoding="utf-8")
+    ds, report = load_paths([p])
+    assert _subjects_by_case(ds) == {"5001": {"111"}}
+    assert all(len(subjects) == 1 for subjects in _subjects_by_case(ds).values())
+    text = " ".join(report.formats.values())
+    assert "2 skipped (no admission, hadm_id" in text and "1 notes" in text
+
+
+def test_a_missing_note_or_subject_id_is_an_error_naming_row_and_field(tmp_path):
+    rows = [["nan", "111", "5001", "RR", "1", "2180-01-01 10:00:00", "", "CT."],
+            ["111-RR-2", "NaN", "5001", "RR", "2", "2180-01-02 10:00:00", "", "MRI."]]
+    p = tmp_path / "radiology.csv"
+    p.write_text(mimic_csv(rows), encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    errs = {(i.file, i.row, i.field) for i in exc.value.report.issues if i.severity == "error"}
+    assert {(str(p), 1, "note_id"), (str(p), 2, "subject_id")} <= errs
+
+
+def test_an_admission_holding_two_patients_is_refused(tmp_path):
+    rows = [["111-RR-1", "111", "0", "RR", "1", "2180-01-01 10:00:00", "", "Patient 111's film."],
+            ["222-RR-1", "222", "0", "RR", "1", "2180-01-02 10:00:00", "", "Patient 222's film."]]
+    p = tmp_path / "radiology.csv"
+    p.write_text(mimic_csv(rows), encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([p])
+    errs = [i for i in exc.value.report.issues if i.severity == "error"]
+    assert any(i.file == str(p) and i.row == 2 and i.field == "hadm_id" and "two patients" in i.message
+               and "'222'" in i.message and "'111'" in i.message for i in errs), errs
+
+
+def test_an_admission_holding_two_patients_across_files_is_refused(tmp_path):
+    d = tmp_path / "mimic"
+    d.mkdir()
+    (d / "discharge.csv").write_text(mimic_csv([DISCHARGE[1]]), encoding="utf-8")  # admission 22595853, 10000032
+    other = ["99999999-RR-1", "99999999", "22595853", "RR", "1", "2180-05-05 08:00:00", "", "Another patient."]
+    (d / "radiology.csv").write_text(mimic_csv([other]), encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([d])
+    errs = [i for i in exc.value.report.issues if i.severity == "error"]
+    assert any(i.file == str(d / "radiology.csv") and i.row == 1 and i.field == "hadm_id"
+               and "discharge.csv row 1" in i.message for i in errs), errs

@@ -282,7 +282,14 @@ def cmd_fhir_export(args) -> int:
         records.append(ResponseRecord(sid, rater_id(reviewer), "rater", tuple(values), None, reviewer))
     results = stored_judge_results(store, args.dataset) if not args.no_judge else []
     judged = judge_records(results)
-    out = write_bulk(dataset_resources(ds, records + judged, binary_every=args.binary_every), args.out)
+    try:
+        out = write_bulk(dataset_resources(ds, records + judged, binary_every=args.binary_every), args.out)
+    except ValueError as exc:  # a resource its FHIR model refuses, named in one line; nothing was written
+        say(f"error: cannot export dataset {args.dataset!r} as FHIR: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        say(f"error: cannot write the FHIR export to {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     for name, n in out.files.items():
         say(f"{out.folder / name}: {n} resources")
     say(f"{len(by_reviewer)} spot-check reviews and {len(judged)} scored judge results as QuestionnaireResponses "

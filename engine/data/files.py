@@ -1,5 +1,9 @@
 """Reading input files safely: regular files only, a size limit, the encoding from the byte-order mark (else
 UTF-8), and CSV / JSON-lines rows with their line numbers.
+
+A file is read as a stream of bounded chunks (a ``.gz`` file decompressed chunk by chunk), the size limit applying
+to the bytes as they arrive (decompressed bytes for a ``.gz``): a small file that expands to gigabytes is stopped at
+the limit, and binary content (a NUL byte) is refused where it is met, before the rest is read.
 """
 from __future__ import annotations
 
@@ -93,6 +97,20 @@ def read_fd(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _limit_hint(max_mb: float) -> str:
+    return (f"split the file, or raise the limit: set the environment variable SUMCHECK_MAX_FILE_MB (e.g. "
+            f"SUMCHECK_MAX_FILE_MB={max(int(max_mb * 4), 1)}) or 'max_file_mb' in the settings file")
+
+
+def _too_large(path: Path, st: os.stat_result, limit: int, max_mb: float, report: ValidationReport) -> bool:
+    """Whether the file is over the limit by its size (then an issue)."""
+    if st.st_size > limit:
+        report.add(Issue(str(path), f"file is {st.st_size / _MB:,.1f} MB, over the limit of {max_mb:g} MB per "
+                                    "input file", hint=_limit_hint(max_mb)))
+        return True
+    return False
+
+
 def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[bytes]:
     """The bytes of ``path`` if it is a regular file within the size limit (default: SUMCHECK_MAX_FILE_MB, the
     setting, or 200 MB); otherwise an issue in ``report`` and None. Nothing but a regular file is ever opened,
@@ -100,16 +118,12 @@ def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float
     fname = str(path)
     max_mb = resolve_max_mb(None) if max_mb is None else max_mb
     limit = int(max_mb * _MB)
-    how = (f"split the file, or raise the limit: set the environment variable SUMCHECK_MAX_FILE_MB (e.g. "
-           f"SUMCHECK_MAX_FILE_MB={max(int(max_mb * 4), 1)}) or 'max_file_mb' in the settings file")
     opened = open_regular(path, report)
     if opened is None:
         return None
     fd, st = opened
     try:
-        if st.st_size > limit:
-            report.add(Issue(fname, f"file is {st.st_size / _MB:,.1f} MB, over the limit of {max_mb:g} MB per "
-                                    "input file", hint=how))
+        if _too_large(path, st, limit, max_mb, report):
             return None
         data = read_fd(fd, limit)
     except OSError as exc:
@@ -119,7 +133,7 @@ def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float
         os.close(fd)
     if len(data) > limit:
         report.add(Issue(fname, f"file grew past the limit of {max_mb:g} MB per input file while it was read",
-                         hint=how))
+                         hint=_limit_hint(max_mb)))
         return None
     return data
 
@@ -176,46 +190,136 @@ def _decode(path: Path, raw: bytes, report: ValidationReport) -> Optional[str]:
         return None
 
 
-def gunzip_bounded(path: Path, raw: bytes, report: ValidationReport, max_mb: float) -> Optional[bytes]:
-    """The content of a gzip file, decompressed in steps that stop at the size limit (a small file that expands
-    to gigabytes is refused, not inflated); otherwise an issue and None."""
+CHUNK = 1 << 20  # bytes read, or decompressed, at a time
+
+
+def _file_chunks(fd: int):
+    """The bytes of an open file, a chunk at a time."""
+    while True:
+        chunk = os.read(fd, CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def gunzip_chunks(chunks):
+    """The content of gzip data given in chunks, decompressed a chunk (at most :data:`CHUNK` bytes) at a time, so
+    that a small file that expands to gigabytes is never inflated at once; concatenated members are read one after
+    the other. Raises ``zlib.error`` for data that is not gzip or ends before its compressed stream does."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    started = False  # the current member has had input
+    for data in chunks:
+        while data:
+            started = True
+            out = d.decompress(data, CHUNK)
+            if out:
+                yield out
+            if d.eof:
+                data = d.unused_data
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                started = False
+            else:
+                data = d.unconsumed_tail
+    while started:  # output still held back by the chunk bound
+        out = d.decompress(b"", CHUNK)
+        if not out:
+            break
+        yield out
+    if started and not d.eof:
+        raise zlib.error("the file ends before the compressed data does")
+
+
+_WIDE_BOMS = tuple(bom for bom, codec, _ in BOMS if not codec.startswith("utf-8"))
+
+
+_MAGIC = ((b"PK\x03\x04", "a ZIP archive (an Excel .xlsx or Word .docx file is one)"),
+          (b"\xd0\xcf\x11\xe0", "an old Office file (Excel .xls, Word .doc)"), (b"%PDF", "a PDF"),
+          (b"SQLite format 3\0", "an SQLite database"), (b"BZh", "a bzip2-compressed file"),
+          (b"\xfd7zXZ\0", "an xz-compressed file"), (b"\x28\xb5\x2f\xfd", "a zstd-compressed file"),
+          (b"\x1f\x8b", "a gzip-compressed file (name it .gz)"), (b"PAR1", "a Parquet file"))
+
+
+def _nul_issue(path: Path, what: str, line: int, compressed: bool, head: bytes = b"") -> Issue:
+    where = "decompressed content" if compressed else "file"
+    kind = next((f" (it looks like {name})" for magic, name in _MAGIC if head.startswith(magic)), "")
+    return Issue(str(path), f"holds binary data, not UTF-8 text{kind}: {what} of the {where}",
+                 line=line, hint="SumCheck reads text exports (CSV, JSON, JSON lines, NDJSON; UTF-8, or UTF-16/32 with "
+                                 "a byte-order mark): check that this is the right file, or export the data again "
+                                 "as UTF-8 text")
+
+
+def read_capped(path: Path, chunks, report: ValidationReport, max_mb: float, compressed: bool) -> Optional[bytes]:
+    """The bytes of a stream of chunks, stopped (an issue, None) as soon as they pass the size limit or hold a NUL
+    byte (binary data: a file in UTF-16 or UTF-32 with a byte-order mark is checked after decoding instead)."""
     limit = int(max_mb * _MB)
     out: list[bytes] = []
-    got = 0
-    data = raw
+    got = checked = n_checked = 0  # bytes read; bytes and chunks checked for NUL
+    wide: Optional[bool] = None
     try:
-        while data:  # one gzip member per turn (concatenated files have several)
-            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            while True:
-                chunk = d.decompress(data, limit + 1 - got)
-                out.append(chunk)
-                got += len(chunk)
-                if got > limit:
-                    report.add(Issue(str(path), f"decompresses to more than the limit of {max_mb:g} MB per input "
-                                                "file", hint="split the export, or raise the limit "
-                                                             "(SUMCHECK_MAX_FILE_MB)"))
+        for chunk in chunks:
+            got += len(chunk)
+            if got > limit:
+                report.add(Issue(str(path), (f"decompresses to more than the limit of {max_mb:g} MB per input file"
+                                             if compressed else f"file grew past the limit of {max_mb:g} MB per "
+                                                                "input file while it was read"),
+                                 hint=_limit_hint(max_mb)))
+                return None
+            out.append(chunk)
+            if wide is None and got >= 4:
+                wide = b"".join(out[:4])[:4].startswith(_WIDE_BOMS)
+            while wide is False and n_checked < len(out):
+                part = out[n_checked]
+                at = part.find(b"\0")
+                if at >= 0:
+                    line = sum(c.count(b"\n") for c in out[:n_checked]) + part.count(b"\n", 0, at) + 1
+                    report.add(_nul_issue(path, f"a NUL byte at offset {checked + at:,}", line, compressed,
+                                          out[0][:16]))
                     return None
-                data = d.unconsumed_tail
-                if d.eof or not data:
-                    break
-            if not d.eof:
-                raise zlib.error("the file ends before the compressed data does")
-            data = d.unused_data
+                checked += len(part)
+                n_checked += 1
     except zlib.error as exc:
         report.add(Issue(str(path), f"is not a readable gzip file ({exc})",
                          hint="the file is truncated or not compressed; export it again"))
         return None
-    return b"".join(out)
+    data = b"".join(out)
+    if wide is None and not data.startswith(_WIDE_BOMS) and b"\0" in data:
+        at = data.index(b"\0")
+        report.add(_nul_issue(path, f"a NUL byte at offset {at:,}", data.count(b"\n", 0, at) + 1, compressed,
+                              data[:16]))
+        return None
+    return data
 
 
 def read_text_file(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[str]:
-    """A regular file within the size limit, decoded as UTF-8 (a ``.gz`` file decompressed first, within the same
-    limit); otherwise an issue in ``report`` and None."""
+    """A regular text file within the size limit, decoded (UTF-8, or by its byte-order mark). A ``.gz`` file is
+    decompressed as it is read, the limit applying to the decompressed bytes; binary content (a NUL) is refused
+    as soon as it is met. Otherwise an issue in ``report`` and None."""
     max_mb = resolve_max_mb(None) if max_mb is None else max_mb
-    raw = read_file_bytes(path, report, max_mb)
-    if raw is not None and path.name.lower().endswith(".gz"):
-        raw = gunzip_bounded(path, raw, report, max_mb)
-    return None if raw is None else _decode(path, raw, report)
+    opened = open_regular(path, report)
+    if opened is None:
+        return None
+    fd, st = opened
+    compressed = path.name.lower().endswith(".gz")
+    try:
+        if _too_large(path, st, int(max_mb * _MB), max_mb, report):
+            return None
+        chunks = _file_chunks(fd)
+        raw = read_capped(path, gunzip_chunks(chunks) if compressed else chunks, report, max_mb, compressed)
+    except OSError as exc:
+        report.add(Issue(str(path), f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
+        return None
+    finally:
+        os.close(fd)
+    if raw is None:
+        return None
+    text = _decode(path, raw, report)
+    del raw
+    if text is not None and "\0" in text:  # UTF-16 or UTF-32: a NUL character
+        at = text.index("\0")
+        report.add(_nul_issue(path, f"a NUL character at character {at:,}", text.count("\n", 0, at) + 1,
+                              compressed))
+        return None
+    return text
 
 
 def data_suffix(path: Path) -> str:

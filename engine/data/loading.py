@@ -36,7 +36,7 @@ from engine.core.models import Case, Dataset, Note
 from engine.data.fields import detect_table, table_reason
 from engine.data.ehr_notes import PendingNote, add_in_order
 from engine.data.fhir.reader import read_export
-from engine.data.fhir.source import Export, is_fhir_json, read_bundle, read_ndjson_file
+from engine.data.fhir.source import Export, ResourceRow, is_fhir_json, read_bundle, read_ndjson_file, unparsed_fhir
 from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, read_csv, read_fd, read_jsonl,
                                resolve_max_mb, read_text_file, split_lines)
 from engine.data.keyed_summaries import add_keyed_summaries, read_keyed_summaries
@@ -177,6 +177,7 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     export, fhir_files = Export(), []
     mimic_notes: list[PendingNote] = []
     mimic_counts: Counter = Counter()
+    mimic_patients: dict = {}  # admission -> its patient, across the MIMIC files of the import
     keyed: list = []  # summaries files keyed by admission, encounter or patient: read after the notes
     for path in _expand(paths, report):
         fname = str(path)
@@ -201,8 +202,13 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
         if suffix in (".json", "") and text.lstrip().startswith("{"):
             try:
                 obj = loads_strict(text)
-            except JsonProblem:
+            except JsonProblem as exc:
                 obj = None
+                fhir_label = unparsed_fhir(path, text, exc, report)
+                if fhir_label:  # a FHIR file too deep or malformed to parse: reported as FHIR, not as a case file
+                    report.formats[fname] = fhir_label
+                    c.broken.update(("cases", "notes", "summaries"))
+                    continue
             if is_fhir_json(obj):
                 fhir_files.append(fname)
                 report.formats[fname] = (f"FHIR Bundle ({obj.get('type')})" if obj["resourceType"] == "Bundle"
@@ -245,7 +251,7 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             keyed.append((path, header, rows))
         elif table == "mimic":
             report.formats[fname] = "MIMIC-IV-Note" + why + sniffed
-            found, counts = read_mimic(report, path, header, rows)
+            found, counts = read_mimic(report, path, header, rows, mimic_patients)
             mimic_notes.extend(found)
             mimic_counts.update(counts)
         elif table == "dialogue":
@@ -301,8 +307,8 @@ def _injection_warnings(c: "Collector", report: ValidationReport) -> None:
             kinds = ", ".join(sorted({x.rule for x in found}))
             excerpt = " ".join(found[0].excerpt.split())[:120]
             report.add(Issue(fname, f"{what} holds text addressed to an AI grader ({kinds}): \u201c{excerpt}\u201d",
-                             row=row.number if row else None, line=row.line if row else None, field=fld,
-                             severity="warning",
+                             row=row.number if row else None, line=row.line if row else None,
+                             field=row.field_for(fld) if isinstance(row, ResourceRow) else fld, severity="warning",
                              hint="possible prompt injection; the prompt's structure is safe, but an LLM grade of "
                                   "this summary may be steered: check it by hand"))
 

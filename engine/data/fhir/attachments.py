@@ -1,84 +1,75 @@
 """A document's text from its FHIR content: an ``Attachment`` with base64 ``data`` or a ``url`` to a ``Binary`` of
 the same export, and a Composition's XHTML narrative.
 
-HTML is reduced to text by the standard library's HTML tokenizer, never rendered: markup is dropped, the content of
-``script``, ``style`` and other non-text elements is dropped with it, block elements become line breaks and
-entities are decoded once. Nothing is fetched: a url outside the export is reported, not followed.
+* What is read: ``text/plain``; HTML (``text/html``, ``application/xhtml+xml``), reduced to text by
+  :mod:`engine.data.fhir.narrative`; a C-CDA document (``application/cda+xml``, ``application/xml``, ``text/xml``),
+  read by :mod:`engine.data.fhir.ccda`. An attachment whose ``contentType`` names anything else (a PDF, an image) is
+  skipped, whether its bytes are inline or behind a url, and the document's skipped attachments are counted.
+* A DocumentReference's ``content`` may offer several attachments: the first plain-text one is read, else the first
+  HTML one, else the first C-CDA one; the others are counted as not read.
+* ``data`` is ``base64Binary`` as FHIR defines it: ASCII whitespace (line breaks every 76 characters) is allowed and
+  removed, then the rest must be strict base64.
+* Nothing is fetched: a readable attachment whose url is outside the export is a problem, not followed (unless
+  another attachment of the document was read, when it is counted as not read).
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import codecs
-import re
-from dataclasses import dataclass
-from html.parser import HTMLParser
+import string
+from dataclasses import dataclass, replace
 from typing import Optional
 
+from engine.data.fhir.ccda import CDA_TYPES, read_cda
+from engine.data.fhir.narrative import Reduced, TooDeep, html_to_text, reduce_html
 from engine.data.fhir.source import Export, Located
+
+__all__ = ["Content", "PLAIN_TYPES", "HTML_TYPES", "composition_text", "document_text", "html_to_text",
+           "decode_base64"]
 
 PLAIN_TYPES = ("text/plain",)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_SKIPPED_ELEMENTS = {"script", "style", "head", "template", "noscript", "iframe", "object", "embed", "svg", "math",
-                     "title", "select", "textarea", "button"}
-_BLOCK_ELEMENTS = {"p", "div", "br", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6",
-                   "section", "article", "header", "footer", "blockquote", "pre", "dd", "dt", "dl", "hr", "td", "th"}
-
-
-class _TextOnly(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in _SKIPPED_ELEMENTS:
-            self.skip += 1
-        elif tag in _BLOCK_ELEMENTS:
-            self.parts.append("\n")
-        if tag == "li" and not self.skip:
-            self.parts.append("- ")
-        elif tag in ("td", "th") and not self.skip:
-            self.parts.append(" ")
-
-    def handle_startendtag(self, tag, attrs):
-        if tag in _BLOCK_ELEMENTS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in _SKIPPED_ELEMENTS:
-            self.skip = max(0, self.skip - 1)
-        elif tag in _BLOCK_ELEMENTS:
-            self.parts.append("\n")
-
-    def handle_data(self, data):
-        if not self.skip:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> str:
-    """The readable text of an HTML or XHTML fragment (see the module docstring)."""
-    p = _TextOnly()
-    p.feed(html)
-    p.close()
-    lines = [re.sub(r"[ \t\r\f\v\u00a0]+", " ", ln).strip() for ln in "".join(p.parts).split("\n")]
-    out: list[str] = []
-    for ln in lines:
-        if ln or (out and out[-1]):
-            out.append(ln)
-    return "\n".join(out).strip()
+READ_TYPES = PLAIN_TYPES + HTML_TYPES + CDA_TYPES
+_WHITESPACE = str.maketrans("", "", string.whitespace)
 
 
 @dataclass(frozen=True)
 class Content:
-    """The text of one document, or why there is none: ``problem`` is an error to report, ``skipped_type`` a
-    content type that is not text (the document is skipped and counted)."""
+    """The text of one document, or why there is none.
+
+    ``problem`` is an error to report (``field`` names where; ``external`` when it is a readable attachment behind
+    a url outside the export); ``skipped_type`` a content type that is not text (the document is skipped and
+    counted); ``unreadable`` why a C-CDA document cannot be read (a warning; the document is skipped). With text,
+    ``field`` is where the text came from, ``date`` / ``note_type`` / ``codes`` what a C-CDA document says of
+    itself (``date_field`` where its date is), ``dropped`` what the HTML reducer left out and ``others`` the
+    content types of the document's attachments that were not read."""
 
     text: Optional[str] = None
     problem: Optional[str] = None
     field: str = ""
     hint: str = ""
     skipped_type: Optional[str] = None
+    unreadable: Optional[str] = None
+    external: bool = False
+    date: Optional[str] = None
+    date_field: str = ""
+    note_type: Optional[str] = None
+    codes: tuple[str, ...] = ()
+    dropped: Optional[Reduced] = None
+    others: tuple[str, ...] = ()
+    mime: str = ""
+
+
+def decode_base64(data: object) -> Optional[bytes]:
+    """The bytes of a FHIR ``base64Binary`` value (ASCII whitespace removed, then strict base64); None when it is
+    not one."""
+    if not isinstance(data, str):
+        return None if data is not None else b""
+    try:
+        return base64.b64decode(data.translate(_WHITESPACE), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _mime(content_type: object) -> tuple[str, str]:
@@ -94,7 +85,24 @@ def _mime(content_type: object) -> tuple[str, str]:
     return parts[0].lower(), charset
 
 
-def _decode(raw: bytes, mime: str, charset: str, fld: str) -> Content:
+def _html(html: str, fld: str) -> Content:
+    try:
+        reduced = reduce_html(html)
+    except TooDeep as exc:
+        return Content(problem=str(exc), field=fld, hint="export the document as plain text")
+    return Content(text=reduced.text, field=fld, dropped=reduced)
+
+
+def _read(raw: bytes, mime: str, charset: str, fld: str) -> Content:
+    """The text of an attachment's bytes, by its media type."""
+    if mime not in READ_TYPES:
+        return Content(skipped_type=mime or "(no contentType)", mime=mime)
+    if mime in CDA_TYPES:
+        note = read_cda(raw)
+        if note.problem:
+            return Content(unreadable=note.problem, field=fld, mime=mime)
+        return Content(text=note.text, field=fld, date=note.date, date_field=f"{fld} (ClinicalDocument.effectiveTime)",
+                       note_type=note.note_type, codes=note.codes, mime=mime)
     try:
         codecs.lookup(charset)
     except LookupError:
@@ -107,91 +115,110 @@ def _decode(raw: bytes, mime: str, charset: str, fld: str) -> Content:
                        hint="export the document again, as UTF-8")
     text = text.removeprefix("\ufeff")
     if mime in HTML_TYPES:
-        text = html_to_text(text)
-    return Content(text=text)
+        return replace(_html(text, fld), mime=mime)
+    return Content(text=text, field=fld, mime=mime)
+
+
+def _by_url(att: dict, mime: str, charset: str, owner: Located, export: Export, fld: str) -> Content:
+    url = att["url"]
+    target = export.resolve(url, owner)
+    if target is None:
+        external = url.startswith(("http://", "https://"))
+        where = "not in the export (SumCheck never fetches from a server)" if external else "not in the export"
+        return Content(problem=f"the attachment's url {url[:120]!r} refers to a Binary {where}", field=f"{fld}.url",
+                       external=external,
+                       hint="export the Binary resources with the documents (Bulk Data: include Binary in "
+                            "_type), or put the text in the attachment's data")
+    if target.rtype != "Binary":
+        return Content(problem=f"the attachment's url refers to {target.label}, a {target.rtype}, not a Binary",
+                       field=f"{fld}.url", hint="point the attachment to the Binary that holds the text")
+    raw = decode_base64(target.resource.get("data"))
+    if raw is None:
+        return Content(problem=f"{target.label} data is not base64", field=f"{fld}.url", hint="export the Binary again")
+    b_mime, b_charset = _mime(target.resource.get("contentType"))
+    charset = charset if "charset" in str(att.get("contentType", "")) else b_charset
+    return _read(raw, mime or b_mime, charset, f"{fld}.url")
 
 
 def _attachment(att: dict, owner: Located, export: Export, fld: str) -> Content:
     mime, charset = _mime(att.get("contentType"))
+    if mime and mime not in READ_TYPES:
+        return Content(skipped_type=mime, mime=mime)  # not text: its bytes are neither decoded nor looked for
     if "data" in att:
-        data = att.get("data")
-        try:
-            raw = base64.b64decode(data if isinstance(data, str) else "", validate=True)
-        except (binascii.Error, ValueError) as exc:
-            return Content(problem=f"the attachment's data is not base64 ({exc})", field=f"{fld}.data",
+        raw = decode_base64(att.get("data"))
+        if raw is None:
+            return Content(problem="the attachment's data is not base64", field=f"{fld}.data",
                            hint="export the document again")
-        source_mime = mime
-    elif isinstance(att.get("url"), str):
-        url = att["url"]
-        target = export.resolve(url, owner)
-        if target is None:
-            where = "not in the export (SumCheck never fetches from a server)" \
-                if url.startswith(("http://", "https://")) else "not in the export"
-            return Content(problem=f"the attachment's url {url[:120]!r} refers to a Binary {where}",
-                           field=f"{fld}.url",
-                           hint="export the Binary resources with the documents (Bulk Data: include Binary in "
-                                "_type), or put the text in the attachment's data")
-        if target.rtype != "Binary":
-            return Content(problem=f"the attachment's url refers to {target.label}, a {target.rtype}, not a Binary",
-                           field=f"{fld}.url", hint="point the attachment to the Binary that holds the text")
-        data = target.resource.get("data")
-        try:
-            raw = base64.b64decode(data if isinstance(data, str) else "", validate=True)
-        except (binascii.Error, ValueError) as exc:
-            return Content(problem=f"{target.label} data is not base64 ({exc})", field=f"{fld}.url",
-                           hint="export the Binary again")
-        source_mime, b_charset = _mime(target.resource.get("contentType"))
-        mime = mime or source_mime
-        charset = charset if "charset" in str(att.get("contentType", "")) else b_charset
-    else:
-        return Content(problem="the attachment has neither data nor a url", field=fld,
-                       hint="export the document with its text")
-    if (mime or source_mime) not in PLAIN_TYPES + HTML_TYPES:
-        return Content(skipped_type=mime or source_mime or "(no contentType)")
-    return _decode(raw, mime or source_mime, charset, fld)
+        return _read(raw, mime, charset, f"{fld}.data")
+    if isinstance(att.get("url"), str):
+        return _by_url(att, mime, charset, owner, export, fld)
+    return Content(problem="the attachment has neither data nor a url", field=fld,
+                   hint="export the document with its text")
+
+
+def _rank(got: Content) -> int:
+    return 0 if got.mime in PLAIN_TYPES else 1 if got.mime in HTML_TYPES else 2
 
 
 def document_text(doc: Located, export: Export) -> Content:
-    """The text of a DocumentReference: its first plain-text content, else its first HTML content; a document with
-    no text content is skipped (its content type named), one whose text cannot be read is a problem."""
-    contents = doc.resource.get("content") or []
-    found: list[tuple[int, Content]] = []
-    for i, c in enumerate(contents):
+    """The text of a DocumentReference (see the module docstring): the best attachment read, with the types of the
+    others in ``others``; else the first problem; else the first unreadable C-CDA; else the skipped type."""
+    found: list[Content] = []
+    for i, c in enumerate(doc.resource.get("content") or []):
         att = c.get("attachment") if isinstance(c, dict) else None
-        if not isinstance(att, dict):
-            continue
-        got = _attachment(att, doc, export, f"content[{i}].attachment")
-        if got.problem:
-            return got
-        rank = 0 if got.text is not None and _mime(att.get("contentType"))[0] in PLAIN_TYPES else \
-            1 if got.text is not None else 2
-        found.append((rank, got))
+        if isinstance(att, dict):
+            found.append(_attachment(att, doc, export, f"content[{i}].attachment"))
     if not found:
         return Content(problem="the document has no content attachment", field="content",
                        hint="export the document with its text")
-    return min(found, key=lambda p: p[0])[1]
+    fatal = next((g for g in found if g.problem and not g.external), None)
+    if fatal is not None:
+        return fatal
+    read = [g for g in found if g.text is not None]
+    if not read:
+        pick = next((g for g in found if g.problem), None) or next((g for g in found if g.unreadable), None) \
+            or found[0]
+    else:
+        pick = min(read, key=_rank)
+    others = tuple(_other_label(g) for g in found if g is not pick)
+    return replace(pick, others=others)
 
 
-def composition_text(comp: Located) -> str:
+def _other_label(got: Content) -> str:
+    if got.external:
+        return "at an external url"
+    if got.unreadable:
+        return "C-CDA not readable"
+    return got.mime or got.skipped_type or "(no contentType)"
+
+
+def composition_text(comp: Located) -> Content:
     """A Composition's sections as text: each section's title on its own line, then its narrative, nested sections
-    after their parent."""
+    after their parent (what the HTML reducer left out is added up in ``dropped``)."""
     out: list[str] = []
-
-    def walk(sections, depth: int) -> None:
-        if not isinstance(sections, list) or depth > 8:
-            return
-        for s in sections:
-            if not isinstance(s, dict):
-                continue
-            title = s.get("title")
-            if isinstance(title, str) and title.strip():
-                out.append(title.strip() + ":")
-            div = (s.get("text") or {}).get("div") if isinstance(s.get("text"), dict) else None
-            if isinstance(div, str):
-                body = html_to_text(div)
-                if body:
-                    out.append(body)
-            walk(s.get("section"), depth + 1)
-
-    walk(comp.resource.get("section"), 0)
-    return "\n".join(out)
+    elements = chars = unclosed_chars = 0
+    unclosed: Optional[str] = None
+    top = comp.resource.get("section")
+    stack = [(s, f"section[{i}]") for i, s in reversed(list(enumerate(top if isinstance(top, list) else [])))]
+    while stack:
+        s, path = stack.pop()
+        if not isinstance(s, dict):
+            continue
+        title = s.get("title")
+        if isinstance(title, str) and title.strip():
+            out.append(title.strip() + ":")
+        div = (s.get("text") or {}).get("div") if isinstance(s.get("text"), dict) else None
+        if isinstance(div, str):
+            got = _html(div, f"{path}.text.div")
+            if got.problem or got.dropped is None:
+                return got
+            if got.text:
+                out.append(got.text)
+            elements, chars = elements + got.dropped.dropped_elements, chars + got.dropped.dropped_chars
+            if unclosed is None and got.dropped.unclosed:
+                unclosed, unclosed_chars = got.dropped.unclosed, got.dropped.unclosed_chars
+        subs = s.get("section")
+        if isinstance(subs, list):
+            stack.extend((sub, f"{path}.section[{i}]") for i, sub in reversed(list(enumerate(subs))))
+    dropped = Reduced("", elements, chars, unclosed, unclosed_chars)
+    return Content(text="\n".join(out), field="section", dropped=dropped)

@@ -5,7 +5,10 @@
 * ``PractitionerRole.ndjson``: one role per note author specialty.
 * ``DocumentReference.ndjson``: each note (US Core clinical note: category ``clinical-note``, the note type as
   ``type.text`` with its LOINC coding where the type is one of :data:`LOINC_NOTE_TYPES`, the date as
-  ``context.period.start``, the text base64 in the attachment or, for every ``binary_every``-th note, in a
+  ``context.period.start`` (:func:`fhir_date`: a FHIR ``dateTime`` read from the note's date text by
+  :mod:`engine.core.dates`; where the text is not already one, the text as written rides in the extension
+  :data:`ORIGINAL_TEXT` on that element, ``context.period._start``), the text base64 in the attachment or, for every
+  ``binary_every``-th note, in a
   ``Binary`` the attachment's url points to) and each summary (type :data:`SUMMARY_TYPE` in
   :data:`SUMMARY_TYPE_SYSTEM`, the case's target specialty as ``context.practiceSetting``, generator, quality group
   and prompt variant as extensions). Note and summary ids ride in an identifier of
@@ -13,20 +16,24 @@
 * ``Binary.ndjson`` (when some notes use it), ``Questionnaire.ndjson`` (the PDSQI-9) and
   ``QuestionnaireResponse.ndjson`` (ratings and any other responses given).
 
-Every resource is validated with the ``fhir.resources`` R4B model before it is written.
+Every resource is validated with the ``fhir.resources`` R4B model before it is written; a resource it refuses is
+named in one line (resource, field, value, why) and nothing is written.
 """
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from engine.core.dates import parse_note_date
 from engine.core.models import Dataset
 from engine.data.fhir.questionnaire import ResponseRecord, fhir_id, questionnaire, response
 from engine.data.fhir.reader import EXTENSION_BASE, LOINC, NOTE_ID_SYSTEM
+from engine.data.strict_json import short_text
 
 SUMMARY_TYPE_SYSTEM = "urn:sumcheck:document-type"
 SUMMARY_TYPE = "llm-summary"
@@ -35,6 +42,34 @@ US_CORE_CATEGORY = {"coding": [{"system": "http://hl7.org/fhir/us/core/CodeSyste
 LOINC_NOTE_TYPES = {"progress note": "11506-3", "discharge summary": "18842-5", "consult note": "11488-4",
                     "history and physical note": "34117-2", "procedure note": "28570-0",
                     "emergency department note": "34111-5", "nurse note": "34746-8", "referral note": "57133-1"}
+
+
+ORIGINAL_TEXT = EXTENSION_BASE + "original-text"  # on a date element: the date as the source wrote it
+# A FHIR dateTime (R4): a year, year-month or date, or a date and time with its zone.
+FHIR_DATETIME = re.compile(
+    r"([0-9]([0-9]([0-9][1-9]|[1-9]0)|[1-9]00)|[1-9]000)(-(0[1-9]|1[0-2])(-(0[1-9]|[1-2][0-9]|3[0-1])"
+    r"(T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?(Z|(\+|-)((0[0-9]|1[0-3]):[0-5][0-9]|14:00)))?)?)?")
+
+
+def fhir_date(text: str) -> tuple[str | None, dict | None]:
+    """(FHIR ``dateTime``, extension element) for a note's date text. A text that already is a ``dateTime`` is
+    written as it is; any other is read by :func:`engine.core.dates.parse_note_date` (a date, or a date and
+    wall-clock time, written with zone ``Z``: the source names none) and the text itself goes in the
+    :data:`ORIGINAL_TEXT` extension, so a re-import reads the date exactly as stored. A text that cannot be read
+    (no date to write) has only the extension."""
+    if FHIR_DATETIME.fullmatch(text):
+        return text, None
+    iso = parse_note_date(text).iso
+    value = None if iso is None else iso + ("Z" if "T" in iso else "")
+    return value, {"extension": [{"url": ORIGINAL_TEXT, "valueString": text}]}
+
+
+def _period(date_text: str) -> dict:
+    value, original = fhir_date(date_text)
+    period: dict = {} if value is None else {"start": value}
+    if original is not None:
+        period["_start"] = original
+    return period
 
 
 @dataclass(frozen=True)
@@ -87,7 +122,7 @@ def dataset_resources(ds: Dataset, responses: Iterable[ResponseRecord] = (), bin
                 att = {"contentType": "text/plain; charset=utf-8", "data": _b64(note.text)}
             doc["content"] = [{"attachment": att}]
             if note.date:
-                doc["context"] = {"period": {"start": note.date}}
+                doc["context"] = {"period": _period(note.date)}
             out["DocumentReference"].append(doc)
     for s in ds.summaries:
         rid = fhir_id(f"summary-{s.summary_id}")
@@ -127,8 +162,25 @@ def rating_records(ds: Dataset) -> Iterable[ResponseRecord]:
         yield ResponseRecord(sid, rid, "rater", tuple(values), group)
 
 
+def _one_line(text: object, limit: int = 200) -> str:
+    return short_text(" ".join(str(text).split()), limit)
+
+
+def refusal(rtype: str, res: dict, exc) -> str:
+    """One line for a resource its R4B model refused (a pydantic ``ValidationError``): the resource, then for its
+    first problem the field (a dotted path), the value (quoted, control characters escaped) and why."""
+    errors = exc.errors(include_url=False) if hasattr(exc, "errors") else []
+    first = errors[0] if errors else {}
+    fld = ".".join(str(p) for p in first.get("loc", ()) if p != "__root__") or "(the resource)"
+    value = first.get("input")
+    shown = f" value {_one_line(value, 80)!r}" if isinstance(value, (str, int, float)) else ""
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    why = _one_line(first.get("msg") or exc)
+    return f"{rtype}/{_one_line(res.get('id'), 80)}: field {fld}:{shown} is not valid FHIR ({why}){more}"
+
+
 def validate_resources(resources: dict[str, list[dict]]) -> None:
-    """Raise ValueError naming the first resource that its R4B model refuses."""
+    """Raise ValueError, in one line (:func:`refusal`), naming the first resource that its R4B model refuses."""
     from fhir.resources.R4B import get_fhir_model_class
     from pydantic import ValidationError
 
@@ -138,7 +190,7 @@ def validate_resources(resources: dict[str, list[dict]]) -> None:
             try:
                 model.model_validate(res)
             except ValidationError as exc:
-                raise ValueError(f"{rtype}/{res.get('id')} is not valid FHIR: {exc}") from None
+                raise ValueError(refusal(rtype, res, exc)) from None
 
 
 def write_bulk(resources: dict[str, list[dict]], folder: str | os.PathLike) -> FhirExport:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from engine.data.files import UNREADABLE, InputRow, json_lines
-from engine.data.strict_json import json_type, short_text
+from engine.data.strict_json import JsonProblem, json_type, short_text
 from engine.data.validation import Issue, ValidationReport
 
 FHIR_RELEASE = "FHIR R4 (4.0.1) or R4B (4.3.0) JSON"
@@ -27,6 +27,18 @@ USED_TYPES = ("DocumentReference", "Composition", "Binary", "Patient", "Encounte
 BUNDLE_TYPES = ("collection", "searchset", "transaction", "batch", "document")
 _MAX_ERRORS_PER_RESOURCE = 5
 _REF_TAIL = re.compile(r"(?:^|/)([A-Z][A-Za-z]+)/([A-Za-z0-9\-.]{1,64})(?:/_history/[^/]+)?$")
+_FHIR_HEAD = re.compile(r'"resourceType"\s*:\s*"([A-Z][A-Za-z]{1,63})"')
+
+
+@dataclass
+class ResourceRow(InputRow):
+    """The row of a resource, with the FHIR field path each value of a note or summary came from (``text``,
+    ``date``, ``note_type``, ...), so a problem found later names the field of the resource."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def field_for(self, name: str) -> str:
+        return self.fields.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -56,8 +68,10 @@ class Located:
         """"DocumentReference/n1" (or the fullUrl when the resource has no id)."""
         return f"{self.rtype}/{self.rid}" if self.rid else (self.full_url or f"{self.rtype} (no id)")
 
-    def input_row(self) -> InputRow:
-        return InputRow(self.row, self.line if self.line is not None else self.row, {})
+    def input_row(self, **fields: str) -> ResourceRow:
+        """The row of this resource; ``fields`` maps a value's name to its field path inside the resource."""
+        return ResourceRow(self.row, self.line if self.line is not None else self.row, {},
+                           {k: self.prefix + v for k, v in fields.items()})
 
     def issue(self, message: str, fld: str = "", hint: str = "", severity: str = "error") -> Issue:
         path = (self.prefix + fld) if fld else (self.prefix.rstrip(".") or None)
@@ -72,10 +86,14 @@ class Export:
     resources: list[Located] = field(default_factory=list)
     ignored: Counter = field(default_factory=Counter)  # resource type -> count of resources not used
     _index: dict[str, Located] = field(default_factory=dict)
+    _other_types: dict[str, str] = field(default_factory=dict)  # reference key -> type, for the resources not used
 
     def add(self, loc: Located, report: ValidationReport) -> None:
         if loc.rtype not in USED_TYPES:
             self.ignored[loc.rtype or "(no resourceType)"] += 1
+            for k in (f"{loc.rtype}/{loc.rid}" if loc.rid else None, loc.full_url):
+                if k and loc.rtype:
+                    self._other_types.setdefault(k, loc.rtype)
             return
         keys = [k for k in (f"{loc.rtype}/{loc.rid}" if loc.rid else None, loc.full_url) if k]
         for k in keys:
@@ -107,6 +125,24 @@ class Export:
             return hit
         m = _REF_TAIL.search(ref)
         return self._index.get(f"{m.group(1)}/{m.group(2)}") if m else None
+
+    def type_of(self, ref: object, within: Optional[Located] = None) -> Optional[str]:
+        """The resource type a reference points to when the export holds the resource (used or not)."""
+        hit = self.resolve(ref, within)
+        if hit is not None:
+            return hit.rtype
+        return self._other_types.get(ref) if isinstance(ref, str) else None
+
+
+def reference_type(ref: object, declared: object = None) -> Optional[str]:
+    """The resource type a reference names ("Patient/p1" -> "Patient"), else its declared ``Reference.type`` (a
+    type name or its StructureDefinition url); None when neither says."""
+    m = _REF_TAIL.search(ref) if isinstance(ref, str) else None
+    if m:
+        return m.group(1)
+    if isinstance(declared, str) and declared.strip():
+        return declared.strip().rstrip("/").rsplit("/", 1)[-1] or None
+    return None
 
 
 def reference_id(ref: object) -> Optional[str]:
@@ -165,6 +201,20 @@ def _hint_for(kind: str, path: str) -> str:
 def is_fhir_json(obj: object) -> bool:
     """A parsed JSON file is a FHIR resource (a Bundle or a single resource) rather than a case file."""
     return isinstance(obj, dict) and isinstance(obj.get("resourceType"), str) and "notes" not in obj
+
+
+def unparsed_fhir(path: Path, text: str, problem: JsonProblem, report: ValidationReport) -> Optional[str]:
+    """When a JSON file that cannot be parsed begins as a FHIR resource does (``"resourceType": "Bundle"`` before
+    any case key), report the problem as the FHIR file's and return its format label; else None."""
+    head = text[:65536]
+    m = _FHIR_HEAD.search(head)
+    if m is None or '"notes"' in head[:m.start()]:
+        return None
+    rtype = m.group(1)
+    label = f"FHIR {rtype}" + (" (cannot be parsed)" if rtype == "Bundle" else " resource (cannot be parsed)")
+    report.add(Issue(str(path), f"the FHIR {rtype} cannot be read: {problem}", line=problem.line,
+                     hint=problem.hint or f"export the data again as {FHIR_RELEASE}"))
+    return label
 
 
 def read_bundle(path: Path, obj: object, report: ValidationReport, export: Export) -> bool:
