@@ -109,14 +109,20 @@ def _medomit_line(r, case, cons) -> dict:
 
 
 def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
+    """A coverage method's omissions: one JSON line per summary, its regions listed in the order
+    ``regions_order`` states (:data:`REGIONS_ORDER`), each with the figures that order comes from (``marks``,
+    ``rank_score``, ``below_threshold``, ``salience``) beside its omission ``score``; the same sentence heads the
+    output on stderr (not with --quiet)."""
     from engine.evidence.coverage.base import CoverageError, CoverageParams
-    from engine.evidence.coverage.regions import score_coverage
+    from engine.evidence.coverage.regions import REGIONS_ORDER, listed_order_key, region_row, score_coverage
     from engine.evidence.embeddings import Embedder
     from engine.evidence.coverage.omission_flags import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
                             bandwidth=args.bandwidth, clean=not args.no_clean, threshold=args.threshold)
+    if not args.quiet:
+        say(f"regions are listed in {REGIONS_ORDER}", file=sys.stderr)
     for sid in ids:
         s = ds.summary(sid)
         try:
@@ -124,9 +130,11 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
         except CoverageError as exc:
             emit({"summary_id": sid, "method": params.method, "error": str(exc)})
             continue
+        # the order select_regions stored, sorted by the printed figures so that REGIONS_ORDER holds as printed
+        listed = sorted(r.regions, key=lambda g: listed_order_key(g, r.threshold))
         emit({"summary_id": sid, "method": r.method, "global_score": r.global_score, "threshold": r.threshold,
-              "flagged": r.flagged, "flag_threshold": r.flag_threshold, "regions": [{"note_id": g.note_id, "start": g.start, "end": g.end,
-                                                  "text": g.text, "score": g.score} for g in r.regions],
+              "flagged": r.flagged, "flag_threshold": r.flag_threshold, "regions_order": REGIONS_ORDER,
+              "regions": [region_row(g, r.threshold) for g in listed],
               "unsupported_summary_spans": [{"start": u.start, "end": u.end, "text": u.text, "score": u.score}
                                             for u in r.unsupported[:10]],
               "flags": [f.to_dict() for f in omission_flags(ds.case(s.case_id), s.text, r.units, r.threshold,

@@ -23,6 +23,7 @@ from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cache
 from engine.evidence.coverage.base import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_result
 from engine.evidence.medomit.consensus import Consensus, consensus, stored_case_results
+from engine.evidence.medomit.relink import read_stored
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows, same_weight_note
 from engine.evidence.coverage.omission_flags import omission_flags
@@ -182,7 +183,7 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
     medomit = store.evidence_results(name, "medomit")
     stored = medomit.get(s.summary_id)
     if stored:
-        view.medomit = MedOmitResult.from_json(stored)
+        view.medomit = read_stored(stored, case)  # a fact the notes write is never "not found in the notes"
         view.medomit_consensus = consensus(view.medomit,
                                            stored_case_results(ds, s.case_id, medomit, known=[view.medomit]))
         view.omitted_rows = omitted_fact_rows(view.medomit, view.medomit_consensus)

@@ -74,6 +74,29 @@ def region_rank_score(r: Region) -> float:
     return r.score * r.salience if r.score > 0 else r.score
 
 
+REGIONS_ORDER = ("rank order, not the order of the omission score: the regions whose score is at or above the "
+                 "threshold first, then (when fewer pass it) the least covered places below it; within each, by "
+                 "marks — ★➜, ★, ➜, none (★: names a key term the summary never writes; ➜: states a change or a "
+                 "next step) — and within one mark by rank_score (omission score x salience), highest first; "
+                 "regions of salience 0 (headers, boilerplate) last")
+
+
+def listed_order_key(r: Region, threshold: float) -> tuple:
+    """The order :data:`REGIONS_ORDER` states, from what a listed region shows (its score against ``threshold``,
+    its salience, :func:`region_marks`, :func:`region_rank_score`): ascending = listed first. It is the order
+    :func:`select_regions` stores (the threshold's regions, then the top-up places, each by
+    :func:`region_rank_key`), except that a top-up place whose own score reaches the threshold sorts with the
+    regions at or above it."""
+    return (r.score < threshold, *region_rank_key(r))
+
+
+def region_row(r: Region, threshold: float) -> dict:
+    """A listed region as plain data with the figures its place in :data:`REGIONS_ORDER` comes from."""
+    return {"note_id": r.note_id, "start": r.start, "end": r.end, "text": r.text, "marks": region_marks(r),
+            "rank_score": round(region_rank_score(r), 4), "score": r.score, "salience": r.salience,
+            "below_threshold": r.score < threshold, "missing": list(r.missing)}
+
+
 # ------------------------------------------------------------------------------------------------- kde
 
 

@@ -2,7 +2,8 @@
 
 Two kinds of fact can be missing from a stored result's weighing:
   * a fact the model extracted but an older linking could not place in the notes ("not found in the notes");
-    :func:`link_fact` now links every fact whose text stands word for word in a note;
+    :func:`link_fact` now links every fact whose text stands word for word in a note, a short one ("HTN") where
+    the note writes it as a token of its own;
   * a passage of the notes no extracted fact covers (:func:`engine.evidence.medomit.gaps.passage_facts`), which
     older results did not take as facts.
 For these, :func:`relink_case` asks only the steps they lack, once per case: the importance of both against the
@@ -10,6 +11,13 @@ case's stored differential, and the clusters of the newly linked facts (passages
 run), merged into the stored clusters (a new sub-cluster with the same diagnosis, polarity and mechanism as a
 stored one joins it). It then decides every summary of the case again
 (:meth:`engine.evidence.medomit.pipeline.MedOmit.decide_again`). Nothing else is recomputed.
+
+Where a stored result is read for display, :func:`placed_when_read` places facts of the first kind without asking
+anything: whether a fact is "not found in the notes" is the link stored with it, so a result stored before today's
+linking would otherwise keep listing a fact the notes write ("HTN" in "72 y/o M with HTN, HLD, T2DM"). Placing a
+fact does not weigh it (that takes the model's importance step): it carries no score, and its line of the notes is
+weighed through the facts and passages stored on that line (a line no placed fact covered became a passage fact
+of its own when the result was made).
 """
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ from typing import Sequence
 
 from engine.core.models import Case, Summary
 from engine.evidence.medomit.gaps import PASSAGE_LINK, passage_facts
-from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult, link_fact
+from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult, link_fact, link_verbatim
 
 
 def newly_linked(result: MedOmitResult, case: Case) -> list[Fact]:
@@ -32,6 +40,31 @@ def newly_linked(result: MedOmitResult, case: Case) -> list[Fact]:
         if kind != "unlinked":
             out.append(replace(f, note_id=nid, start=s, end=e, link=kind, link_score=score))
     return out
+
+
+def placed_when_read(result: MedOmitResult, case: Case) -> MedOmitResult:
+    """``result`` as it is read for display: each fact stored as not found in the notes that stands word for word
+    in one of ``case``'s notes (:func:`engine.evidence.medomit.result.link_verbatim`, a short fact as a token of its
+    own) is placed there (link "exact"), and the placed facts' ids are kept in the provenance
+    (``placed_when_read``). Scores, weight, count and clusters stay as stored (see the module docstring); the
+    stored result itself is not changed. A fact the notes do not write word for word stays not found (the similar
+    sentence was tried when the result was made)."""
+    notes = {n.note_id: n.text for n in case.notes}
+    placed = {}
+    for f in result.facts:
+        hit = link_verbatim(f.text, notes, f.note_id) if f.link == "unlinked" else None
+        if hit is not None:
+            placed[f.fact_id] = replace(f, note_id=hit[0], start=hit[1], end=hit[2], link="exact", link_score=1.0)
+    if not placed:
+        return result
+    return replace(result, facts=[placed.get(f.fact_id, f) for f in result.facts],
+                   provenance={**(result.provenance or {}), "placed_when_read": sorted(placed)})
+
+
+def read_stored(text: str, case: Case) -> MedOmitResult:
+    """A stored MED-OMIT result (its JSON) read for display: :meth:`MedOmitResult.from_json`, then
+    :func:`placed_when_read`."""
+    return placed_when_read(MedOmitResult.from_json(text), case)
 
 
 def _merged(clusters: Sequence[Cluster], new: Sequence[Cluster]) -> list[Cluster]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.evidence.medomit.consensus import Consensus, consensus
+from engine.evidence.medomit.relink import placed_when_read
 from engine.evidence.medomit.result import MedOmitResult
 
 
@@ -99,14 +100,18 @@ GROUPINGS = ("generator", "quality group")
 
 
 def dataset_rows(ds, results: dict[str, "MedOmitResult"]) -> list[SummaryOmissions]:
-    """One row per summary of ``ds`` with its MED-OMIT result's figures (``results``: by summary id), and how many
-    of its omitted facts every comparable other summary of its case states (:mod:`.consensus`)."""
+    """One row per summary of ``ds`` with its MED-OMIT result's figures (``results``: by summary id; each read as
+    :func:`engine.evidence.medomit.relink.placed_when_read` reads it, so the facts not found in the notes are those
+    the Case page lists), and how many of its omitted facts every comparable other summary of its case states
+    (:mod:`.consensus`)."""
     by_case: dict[str, list[MedOmitResult]] = {}
     for r in results.values():
         by_case.setdefault(r.case_id, []).append(r)
     out = []
     for s in ds.summaries:
         r = results.get(s.summary_id)
+        if r is not None and r.not_found:  # "not found in the notes" as the Case page says it
+            r = placed_when_read(r, ds.case(s.case_id))
         cons = consensus(r, by_case.get(r.case_id, [])) if r is not None else None
         keep = (sum(1 for f in r.omitted if cons.share_of(f.fact_id) == 1.0) if cons is not None else None)
         out.append(SummaryOmissions(s.summary_id, s.case_id, s.generator_model or "", s.quality_group or "",
