@@ -20,9 +20,14 @@ Prints, from one run:
 (h) claim verification with both embedded models, in one run: one sample summary of the case given to (g) (its
      notes read once, then every claim asked as one yes/no question): seconds to read the record, median seconds per
      question after it, questions per summary.
+(i) the realdev judge set (bench/judge_realdev.py: 15 real short MTS-Dialog conversations of the test split, four
+     summaries each) judged through the command line, one greedy pass each: seconds, prompt tokens, tokens read and
+     tokens reused per summary; with --against COMMIT the same set judged by that commit's command line first (a
+     temporary worktree, the same machine and run), and the ratio of their times and their largest score difference.
 (a)-(c) run without the saved prefix (no model hash is given), so they measure a cold prompt as before.
 (a)-(f) measure the model named by SUMCHECK_EMBEDDED_MODEL (default: the 1.5B).
-Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdefgh]
+Usage: python bench/judge_bench.py [--threads 2] [--case-tokens 3000] [--repeats 2] [--parts abcdefghi]
+                                   [--realdev-cases 15] [--against COMMIT]
 """
 import argparse
 import json
@@ -42,6 +47,9 @@ from engine.judge.prompt import build_messages  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Dataset, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import judge_realdev  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -358,7 +366,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--case-tokens", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--parts", default="abcdefgh", help="which parts to run (a-c run together)")
+    ap.add_argument("--parts", default="abcdefghi", help="which parts to run (a-c run together)")
+    ap.add_argument("--realdev-cases", type=int, default=15, help="(i) conversations in the realdev judge set")
+    ap.add_argument("--against", default="", help="(i) also judge the realdev set with this commit")
     ap.add_argument("--case", default="", help="(g) the sample case (default: the last one)")
     ap.add_argument("--latency", type=float, default=0.2, help="(d) the stand-in server's seconds per request")
     ap.add_argument("--summaries", type=int, default=24, help="(d) summaries judged at each concurrency")
@@ -378,6 +388,8 @@ def main() -> None:
         models_part(args)
     if "h" in args.parts:
         verification_part(args)
+    if "i" in args.parts:
+        judge_realdev.run_part(args.realdev_cases, args.threads, args.against)
 
 
 if __name__ == "__main__":

@@ -243,6 +243,7 @@ def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys
         srv.shutdown()
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines[0]["summary_id"] == sid and lines[0]["status"] == "scored" and lines[-1]["n"] == 1
+    assert len(lines[-1]["load_average"]) == 2 and lines[-1]["cores"] >= 1  # at the start and at the end
     assert keys == ["k-123"] and batch == [3]
     assert [b["model"] for m, p, b in seen if p == "/v1/chat/completions"] == ["llama3.1:8b"]
 

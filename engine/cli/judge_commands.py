@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -117,6 +118,7 @@ def cmd_judge(args) -> int:
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     counts = {"scored": 0, "unscored": 0, "refused": 0, "cached": 0}
     dec_tok = dec_s = 0.0
+    load_start = os.getloadavg()[0]  # a judge's seconds mean little when other work shared the cores
     t0 = time.perf_counter()
 
     def emit(obj):
@@ -155,7 +157,8 @@ def cmd_judge(args) -> int:
     n = sum(counts[k] for k in ("scored", "unscored", "refused"))
     emit({"summary": True, "dataset": name, "n": n, **counts, "seconds": round(elapsed, 2),
           "summaries_per_minute": round(60 * n / elapsed, 2) if elapsed > 0 else None,
-          "decode_tokens_per_second": round(dec_tok / dec_s, 2) if dec_s else None})
+          "decode_tokens_per_second": round(dec_tok / dec_s, 2) if dec_s else None,
+          "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)], "cores": os.cpu_count()})
     if out:
         out.close()
     return 0

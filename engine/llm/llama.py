@@ -18,6 +18,7 @@ import numpy as np
 from engine.core.jobs import check_cancelled, current_cancel_token, report_tokens
 from engine.llm.next_token import NextTokenStep
 from engine.llm.prefix_cache import SavedPrefix
+from engine.llm.threads import ThreadGovernor
 from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
                                  TOP_LOGPROBS, render_segments)
 
@@ -95,6 +96,8 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                                "architecture this llama.cpp build does not support.") from exc
         self.path = path
         self.params = {"n_ctx": int(n_ctx), "n_threads": threads, "n_gpu_layers": int(n_gpu_layers)}
+        self.threads = ThreadGovernor(threads)  # the count in use follows the measured speeds (engine.llm.threads)
+        self._threads_now = threads
         meta = self.llm.metadata
         self.arch = meta.get("general.architecture", "")
         self.template = meta.get("tokenizer.chat_template")
@@ -254,6 +257,12 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         answers with the record kept evaluated."""
         return Capabilities(concurrent=False, tokenizer=True, saved_prefix=True, grammar=True, logprobs=True,
                             reuse_batch=self._batch, next_token=True)
+
+    def _use_threads(self, n: int) -> None:
+        """Compute with ``n`` threads from the next evaluation on (prompt batches and decoding alike)."""
+        if n != self._threads_now:
+            self._llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, n)
+            self._threads_now = n
 
     def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:
         """Evaluate ``tokens[start:end]`` batch by batch (llama.cpp's own split, so the logits are the same).
@@ -436,7 +445,9 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                     break
                 check_cancelled()  # within the call: the token just taken is accepted, nothing half-done
                 report_tokens("decode", len(token_texts), max_tokens)
+                t_step = time.perf_counter()
                 self.llm.eval([tok])
+                self._use_threads(self.threads.step(time.perf_counter() - t_step))
                 logits = self._logits_now()
         finally:
             lc.llama_sampler_free(smpl)
