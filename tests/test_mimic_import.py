@@ -98,6 +98,16 @@ def test_summaries_keyed_by_admission_or_note(files, tmp_path):
     assert [(s.summary_id, s.case_id) for s in ds.summaries] == [("23052089-summary-1", "23052089")]
 
 
+def test_a_summary_keyed_by_a_missing_admission_is_named_as_missing(files, tmp_path):
+    by_hadm = tmp_path / "llm.csv"
+    by_hadm.write_text("hadm_id,summary_id,text\nnan,llm-1,Cirrhosis with ascites.\n", encoding="utf-8")
+    with pytest.raises(DatasetInvalid) as exc:
+        load_paths([files], LoadOptions(summaries_file=str(by_hadm)))
+    errs = [i for i in exc.value.report.issues if i.severity == "error"]
+    assert [(i.file, i.row, i.field) for i in errs] == [(str(by_hadm), 1, "hadm_id")]
+    assert "missing" in errs[0].message and "unknown case" not in errs[0].message
+
+
 @pytest.mark.parametrize("row, field, words", [
     (["n1", "1", "h1", "DS", "1", "next Tuesday", "", "Text."], "charttime", "cannot be read"),
     (["n1", "1", "h1", "DS", "x", "2180-01-01 00:00:00", "", "Text."], "note_seq", "whole number"),
