@@ -4,11 +4,15 @@ with the 1.5B: 10.6 tokens/s with 2 threads idle, 5.9 with 1, 3.3 with 2 while o
 when the cores are free again. With the real smoke-test model the count changes no logit."""
 import pytest
 
+from engine.core.models import Case, Dataset, Note, Summary
 from engine.judge.results import STATUS_SCORED, JudgeParams
 from engine.judge.runner import Judge, open_llama_backend
 from engine.llm.threads import ThreadGovernor
 
-from test_judge_real import SHORT
+SHORT = Dataset("short", [Case("c1", "Cardiology", (
+    Note("1", "67 y/o man with new atrial fibrillation, HR 112. Started metoprolol 25 mg daily.", "2024-01-09",
+         "Progress note"),))],
+    [Summary("c1-s1", "c1", "New atrial fibrillation on metoprolol. <NoteID:1>")])
 
 IDLE = {2: 10.6, 1: 5.9}
 BUSY = {2: 3.3, 1: 5.9}
