@@ -4,15 +4,9 @@ with the 1.5B: 10.6 tokens/s with 2 threads idle, 5.9 with 1, 3.3 with 2 while o
 when the cores are free again. With the real smoke-test model the count changes no logit."""
 import pytest
 
-from engine.core.models import Case, Dataset, Note, Summary
-from engine.judge.results import STATUS_SCORED, JudgeParams
-from engine.judge.runner import Judge, open_llama_backend
+from engine.llm.llama import LlamaCppBackend
+from engine.llm.modelfiles import resolve_model_path
 from engine.llm.threads import ThreadGovernor
-
-SHORT = Dataset("short", [Case("c1", "Cardiology", (
-    Note("1", "67 y/o man with new atrial fibrillation, HR 112. Started metoprolol 25 mg daily.", "2024-01-09",
-         "Progress note"),))],
-    [Summary("c1-s1", "c1", "New atrial fibrillation on metoprolol. <NoteID:1>")])
 
 IDLE = {2: 10.6, 1: 5.9}
 BUSY = {2: 3.3, 1: 5.9}
@@ -55,18 +49,23 @@ def test_one_thread_configured_is_never_changed():
     assert set(run(gov, {1: 5.0}, 100)) == {1} and gov.switches == 0
 
 
-def test_the_thread_count_changes_no_logit_of_the_real_model(tmp_path, monkeypatch):
-    """The same greedy judge reply and expected scores whether every step is decoded with 1 or 2 threads."""
-    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
-    be, sha = open_llama_backend("", n_ctx=4096, n_threads=2)
-    results = []
+def test_the_thread_count_changes_no_logit_of_the_real_model():
+    """The same grammar-constrained greedy reply and the same log-probabilities at every step whether the smoke-test
+    model computes with 1 or 2 threads."""
+    be = LlamaCppBackend(resolve_model_path(""), n_ctx=1024, n_threads=2)
+    prompt = be.render([{"role": "user", "content": "A 67-year-old man has atrial fibrillation at 112 beats per "
+                                                    "minute and was started on metoprolol. Is his rhythm regular? "
+                                                    "Reply in JSON with the reason."}])
+    schema = {"type": "object", "properties": {"regular": {"type": "string", "enum": ["yes", "no"]},
+                                               "reason": {"type": "string", "maxLength": 60}},
+              "required": ["regular", "reason"], "additionalProperties": False}
+    replies = []
     for n in (2, 1):
         be.threads = ThreadGovernor(n)
         be._use_threads(n)
         be._cached_prompt, be._cached_logits = None, None
         be.llm.reset()
-        results.append(Judge(be, sha, JudgeParams(n_samples=1)).judge(SHORT, "c1-s1"))
-    two, one = results
-    assert two.status == one.status == STATUS_SCORED
-    assert two.samples[0].raw == one.samples[0].raw
-    assert {k: v.expected for k, v in two.items.items()} == {k: v.expected for k, v in one.items.items()}
+        replies.append(be.generate(prompt, schema, 40, 0.0, 1, want_logprobs=True))
+    two, one = replies
+    assert two.completion_tokens >= 5 and two.text == one.text
+    assert two.top_logprobs == one.top_logprobs
