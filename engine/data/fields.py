@@ -237,6 +237,15 @@ def rating_value(report: ValidationReport, fname: str, row: InputRow, fld: str, 
 _INT_FLOAT = re.compile(r"^(\d+)\.0+$")
 
 
+# How exports spell a missing value (compared without case and surrounding spaces): pandas writes "nan".
+MISSING = frozenset({"", "nan", "null", "none", "na", "n/a", "<na>", "nat", "#n/a"})
+
+
+def is_missing(value: object) -> bool:
+    """Whether a text field's value is empty or spelled as missing (:data:`MISSING`)."""
+    return isinstance(value, str) and value.strip().lower() in MISSING
+
+
 def plain_id(v: str | None) -> str | None:
     """An id as exports write it; "28323445.0" (a spreadsheet's or pandas' float) is read as "28323445"."""
     if v is None:

@@ -12,9 +12,8 @@ from collections import Counter
 from pathlib import Path
 
 from engine.core.models import Summary
-from engine.data.fields import REFUSED_VALUE, check_id, opt_text, plain_id, scalar_field, text_field
+from engine.data.fields import REFUSED_VALUE, check_id, is_missing, opt_text, plain_id, scalar_field, text_field
 from engine.data.files import data_suffix, read_csv, read_jsonl, read_text_file
-from engine.data.mimic import MISSING
 from engine.data.readers import Collector
 from engine.data.validation import Issue, ValidationReport
 
@@ -58,7 +57,7 @@ def add_keyed_summaries(c: Collector, report: ValidationReport, path: Path, head
     for row in rows:
         v = row.values
         raw_key = plain_id(scalar_field(report, fname, row, key, v.get(key)))
-        if isinstance(raw_key, str) and raw_key.strip().lower() in MISSING:
+        if is_missing(raw_key):
             report.add(Issue(fname, f"the summary's {key} is missing ({raw_key!r} is how exports write a missing "
                                     "value)", row=row.number, line=row.line, field=key,
                              hint=f"give each summary the {key} of the case it summarises"))

@@ -1,8 +1,8 @@
 """MIMIC-IV-Note (``discharge.csv``, ``radiology.csv``, plain or gzipped): one case per admission (``hadm_id``), its
 notes in ``charttime`` then ``note_seq`` order, ``note_type`` kept (DS discharge summary, RR radiology report, AR
 addendum). Reports outside an admission are counted and skipped: a ``hadm_id`` that is empty or spelled as missing
-(:data:`MISSING`: ``nan`` as pandas writes it, ``NULL``, ``None``, ``NA`` ...). The same spellings in ``note_id`` or
-``subject_id`` are a missing id (an error), in ``charttime``, ``note_type`` and ``note_seq`` an empty value. An
+(:data:`engine.data.fields.MISSING`: ``nan`` as pandas writes it, ``NULL``, ``None``, ``NA`` ...). The same
+spellings in ``note_id`` or ``subject_id`` are a missing id (an error), in ``charttime``, ``note_type`` and ``note_seq`` an empty value. An
 admission holds one patient: a note whose ``subject_id`` differs from that of an earlier note of its admission (in
 this file or another MIMIC file of the import) is an error naming both. The note type named by
 ``hold_out_types`` (e.g. ``DS``) is kept out of the source notes and imported as the case's reference summary
@@ -17,12 +17,9 @@ from pathlib import Path
 
 from engine.core.models import Note
 from engine.data.ehr_notes import PendingNote
-from engine.data.fields import REFUSED_VALUE, check_id, date_field, plain_id, scalar_field, text_field
+from engine.data.fields import REFUSED_VALUE, check_id, date_field, is_missing, plain_id, scalar_field, text_field
 from engine.data.files import InputRow
 from engine.data.validation import Issue, ValidationReport
-
-# How exports spell a missing value (compared without case and surrounding spaces).
-MISSING = frozenset({"", "nan", "null", "none", "na", "n/a", "<na>", "nat", "#n/a"})
 
 MIMIC_REQUIRED = ("note_id", "subject_id", "hadm_id", "charttime", "text")
 MIMIC_OPTIONAL = ("note_type", "note_seq", "storetime")
@@ -33,9 +30,9 @@ def is_mimic(header) -> bool:
 
 
 def _value(report: ValidationReport, fname: str, row: InputRow, fld: str) -> str | None:
-    """The text of a field, "" when it is empty or spelled as missing (:data:`MISSING`); None when refused."""
+    """The text of a field, "" when it is empty or spelled as missing (:func:`engine.data.fields.is_missing`); None when refused."""
     s = scalar_field(report, fname, row, fld, row.values.get(fld))
-    return "" if s is not None and s.lower() in MISSING else s
+    return "" if is_missing(s) else s
 
 
 def read_mimic(report: ValidationReport, path: Path, header, rows: list[InputRow],
@@ -55,7 +52,7 @@ def read_mimic(report: ValidationReport, path: Path, header, rows: list[InputRow
     for row in rows:
         v = row.values
         raw_hadm = scalar_field(report, fname, row, "hadm_id", v.get("hadm_id"))
-        hadm = "" if raw_hadm is not None and raw_hadm.lower() in MISSING else plain_id(raw_hadm)
+        hadm = "" if is_missing(raw_hadm) else plain_id(raw_hadm)
         nid = _value(report, fname, row, "note_id")
         if hadm == "":
             counts["skipped (no admission, hadm_id empty)" if raw_hadm == "" else
