@@ -2,11 +2,11 @@
 notes in ``charttime`` then ``note_seq`` order, ``note_type`` kept (DS discharge summary, RR radiology report, AR
 addendum). Reports outside an admission are counted and skipped: a ``hadm_id`` that is empty or spelled as missing
 (:data:`engine.data.fields.MISSING`: ``nan`` as pandas writes it, ``NULL``, ``None``, ``NA`` ...). The same
-spellings in ``note_id`` or ``subject_id`` are a missing id (an error), in ``charttime``, ``note_type`` and ``note_seq`` an empty value. An
-admission holds one patient: a note whose ``subject_id`` differs from that of an earlier note of its admission (in
-this file or another MIMIC file of the import) is an error naming both. The note type named by
-``hold_out_types`` (e.g. ``DS``) is kept out of the source notes and imported as the case's reference summary
-(:mod:`engine.data.ehr_notes`).
+spellings in ``note_id`` or ``subject_id`` are a missing id (an error), in ``charttime``, ``note_type`` and
+``note_seq`` an empty value. An admission holds one patient: a note whose ``subject_id`` differs from that of an
+earlier note of its admission (in this file or another MIMIC file of the import) is an error naming both. The note
+type named by ``hold_out_types`` (e.g. ``DS``) is kept out of the source notes and imported as the case's reference
+summary (:mod:`engine.data.ehr_notes`).
 
 The dates of MIMIC are shifted into the years 2100-2250; they are read like any other date.
 """
@@ -30,7 +30,8 @@ def is_mimic(header) -> bool:
 
 
 def _value(report: ValidationReport, fname: str, row: InputRow, fld: str) -> str | None:
-    """The text of a field, "" when it is empty or spelled as missing (:func:`engine.data.fields.is_missing`); None when refused."""
+    """The text of a field, "" when it is empty or spelled as missing (:func:`engine.data.fields.is_missing`); None
+    when refused."""
     s = scalar_field(report, fname, row, fld, row.values.get(fld))
     return "" if is_missing(s) else s
 
