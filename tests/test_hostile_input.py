@@ -13,7 +13,7 @@ from conftest import BUNDLE, FORMATS
 from engine.data.mapping import LoadOptions, RatingsMapping
 from engine.data.loading import load_paths, sniff_wide_ratings
 from engine.data.strict_json import loads_strict
-from engine.data.files import read_file_bytes
+from engine.data.files import read_text_file
 from engine.data.settings import SettingsError
 from engine.data.validation import MAX_ISSUES_SHOWN, DatasetInvalid, Issue, ValidationReport
 from fakes import GOOD_REPLY, judge_lines
@@ -329,7 +329,7 @@ def test_the_read_is_bounded_even_if_the_file_grows(tmp_path, monkeypatch):
 
     monkeypatch.setattr(loading.os, "fstat", small_fstat)
     rep = ValidationReport()
-    assert read_file_bytes(p, rep, max_mb=0.001) is None
+    assert read_text_file(p, rep, max_mb=0.001) is None
     assert "grew past the limit" in rep.errors[0].message
 
 

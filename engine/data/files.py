@@ -111,33 +111,6 @@ def _too_large(path: Path, st: os.stat_result, limit: int, max_mb: float, report
     return False
 
 
-def read_file_bytes(path: Path, report: ValidationReport, max_mb: Optional[float] = None) -> Optional[bytes]:
-    """The bytes of ``path`` if it is a regular file within the size limit (default: SUMCHECK_MAX_FILE_MB, the
-    setting, or 200 MB); otherwise an issue in ``report`` and None. Nothing but a regular file is ever opened,
-    and the read is bounded, so a file that grows while it is read cannot exceed the limit either."""
-    fname = str(path)
-    max_mb = resolve_max_mb(None) if max_mb is None else max_mb
-    limit = int(max_mb * _MB)
-    opened = open_regular(path, report)
-    if opened is None:
-        return None
-    fd, st = opened
-    try:
-        if _too_large(path, st, limit, max_mb, report):
-            return None
-        data = read_fd(fd, limit)
-    except OSError as exc:
-        report.add(Issue(fname, f"cannot read file: {exc.strerror or exc}", hint="check the path and permissions"))
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        report.add(Issue(fname, f"file grew past the limit of {max_mb:g} MB per input file while it was read",
-                         hint=_limit_hint(max_mb)))
-        return None
-    return data
-
-
 BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"), (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"),
          (b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xfe\xff", "utf-16-be", "UTF-16"), (b"\xff\xfe", "utf-16-le", "UTF-16"))
 
