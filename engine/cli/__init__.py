@@ -12,6 +12,7 @@ from engine.cli.data_commands import (cmd_backup, cmd_backups, cmd_datasets, cmd
                                       cmd_fhir_export)
 from engine.cli.evidence_commands import cmd_align, cmd_evidence, cmd_omissions, cmd_stigma
 from engine.cli.verify_commands import cmd_verify
+from engine.cli.check_commands import cmd_check
 from engine.cli.judge_commands import (cmd_calibrate, cmd_export_training, cmd_judge, cmd_judge_export, cmd_judge_import,
                                       cmd_scores)
 from engine.cli.model_commands import cmd_get_model, cmd_model, cmd_models
@@ -254,6 +255,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true")
     add_import_opts(sp)
     sp.set_defaults(func=cmd_verify)
+
+    sp = sub.add_parser("check", help="every kind of evidence for a summary as one job (coverage and sentence "
+                                      "support, the judge, claim verification, MED-OMIT), cheapest first; each "
+                                      "result printed with its seconds as soon as it is stored")
+    sp.add_argument("target", help="a dataset name in the workspace, or a path to import first")
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable; default: every summary)")
+    sp.add_argument("--only", action="append", choices=("coverage", "judge", "verification", "medomit"),
+                    help="only this part (repeatable)")
+    sp.add_argument("--facts", choices=("auto", *FACT_SOURCES), default=None,
+                    help="MED-OMIT's fact source (default: the setting; auto: the notes' claims on a CPU)")
+    sp.add_argument("--out", help="also write one JSON line per finished part to this file")
+    add_model_opts(sp, "GGUF file (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_import_opts(sp)
+    sp.set_defaults(func=cmd_check)
 
     sp = sub.add_parser("stigma", help="stigmatizing language per summary (lexicon, no LLM): hits, carried forward "
                                        "or introduced, the two PDSQI-9 items")

@@ -54,7 +54,7 @@ class AppSettings:
     server_model: str = ""  # model name sent to the server; empty = the server's default
     server_api_key: str = ""  # optional bearer token; stored here, never shown
     concurrency: int = 4  # requests in flight when a batch is judged on a server
-    medomit_facts: str = "model"  # MED-OMIT's fact source (a key of engine.evidence.medomit.facts.FACT_SOURCES;
+    medomit_facts: str = "auto"  # MED-OMIT's fact source ("auto" or a key of engine.evidence.medomit.facts.FACT_SOURCES;
     # checked where MED-OMIT is set up, since this layer sits below the evidence)
 
     @property

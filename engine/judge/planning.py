@@ -13,9 +13,9 @@ from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, Scale
 from engine.core.stamps import json_key
 from engine.data.ratings import medians
-from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, build_messages
+from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, build_messages, kept_messages
 from engine.judge.results import ContextTooLong, JudgeParams
-from engine.llm.backends import Backend
+from engine.llm.backends import Backend, keep_messages
 
 
 def in_train_split(case_id: str, fraction: float) -> bool:
@@ -87,7 +87,7 @@ def plan_prompt(backend: Backend, case: Case, summary: Summary, params: JudgePar
     dropped: list[str] = []
     while True:
         msgs = build_messages(case, summary, params.explain, examples, note_ids=kept, citation_form=citation_form)
-        prompt = backend.render(msgs)
+        prompt = keep_messages(backend.render(msgs), kept_messages(msgs))  # the record stays evaluated
         n = backend.count_tokens(prompt)
         if n <= budget:
             return PromptPlan(prompt, msgs, n, dropped)

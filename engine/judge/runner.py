@@ -27,15 +27,16 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
-from engine.core.models import Case, Dataset, Note, Summary
+from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import now_iso
 from engine.judge.planning import cache_key, dataset_citation_form, injection_findings, plan_prompt, select_examples
-from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, build_messages, output_schema
+from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, output_schema
 from engine.judge.results import (ContextTooLong, ItemScore, JudgeParams, JudgeResult, PartialResult, Provenance,
                                   SampleReply, STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Timing, aggregate,
                                   expected_scores, parse_reply)
 from engine.judge.stored import stored_judge_results
+from engine.llm import case_record
 from engine.llm.backends import Backend, BackendError
 
 
@@ -61,13 +62,6 @@ class JudgeProgress:
     message: str = ""
 
 
-# Two stand-in cases that differ in every field. Their prompts share exactly what every judge prompt shares — the
-# system turn with the rubric and the constant start of the user turn, up to the fence code — which a backend that
-# can keep evaluated state (LlamaCppBackend.use_shared_prefix) evaluates once and keeps, across cases and processes.
-_PREFIX_PROBES = (
-    (Case("probe-a", "Cardiology", (Note("1", "Alpha."),)), Summary("probe-a", "probe-a", "Alpha.")),
-    (Case("probe-b", "Neurology", (Note("2", "Beta."),)), Summary("probe-b", "probe-b", "Beta.")),
-)
 MAX_IN_FLIGHT = 32  # summaries judged at once against a server (the HTTP backend's connection pool holds 32)
 
 
@@ -118,14 +112,12 @@ class Judge:
         return case, summary, examples, key
 
     def _declare_prefix(self) -> None:
-        """Tell a backend that keeps evaluated state which prompt prefix every judge prompt shares (once)."""
+        """Set up a backend that keeps evaluated state (once): the prefix every case's prompts share and each case's
+        record are kept, across cases and processes (:func:`engine.llm.case_record.keep_records`)."""
         if self._prefix_declared:
             return
         self._prefix_declared = True
-        if not self.backend.capabilities.saved_prefix:
-            return
-        prompts = [self.backend.render(build_messages(c, s, self.params.explain)) for c, s in _PREFIX_PROBES]
-        self.backend.use_shared_prefix(prompts, f"{self.model_sha256}|{PROMPT_VERSION}" if self.model_sha256 else None)
+        case_record.keep_records(self.backend, self.model_sha256)
 
     @staticmethod
     def _items(samples: Sequence[SampleReply], expected: dict[str, tuple[float, float]]) -> dict[str, ItemScore]:

@@ -47,12 +47,14 @@ class Capabilities:
 
     concurrent: bool = False  # serves several requests at once (the judge may keep several summaries in flight)
     tokenizer: bool = False  # ``tokenize(text) -> list[int]`` in process, cheaply: a run can be planned in tokens
-    saved_prefix: bool = False  # ``use_shared_prefix(prompts, cache_id)``: keeps the shared prompt prefix evaluated
+    saved_prefix: bool = False  # ``use_shared_prefix(prompts, cache_id)``: keeps the shared prompt prefix evaluated;
+    # ``keep_on_disk(cache_id)``: keeps every held case record on disk; ``token_counts()``: prompt tokens evaluated
     grammar: bool = True  # output constrained to the JSON schema (grammar or the server's response format)
     logprobs: bool = True  # asks for the rating tokens' log-probabilities (servers that omit them give none)
     reuse_batch: int = 1  # a reused prompt prefix is cut to a multiple of this many tokens
     next_token: bool = False  # ``next_token(messages, keep)``: the next token's log-probabilities in one step, the
     # first ``keep`` messages kept evaluated between calls (narrow yes/no questions about one record)
+    fast_decode: bool = False  # writes long replies fast (a server, a GPU): worth generating long lists
 
 
 @dataclass
@@ -91,11 +93,23 @@ class RenderedPrompt(str):
     (``<start_of_turn>``, ``<|im_start|>``, ``<|eot_id|>`` …) stays text and never becomes a special token."""
 
     segments: tuple[tuple[str, bool], ...]  # (text, written by the template)
+    keep: int  # leading messages a backend that keeps evaluated state holds for the prompts to come (0: none)
 
-    def __new__(cls, segments: Sequence[tuple[str, bool]]) -> "RenderedPrompt":
+    def __new__(cls, segments: Sequence[tuple[str, bool]], keep: int = 0) -> "RenderedPrompt":
         obj = super().__new__(cls, "".join(t for t, _ in segments))
         obj.segments = tuple((t, bool(tpl)) for t, tpl in segments if t)
+        obj.keep = int(keep)
         return obj
+
+
+def keep_messages(prompt: str, keep: int) -> str:
+    """``prompt`` marked so that a backend that keeps evaluated state (in-process llama.cpp) evaluates its first
+    ``keep`` messages as it does for :meth:`next_token` questions and keeps them for the next prompt that starts with
+    them (the case's record, :mod:`engine.llm.case_record`). A prompt that is not a :class:`RenderedPrompt` (a
+    server's rendering) is returned as it is: the server's own prompt cache does this there."""
+    if keep and isinstance(prompt, RenderedPrompt):
+        return RenderedPrompt(prompt.segments, keep)
+    return prompt
 
 
 def render_segments(messages: Sequence[dict], render_text) -> RenderedPrompt:

@@ -49,7 +49,7 @@ class OpenAIHTTPBackend:
     # one-step answers: the server keeps (or not) its own prompt cache; a server that omits log-probabilities
     # gives an empty NextToken and the caller says so
     capabilities = Capabilities(concurrent=True, tokenizer=False, saved_prefix=False, grammar=True, logprobs=True,
-                                next_token=True)
+                                next_token=True, fast_decode=True)
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "", n_ctx: int = 8192, timeout: float = 600,
                  retries: int = 4, backoff: float = 0.5, probe: bool = True):

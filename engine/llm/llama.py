@@ -20,7 +20,7 @@ from engine.llm.next_token import NextTokenStep
 from engine.llm.prefix_cache import SavedPrefix
 from engine.llm.threads import ThreadGovernor
 from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
-                                 TOP_LOGPROBS, render_segments)
+                                 TOP_LOGPROBS, render_segments, split_rendered)
 
 
 def _gemma_render(messages: Sequence[dict], bos: str) -> str:
@@ -121,6 +121,10 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._prefix_file: Optional[Path] = None  # where its state is kept (None: not kept on disk)
         self._prefix_on_disk = False
         self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
+        self._keep_id: Optional[str] = None  # kept prompt heads are saved on disk under this model id (keep_on_disk)
+        # kept prompt heads (a case's record): states loaded from disk, saved, discarded, tokens evaluated for them
+        self.kept_stats = {"loaded": 0, "loaded_tokens": 0, "saved": 0, "discarded": 0, "evaluated_tokens": 0}
+        self._prompt_tokens_evaluated = 0  # every prompt token this backend evaluated (token_counts)
         # one llama.cpp context serves every session of the app (loaded once): one generation at a time
         self._gen_lock = threading.Lock()
         self._abort_token = None  # the cancel token of the job whose prompt is being evaluated (see _eval_cancellable)
@@ -254,9 +258,16 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
     @property
     def capabilities(self) -> Capabilities:
         """One llama.cpp context: one generation at a time; tokenizer, saved prefix, grammar, log-probs and one-step
-        answers with the record kept evaluated."""
+        answers with the record kept evaluated; fast writing only with layers offloaded to a GPU."""
         return Capabilities(concurrent=False, tokenizer=True, saved_prefix=True, grammar=True, logprobs=True,
-                            reuse_batch=self._batch, next_token=True)
+                            reuse_batch=self._batch, next_token=True,
+                            fast_decode=self.params["n_gpu_layers"] != 0 and gpu_offload_supported())
+
+    def token_counts(self) -> dict:
+        """Prompt tokens evaluated so far: all of them (``prompt``), those of kept heads — a case's record —
+        (``record``), and the kept heads' tokens loaded from disk instead (``record_loaded``)."""
+        return {"prompt": self._prompt_tokens_evaluated, "record": self.kept_stats["evaluated_tokens"],
+                "record_loaded": self.kept_stats["loaded_tokens"]}
 
     def _use_threads(self, n: int) -> None:
         """Compute with ``n`` threads from the next evaluation on (prompt batches and decoding alike)."""
@@ -286,6 +297,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                 except RuntimeError:
                     check_cancelled()  # aborted because of the cancel: say so
                     raise
+                self._prompt_tokens_evaluated += min(at + step, end) - at
                 report_tokens("prompt", min(at + step, end) - start, end - start, start)
         finally:
             if token is not None:
@@ -313,6 +325,24 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._cached_prompt, self._cached_logits = None, None
         self.last_new_tokens = len(tokens) - common
         self._eval_cancellable(tokens, common, len(tokens))
+        logits = self._logits_now()
+        self._cached_prompt, self._cached_logits = list(tokens), logits
+        return logits.copy()
+
+    def _kept_logits(self, pre: list[int], post: list[int]) -> np.ndarray:
+        """The next-token logits after ``pre + post`` with ``pre`` held as :meth:`next_token` holds its kept messages
+        (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
+        evaluated before, and every prompt about a case reuses its record."""
+        tokens = pre + post
+        if self._cached_prompt == tokens and self._cached_logits is not None:
+            self.llm.n_tokens = len(tokens)
+            self.last_new_tokens = 0
+            return self._cached_logits.copy()
+        new = self._hold_prefix(pre)
+        self.llm.n_tokens = len(pre)
+        self._cached_prompt, self._cached_logits = None, None
+        self._eval_cancellable(tokens, len(pre), len(tokens))
+        self.last_new_tokens = new + len(post)
         logits = self._logits_now()
         self._cached_prompt, self._cached_logits = list(tokens), logits
         return logits.copy()
@@ -404,14 +434,20 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
     def _generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                   want_logprobs: bool) -> Generation:
         lc = self._llama_cpp
-        tokens = self.tokenize(prompt)
+        keep = prompt.keep if isinstance(prompt, RenderedPrompt) else 0
+        if keep:
+            head, tail = split_rendered(prompt, keep)
+            pre, post = self.tokenize(head), self.tokenize(tail)
+            tokens = pre + post
+        else:
+            tokens = self.tokenize(prompt)
         if len(tokens) + max_tokens > self.n_ctx:
             raise BackendError(f"prompt of {len(tokens)} tokens plus {max_tokens} for the reply exceeds the "
                                f"context of {self.n_ctx} tokens")
         vocab = lc.llama_model_get_vocab(self.llm._model.model)
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
-        logits = self._prompt_logits(tokens)
+        logits = self._kept_logits(pre, post) if keep else self._prompt_logits(tokens)
         t_first = time.perf_counter()
         smpl = self._grammar_sampler(schema)
         out_bytes = b""

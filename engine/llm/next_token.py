@@ -54,8 +54,10 @@ class NextTokenStep:
                          seconds=time.perf_counter() - t0)
 
     def _hold_prefix(self, pre: list[int]) -> int:
-        """Make the context hold exactly ``pre`` at its start (evaluating from the last batch boundary it already
-        holds); returns the tokens evaluated."""
+        """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the
+        context holds is reused from its last batch boundary; else the state saved for ``pre`` is loaded
+        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the declared shared prefix is loaded and the
+        rest evaluated, and the state saved. Every way gives the logits of evaluating ``pre`` from scratch."""
         n = int(self.llm.n_tokens)
         held = self.llm.input_ids[:min(n, len(pre))]
         common = 0
@@ -65,7 +67,14 @@ class NextTokenStep:
         if common == len(pre):
             return 0
         common -= common % self._batch
+        if len(pre) - common > self._batch and self._load_kept(pre):
+            return 0
+        shared = self._prefix
+        if shared and len(pre) > len(shared) and pre[:len(shared)] == shared:
+            common = self._ensure_prefix(pre, common)
         self.llm.n_tokens = common
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(pre, common, len(pre))
+        self.kept_stats["evaluated_tokens"] += len(pre) - common
+        self._save_kept(pre)
         return len(pre) - common

@@ -23,8 +23,8 @@ from engine.core.stamps import json_key
 
 
 PREFIX_CACHE_ENV = "SUMCHECK_CACHE_DIR"
-PREFIX_CACHE_MAX_FILES = 8  # saved prefixes kept (least recently used ones go) ...
-PREFIX_CACHE_MAX_BYTES = 2 << 30  # ... and at most this much (an 8B model's rubric prefix is ~200 MB)
+PREFIX_CACHE_MAX_FILES = 64  # saved prompt states kept (least recently used ones go) ...
+PREFIX_CACHE_MAX_BYTES = 2 << 30  # ... and at most this much (a 1.5B's case record of 4,000 tokens is ~115 MB)
 _PREFIX_MAGIC = b"SUMCHECK-KV-PREFIX-1\n"
 def prefix_cache_dir() -> Path:
     """Where evaluated prompt prefixes are kept: ``$SUMCHECK_CACHE_DIR/prefix``, else the user cache dir's."""
@@ -107,9 +107,21 @@ class SavedPrefix:
 
     def _save_prefix(self) -> None:
         """Write the context's state (exactly the prefix) to the prefix file, atomically; errors only disable it."""
+        path = self._prefix_file
+        error = self._save_state(path, self._prefix)
+        if error:
+            self.prefix_stats["error"] = error
+            self._prefix_file = None  # keep working in process
+            return
+        self._prefix_on_disk = True
+        self.prefix_stats["saved"] += 1
+
+    def _save_state(self, path: Path, tokens: Sequence[int]) -> str:
+        """Write the context's state (exactly ``tokens``) to ``path`` atomically and prune the folder; returns ""
+        or why it could not be written."""
         import hashlib
 
-        lc, ctx, path = self._llama_cpp, self.llm._ctx.ctx, self._prefix_file
+        lc, ctx = self._llama_cpp, self.llm._ctx.ctx
         try:
             size = int(lc.llama_state_seq_get_size(ctx, 0))
             buf = (ctypes.c_uint8 * size)()
@@ -117,7 +129,7 @@ class SavedPrefix:
             if got <= 0 or got > size:
                 raise OSError(f"llama.cpp returned {got} of {size} state bytes")
             data = memoryview(buf)[:got].tobytes()
-            header = json.dumps({"tokens": list(map(int, self._prefix)), "bytes": got,
+            header = json.dumps({"tokens": list(map(int, tokens)), "bytes": got,
                                  "sha256": hashlib.sha256(data).hexdigest()}).encode()
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -126,12 +138,9 @@ class SavedPrefix:
                 fh.write(data)
             os.replace(tmp, path)
         except OSError as exc:
-            self.prefix_stats["error"] = f"could not save the prompt prefix to {path}: {exc}"
-            self._prefix_file = None  # keep working in process
-            return
-        self._prefix_on_disk = True
-        self.prefix_stats["saved"] += 1
+            return f"could not save the evaluated prompt to {path}: {exc}"
         self._prune_prefix_files(path.parent, keep=path)
+        return ""
 
     @staticmethod
     def _prune_prefix_files(folder: Path, keep: Path) -> None:
@@ -149,44 +158,115 @@ class SavedPrefix:
 
     def _load_prefix(self) -> bool:
         """Load the saved prefix state into the (cleared) context; False (file removed) when it is unusable."""
+        error = self._load_state(self._prefix_file, self._prefix)
+        if error:
+            return self._drop_prefix_file(error)
+        self.prefix_stats["loaded"] += 1
+        return True
+
+    def _load_state(self, path: Path, tokens: Sequence[int]) -> str:
+        """Load the state of exactly ``tokens`` saved at ``path`` into the cleared context (it then holds them);
+        returns "" or why the file is unusable (it is then removed and the context is empty)."""
         import hashlib
 
-        lc, ctx, path = self._llama_cpp, self.llm._ctx.ctx, self._prefix_file
+        lc, ctx = self._llama_cpp, self.llm._ctx.ctx
+        tokens = list(map(int, tokens))
         try:
             raw = path.read_bytes()
             if not raw.startswith(_PREFIX_MAGIC):
-                raise ValueError("not a prefix file")
+                raise ValueError("not a saved prompt state")
             pos = len(_PREFIX_MAGIC)
             hlen = int.from_bytes(raw[pos:pos + 8], "little")
             header = json.loads(raw[pos + 8:pos + 8 + hlen])
             data = raw[pos + 8 + hlen:]
-            if (header.get("tokens") != self._prefix or header.get("bytes") != len(data)
+            if (header.get("tokens") != tokens or header.get("bytes") != len(data)
                     or header.get("sha256") != hashlib.sha256(data).hexdigest()):
-                raise ValueError("the file does not hold this prefix (or is damaged)")
+                raise ValueError("the file does not hold this prompt (or is damaged)")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            return self._drop_prefix_file(f"could not read the saved prompt prefix {path}: {exc}")
+            _unlink(path)
+            return f"could not read the saved prompt state {path}: {exc}"
         lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
         self.llm.n_tokens = 0
         self._cached_prompt, self._cached_logits = None, None
         src = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
         if int(lc.llama_state_seq_set_data(ctx, src, len(data), 0)) != len(data):
             lc.llama_memory_clear(lc.llama_get_memory(ctx), True)
-            return self._drop_prefix_file(f"llama.cpp refused the saved prompt prefix {path}")
-        n = len(self._prefix)
-        self.llm.input_ids[:n] = self._prefix
+            _unlink(path)
+            return f"llama.cpp refused the saved prompt state {path}"
+        n = len(tokens)
+        self.llm.input_ids[:n] = tokens
         self.llm.n_tokens = n
-        self.prefix_stats["loaded"] += 1
         try:
             os.utime(path)  # recently used: pruned last
         except OSError:
             pass
+        return ""
+
+    # -- kept states: any prompt head a caller holds (a case's record), saved once and loaded after
+
+    def keep_on_disk(self, cache_id: Optional[str]) -> None:
+        """Keep every evaluated prompt head that :meth:`next_token` or a kept :func:`~engine.llm.backends.keep_messages`
+        prompt holds on disk under :func:`prefix_cache_dir`, keyed by ``cache_id`` (the model file's sha256), the
+        llama.cpp version, the context settings and the head's tokens (its prompt version and content): a fresh
+        backend loads it instead of evaluating it. None: kept in process only."""
+        self._keep_id = cache_id or None
+
+    def _kept_path(self, tokens: Sequence[int]) -> Optional[Path]:
+        cache_id = getattr(self, "_keep_id", None)
+        if not cache_id or not tokens:
+            return None
+        import hashlib
+
+        import llama_cpp
+
+        meta = {"id": cache_id, "kept": hashlib.sha256(np.asarray(tokens, dtype=np.int32).tobytes()).hexdigest(),
+                "n": len(tokens), "llama_cpp_python": llama_cpp.__version__, "n_batch": self._batch,
+                "type_k": int(self.llm.context_params.type_k), "type_v": int(self.llm.context_params.type_v),
+                **self.params}
+        return prefix_cache_dir() / f"{json_key(meta)[:40]}.kvprefix"
+
+    def _load_kept(self, tokens: Sequence[int]) -> bool:
+        """Load the saved state of ``tokens`` when there is one (True: the context now holds exactly them). A file of
+        another model, prompt or llama.cpp is never found (its key differs); a damaged one is discarded with a log
+        line."""
+        path = self._kept_path(tokens)
+        if path is None or not path.is_file():
+            return False
+        error = self._load_state(path, tokens)
+        if error:
+            import logging
+
+            logging.getLogger("sumcheck").warning("%s; evaluating it again", error)
+            self.kept_stats["discarded"] += 1
+            return False
+        self.kept_stats["loaded"] += 1
+        self.kept_stats["loaded_tokens"] += len(tokens)
         return True
+
+    def _save_kept(self, tokens: Sequence[int]) -> None:
+        """Save the context's state, which holds exactly ``tokens``, when kept on disk (errors are logged only)."""
+        path = self._kept_path(tokens)
+        if path is None or path.is_file():
+            return
+        self.llm._ctx.kv_cache_seq_rm(-1, len(tokens), -1)
+        error = self._save_state(path, tokens)
+        if error:
+            import logging
+
+            logging.getLogger("sumcheck").warning(error)
+        else:
+            self.kept_stats["saved"] += 1
 
     def _drop_prefix_file(self, why: str) -> bool:
         self.prefix_stats["error"] = why
-        try:
-            self._prefix_file.unlink(missing_ok=True)
-        except OSError:
-            pass
+        _unlink(self._prefix_file)
         self._prefix_on_disk = False
         return False
+
+
+def _unlink(path: Optional[Path]) -> None:
+    try:
+        if path is not None:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence
 
 from engine.core.jobs import check_cancelled
 from engine.core.stamps import json_key
-from engine.llm.backends import Backend, BackendError
+from engine.llm.backends import Backend, BackendError, keep_messages
 
 
 class StepCache(Protocol):
@@ -72,8 +72,10 @@ def step_key(model_id: str, step: str, messages: Sequence[dict], schema: dict, m
 
 def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict], schema: dict, max_tokens: int,
              cache: Optional[StepCache] = None, check: Optional[Callable[[Any], None]] = None,
-             seed: int = 0) -> StepResult:
-    """Run one step greedily (deterministic); serve it from ``cache`` when the same inputs ran before.
+             seed: int = 0, keep: int = 0) -> StepResult:
+    """Run one step greedily (deterministic); serve it from ``cache`` when the same inputs ran before. ``keep``: the
+    leading messages a backend that keeps evaluated state holds for the prompts to come (a case's record,
+    :func:`engine.llm.backends.keep_messages`).
 
     Only successful steps are cached, so a failed step is retried on the next run."""
     key = step_key(model_id, step, messages, schema, max_tokens)
@@ -85,7 +87,7 @@ def run_step(backend: Backend, model_id: str, step: str, messages: Sequence[dict
                               prompt_tokens=int(d.get("prompt_tokens", 0)),
                               completion_tokens=int(d.get("completion_tokens", 0)))
     check_cancelled()  # a cancelled job runs no further step (the steps before it stay cached)
-    prompt = backend.render(messages)
+    prompt = keep_messages(backend.render(messages), keep)
     n = backend.count_tokens(prompt)
     if n + max_tokens > backend.n_ctx:
         return StepResult(step, False, None, "", f"{step}: the prompt needs {n} tokens plus {max_tokens} for the "

@@ -11,8 +11,15 @@
   extracted facts there are no clusters, so a fact's score is its importance weight. Chosen where the notes' own
   words should be the facts, or when the model's time for the fact lists is too long.
 
-The source is part of a result's key and provenance; results of different sources are never compared with each
-other.
+* ``claims`` — the one-step pipeline for a model on a CPU: every atomic statement of the notes, by rules
+  (:mod:`engine.evidence.medomit.statements`: sentences cut at clause boundaries by the claim splitter verification
+  uses), word for word and linked to its span. The model writes only the short source differential; importance is
+  read in one step per fact (:mod:`engine.evidence.medomit.importance`) and the omission decision is one step per
+  fact; no clusters and no summary differential (the alternative metric) are generated.
+
+:func:`fact_source_for` resolves the setting ``auto`` (the default): the model's facts on a backend that writes
+fast (a server, a GPU), the notes' claims on a CPU. The source is part of a result's key and provenance; results
+of different sources are never compared with each other.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ class FactSource:
     label: str
     description: str
     uses_model: bool  # the model generates the fact lists
+    summary_ddx: bool = True  # the summary's own differential is generated (the alternative metric)
 
 
 FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
@@ -34,8 +42,24 @@ FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
     FactSource("statements", "the notes' statements",
                "every statement of the notes is a fact, word for word; no fact lists are generated and no clusters "
                "are formed", False),
+    FactSource("claims", "the notes' atomic statements, one-step questions",
+               "every statement of the notes cut at its clause boundaries is a fact, word for word; the model writes "
+               "only the short differential and answers one-step questions (importance, omission); no clusters and "
+               "no summary differential", False, summary_ddx=False),
 )}
-DEFAULT_FACT_SOURCE = "model"
+DEFAULT_FACT_SOURCE = "model"  # what results stored before there was a choice used
+AUTO = "auto"  # the setting's default: resolved per backend by fact_source_for
+
+
+def fact_source_for(backend, choice: str = AUTO) -> str:
+    """The fact source for ``choice`` on ``backend``: the choice itself when it is a source; for :data:`AUTO` the
+    model's facts on a backend that writes fast (:attr:`engine.llm.backends.Capabilities.fast_decode`), else the
+    notes' claims (everything the model does is then one short generation and one-step questions)."""
+    if choice in FACT_SOURCES:
+        return choice
+    if choice != AUTO:
+        raise ValueError(f"unknown fact source {choice!r}; known: {AUTO}, {', '.join(FACT_SOURCES)}")
+    return "model" if backend.capabilities.fast_decode else "claims"
 FACT_SOURCE_NOTE = ("Time with the default model on 2 CPU cores, a sample case of 4 notes and 3 summaries from "
                     "scratch: the model's facts 10.0 min on idle cores (12.5-17.7 beside other work), the notes' "
                     "statements 6.2 min (5.1-7.4 over the sample's 12 cases); on one NVIDIA H200 with every layer "

@@ -10,7 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-METHOD_VERSION = "medomit-v5"  # v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
+METHOD_VERSION = "medomit-v6"  # v6: the record laid out first for every step, importance read as probabilities in
+# one step where the backend can (continuous weights), the notes' atomic statements as a fact source; v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
 # a closed question and coverage; v3: unlinked
 # facts are never scored, empty replies fail
 IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
@@ -77,6 +78,9 @@ class FactScore:
     # the parts left out when the summary states the fact only in part: [text, start, end] with the part's span in
     # the fact's note (start/end None when it cannot be placed); [] when decided whole or wholly omitted
     missing: list = field(default_factory=list)
+    # the importance read in one step: label -> probability (engine.evidence.medomit.importance); None when the
+    # label was generated, or no reading was had (then ``importance`` is None and the reason is in the steps)
+    importance_p: Optional[dict] = None
 
     def regions(self, fact: "Fact") -> list[tuple[str, int, int]]:
         """The spans of the notes this omission points to, as (note id, start, end): the left-out parts the
@@ -215,7 +219,8 @@ class MedOmitResult:
         scores, self.document_weight, self.omission_count = score_document(
             [f.fact_id for f in self.facts if f.fact_id in old], {k: s.omitted for k, s in old.items()},
             {k: s.importance for k, s in old.items() if s.importance}, self.clusters,
-            {k: s.explanation for k, s in old.items()}, unlinked=[f.fact_id for f in self.not_found])
+            {k: s.explanation for k, s in old.items()}, unlinked=[f.fact_id for f in self.not_found],
+            probs={k: s.importance_p for k, s in old.items() if s.importance_p})
         self.scores = scores
         self.provenance = {"decision": "older: the model listed present / omitted for a batch of facts",
                            **self.provenance, "rescored_from": self.provenance.get("method"),
@@ -243,18 +248,30 @@ def uniqueness_values(fact_id: str, clusters: Sequence[Cluster]) -> list[float]:
     return [1.0 / len(set(c.fact_ids)) for c in clusters if fact_id in c.fact_ids]
 
 
-def fact_score(importance: Optional[str], uniqueness: Sequence[float]) -> float:
-    """max(importance weight, uniqueness values); an uncategorised fact counts only through its uniqueness."""
-    return max([IMPORTANCE_WEIGHT.get(importance or "", 0.0), *uniqueness])
+def fact_score(importance: Optional[str], uniqueness: Sequence[float], weight: Optional[float] = None) -> float:
+    """max(importance weight, uniqueness values); the weight is ``weight`` when given (read as a probability-weighted
+    value), else the label's; an uncategorised fact counts only through its uniqueness."""
+    w = IMPORTANCE_WEIGHT.get(importance or "", 0.0) if weight is None else weight
+    return max([w, *uniqueness])
+
+
+def expected_weight(probs: Optional[dict]) -> Optional[float]:
+    """Σ P(label) · weight(label) over the importance labels (None without probabilities)."""
+    if not probs:
+        return None
+    return round(sum(float(p) * IMPORTANCE_WEIGHT.get(k, 0.0) for k, p in probs.items()), 4)
 
 
 def score_document(fact_ids: Sequence[str], omitted: dict[str, bool], importance: dict[str, str],
                    clusters: Sequence[Cluster], explanations: Optional[dict[str, str]] = None,
-                   unlinked: Sequence[str] = ()) -> tuple[list[FactScore], float, int]:
+                   unlinked: Sequence[str] = (), probs: Optional[dict[str, dict]] = None
+                   ) -> tuple[list[FactScore], float, int]:
     """Per-fact scores, the document MED-OMIT weight (Σ scores of omitted facts) and the omission count.
-    ``unlinked`` facts (not found in the notes) are left out: no score, no weight, no count, and they do not
-    dilute the uniqueness of the facts they share a cluster with."""
+    ``probs`` (fact id -> label probabilities) gives a fact read in one step its probability-weighted importance
+    weight instead of its label's. ``unlinked`` facts (not found in the notes) are left out: no score, no weight, no
+    count, and they do not dilute the uniqueness of the facts they share a cluster with."""
     skip = set(unlinked)
+    probs = probs or {}
     fact_ids = [f for f in fact_ids if f not in skip]
     clusters = [Cluster(c.diagnosis, c.polarity, c.mechanism, [f for f in c.fact_ids if f not in skip])
                 for c in clusters] if skip else clusters
@@ -264,8 +281,11 @@ def score_document(fact_ids: Sequence[str], omitted: dict[str, bool], importance
         u = uniqueness_values(fid, clusters)
         labels = [f"{c.polarity} {c.diagnosis} / {c.mechanism}" for c in clusters if fid in c.fact_ids]
         imp = importance.get(fid)
-        scores.append(FactScore(fid, bool(omitted.get(fid)), imp, IMPORTANCE_WEIGHT.get(imp or "", 0.0), u,
-                                fact_score(imp, u), labels, (explanations or {}).get(fid, "")))
+        w = expected_weight(probs.get(fid))
+        scores.append(FactScore(fid, bool(omitted.get(fid)), imp,
+                                IMPORTANCE_WEIGHT.get(imp or "", 0.0) if w is None else w, u,
+                                fact_score(imp, u, w), labels, (explanations or {}).get(fid, ""),
+                                importance_p=probs.get(fid)))
     omitted_scores = [s.score for s in scores if s.omitted]
     return scores, round(sum(omitted_scores), 6), len(omitted_scores)
 

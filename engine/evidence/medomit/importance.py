@@ -1,0 +1,126 @@
+"""MED-OMIT's importance read in one step: how much each fact matters for the differential, as a probability.
+
+The method rates each fact *critical* (changes the diagnosis or management, weight 1), *important* (relevant
+context, 0.5) or *other* (0.1) against the differential diagnosis (DDx). A small model asked to write those labels
+for a batch of facts writes "important" for nearly all of them, so the weights tie. Here the label is read, not
+written: the prompt is the case's record as every check lays it out (:mod:`engine.llm.case_record`), then the task
+with the DDx and a fixed acknowledgement — the :data:`KEEP` messages kept evaluated, the record read once per case
+— and per fact only the fenced fact and the three answers (every question token costs time on a CPU). One decoding step gives the log-probabilities of the answer's first token; the
+probabilities of the three labels (renormalised over them) give the fact's weight
+``Σ P(label) · weight(label)``, a continuous number that ranks the facts. When none of the labels is among the
+likeliest next tokens, or the backend gives no log-probabilities, the fact has no reading and the reason is kept:
+its weight is never guessed.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact
+from engine.llm import case_record
+from engine.llm.backends import Backend, BackendError, NextToken
+from engine.llm.prompt_fence import Fence
+
+PROMPT_VERSION = "importance-read-v1+" + case_record.LAYOUT_VERSION
+KEEP = case_record.KEEP + 2  # the record's messages, the DDx and its acknowledgement
+LABELS = tuple(IMPORTANCE_WEIGHT)  # critical, important, other
+ACK = "Understood. Send me one fact."
+ASK = "critical, important or other?"
+
+
+def ddx_message(ddx: Sequence[Diagnosis]) -> str:
+    """The IMPORTANCE task with the DDx (kept evaluated with the record, so each question is only its fact)."""
+    fence = Fence.for_data([d.name for d in ddx])
+    return ("IMPORTANCE: the differential diagnosis for this patient, most likely first, is fenced below. I will send "
+            "facts of the record one at a time. Answer each with one word: critical if the fact changes the "
+            "diagnosis or the patient's management, important if it is relevant context, other if it is neither.\n"
+            + fence.json_block("ddx", [{"rank": d.rank, "diagnosis": d.name, "likelihood": d.likelihood}
+                                       for d in ddx]))
+
+
+def question(fact: str) -> str:
+    fence = Fence.for_data([fact])
+    return fence.block("fact", fact) + "\n" + ASK
+
+
+def messages(record: Sequence[dict], ddx: Sequence[Diagnosis], fact: str) -> list[dict]:
+    return [*record, {"role": "user", "content": ddx_message(ddx)}, {"role": "assistant", "content": ACK},
+            {"role": "user", "content": question(fact)}]
+
+
+@dataclass(frozen=True)
+class ImportanceRead:
+    """One fact's reading: the labels' probabilities, or none and the reason."""
+
+    probs: Optional[dict]  # label -> probability (sums to 1), None when there is no reading
+    reason: str = ""
+    top: tuple[str, ...] = field(default_factory=tuple)  # the likeliest next tokens (for display)
+    seconds: float = 0.0
+
+    @property
+    def weight(self) -> Optional[float]:
+        """Σ P(label) · weight(label); None without a reading."""
+        if self.probs is None:
+            return None
+        return round(sum(p * IMPORTANCE_WEIGHT[k] for k, p in self.probs.items()), 4)
+
+    @property
+    def label(self) -> Optional[str]:
+        """The likeliest label."""
+        return max(self.probs, key=self.probs.get) if self.probs else None
+
+
+def _label_of(token: str) -> Optional[str]:
+    t = _WORD.sub("", token.strip().lower())
+    if len(t) < 2:
+        return None
+    hits = [k for k in LABELS if k.startswith(t)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def read_importance(nt: NextToken) -> ImportanceRead:
+    """The labels' probabilities from the next token's likeliest candidates (a token that begins a label counts
+    for it: "crit", " Important")."""
+    top = tuple(k for k, _ in sorted(nt.logprobs.items(), key=lambda kv: -kv[1]))[:5]
+    if not nt.logprobs:
+        return ImportanceRead(None, "the backend gave no log-probabilities for the answer token", top, nt.seconds)
+    mass = dict.fromkeys(LABELS, 0.0)
+    for tok, lp in nt.logprobs.items():
+        k = _label_of(tok)
+        if k is not None:
+            mass[k] += math.exp(lp)
+    total = sum(mass.values())
+    if total <= 0:
+        return ImportanceRead(None, "the model answered none of critical, important, other (likeliest: "
+                              + ", ".join(repr(t) for t in top) + ")", top, nt.seconds)
+    return ImportanceRead({k: round(v / total, 4) for k, v in mass.items()}, "", top, nt.seconds)
+
+
+def read_all(backend: Backend, record_for: Callable[[Fact], Sequence[dict]], ddx: Sequence[Diagnosis],
+             facts: Sequence[Fact], progress: Callable[[int, int], None] = lambda done, total: None
+             ) -> dict[str, ImportanceRead]:
+    """Every fact's reading; ``record_for(fact)`` gives the record messages the fact is read against (the whole
+    record, or the excerpts that bear on it when the record is longer than the context)."""
+    out: dict[str, ImportanceRead] = {}
+    for k, f in enumerate(facts):
+        t0 = time.perf_counter()
+        try:
+            nt = backend.next_token(messages(record_for(f), ddx, f.text), KEEP)
+        except BackendError as exc:
+            out[f.fact_id] = ImportanceRead(None, f"the backend failed: {exc}", (), time.perf_counter() - t0)
+        else:
+            out[f.fact_id] = read_importance(nt)
+        progress(k + 1, len(facts))
+    return out
+
+
+def to_json(reads: dict[str, ImportanceRead]) -> dict:
+    return {k: {"probs": r.probs, "reason": r.reason, "top": list(r.top), "seconds": round(r.seconds, 3)}
+            for k, r in reads.items()}
+
+
+def from_json(d: dict) -> dict[str, ImportanceRead]:
+    return {k: ImportanceRead(v["probs"], v["reason"], tuple(v["top"]), v["seconds"]) for k, v in d.items()}
