@@ -167,3 +167,14 @@ def render_used_table(rows: list[dict]) -> None:
     from components.frames import show
 
     show(rows, wrap=True)  # "made of" is a sentence a reader reads whole
+
+
+def check_parts(job) -> None:
+    """The finished parts of a running (or stopped) summary check, one line each as soon as it is stored: what it
+    found, its seconds and the record tokens the model read for it (``job.latest``:
+    :func:`engine.analysis.check.check_job`)."""
+    for sid, part in job.latest or ():
+        loaded = f", {part.record_loaded:,} loaded from disk" if part.record_loaded else ""
+        st.markdown(f"✓ **{untrusted.md_inline(part.label)}** ({untrusted.md_inline(sid)}): "
+                    f"{untrusted.md_inline(part.line, 300)} · {part.seconds:.1f} s · record tokens read "
+                    f"{part.record_tokens:,}{loaded} · {untrusted.md_inline(part.status)}")

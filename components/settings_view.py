@@ -31,8 +31,9 @@ def render_medomit_facts(key: str) -> None:
     chosen source is and the measured times."""
     import streamlit as st
 
-    from engine.evidence.medomit.facts import FACT_SOURCE_NOTE, FACT_SOURCES
+    from engine.evidence.medomit.facts import AUTO, AUTO_DESCRIPTION, AUTO_LABEL, FACT_SOURCE_NOTE, FACT_SOURCES
 
-    st.radio("Where MED-OMIT's facts come from", list(FACT_SOURCES), key=key, horizontal=True,
-             format_func=lambda k: FACT_SOURCES[k].label)
-    st.caption(FACT_SOURCES[st.session_state[key]].description + ". " + FACT_SOURCE_NOTE)
+    st.radio("Where MED-OMIT's facts come from", [AUTO, *FACT_SOURCES], key=key, horizontal=True,
+             format_func=lambda k: AUTO_LABEL if k == AUTO else FACT_SOURCES[k].label)
+    chosen = st.session_state[key]
+    st.caption((AUTO_DESCRIPTION if chosen == AUTO else FACT_SOURCES[chosen].description) + ". " + FACT_SOURCE_NOTE)

@@ -72,14 +72,14 @@ def settings() -> AppSettings:
 def medomit_facts() -> str:
     """MED-OMIT's fact source from the settings; a source the registry does not know (a hand-edited settings
     file) is named in an error and the default is used."""
-    from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE, FACT_SOURCES
+    from engine.evidence.medomit.facts import AUTO, FACT_SOURCES
 
     key = settings().medomit_facts
-    if key in FACT_SOURCES:
+    if key in FACT_SOURCES or key == AUTO:
         return key
-    st.error(f"MED-OMIT fact source {untrusted.md(key)} in the settings is unknown (known: "
-             f"{', '.join(FACT_SOURCES)}). Using {DEFAULT_FACT_SOURCE}.")
-    return DEFAULT_FACT_SOURCE
+    st.error(f"MED-OMIT fact source {untrusted.md(key)} in the settings is unknown (known: {AUTO}, "
+             f"{', '.join(FACT_SOURCES)}). Using {AUTO}.")
+    return AUTO
 
 
 def store() -> Store:

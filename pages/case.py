@@ -7,6 +7,7 @@ import streamlit as st
 from components import case_view, coverage_view, evidence_view, jobs_view, state
 from engine.core import citations, untrusted
 from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
+from engine.analysis.check import CheckSetup, check_job
 from engine.evidence.medomit.pipeline import MedOmit, medomit_job
 from engine.evidence.coverage.omission_flags import FLAG_KINDS
 from engine.evidence.support.verification.run import verification_job
@@ -49,6 +50,21 @@ with right:  # the summary is picked first, so the page builds its one view for 
     sid = state.summary_picker(ds, case, st, key="case_summary", horizontal=True,
                                label_visibility="collapsed") if summaries else None
 view = state.guarded(build_case_view, store, name, ds, case_id, sid, stop=True)
+with right:
+    check_name = f"check_{name}_{sid}"
+    if sid is not None and st.button(
+            "Check this summary", disabled=jobs_view.running(check_name), type="primary",
+            help="Every kind of evidence for this summary as one job, cheapest first: uncovered regions and "
+                 "sentence support, the PDSQI-9 judge, claim verification and MED-OMIT. The model reads the case's "
+                 "record once for all of them and keeps it, so the case's other summaries start at once; each "
+                 "result is stored as soon as it is done, and Cancel keeps what is finished."):
+        loaded = state.judge_backend()
+        if loaded is not None:
+            backend, sha = loaded
+            setup = CheckSetup(state.embedder, lambda: backend, sha or backend.describe().get("model_file", "endpoint"),
+                               medomit_facts=state.medomit_facts())
+            jobs_view.start(check_name, check_job(store, name, ds, [sid], setup), label=f"Check of summary {sid}")
+    jobs_view.panel(check_name, live=case_view.check_parts, on_finish=lambda job: state.bump_data_version())
 if view.stigma_error:
     lexicon_error.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(view.stigma_error))
 note_marks = {nid: [_colour(m) for m in marks] for nid, marks in view.note_marks.items()}

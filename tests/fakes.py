@@ -106,13 +106,20 @@ class ScriptedBackend(FakeBackendBase):
 
     name = "scripted"
     quantization = None
-    capabilities = Capabilities(next_token=True)
+    capabilities = Capabilities(next_token=True, fast_decode=True)  # "auto" facts: the model's, as on a server
     NOT_STATED = ("Nephrology", "Blood pressure")
+    CRITICAL = ("atrial fibrillation", "Apixaban", "LVEF")  # read "critical" (weight 1), every other fact "important"
 
     def next_token(self, messages, keep):
+        from engine.evidence.medomit.importance import ASK
         from engine.llm.backends import NextToken
 
         q = messages[-1]["content"]
+        if q.endswith(ASK):  # the importance question: one label, certain
+            self.calls.append("importance-question")
+            crit = any(w in q for w in self.CRITICAL)
+            return NextToken({"critical": 0.0, "important": -40.0} if crit else {"important": 0.0, "critical": -40.0},
+                             10, 10, 0.0)
         self.calls.append("omission-question")
         gone = any(w in q for w in self.NOT_STATED)
         return NextToken({"no": 0.0, "yes": -9.0} if gone else {"yes": 0.0, "no": -9.0}, 10, 10, 0.0)
@@ -438,7 +445,7 @@ class RecordingBackend(FakeBackendBase):
     name = "recording"
     model_file = "x"
     quantization = None
-    capabilities = Capabilities(next_token=True)
+    capabilities = Capabilities(next_token=True, fast_decode=True)
 
     def __init__(self):
         self.prompts = []
@@ -447,7 +454,11 @@ class RecordingBackend(FakeBackendBase):
     def next_token(self, messages, keep):
         from engine.llm.backends import NextToken
 
+        from engine.evidence.medomit.importance import ASK
+
         self.questions.append([m["content"] for m in messages])
+        if messages[-1]["content"].endswith(ASK):
+            return NextToken({"critical": 0.0, "other": -5.0}, 10, 10, 0.0)
         return NextToken({"no": 0.0, "yes": -5.0}, 10, 10, 0.0)
 
     def render(self, messages):

@@ -142,11 +142,11 @@ def test_each_source_renders():
 
 
 def test_medomit_fact_source_is_chosen_and_saved():
-    from engine.evidence.medomit.facts import FACT_SOURCE_NOTE, FACT_SOURCES
+    from engine.evidence.medomit.facts import AUTO, AUTO_LABEL, FACT_SOURCE_NOTE, FACT_SOURCES
 
     at = _settings_page()
     radio = at.radio(key="set_medomit_facts")
-    assert radio.value == "model" and radio.options == [FACT_SOURCES[k].label for k in FACT_SOURCES]
+    assert radio.value == AUTO and radio.options == [AUTO_LABEL] + [FACT_SOURCES[k].label for k in FACT_SOURCES]
     radio.set_value("statements").run()
     _ok(at)
     assert any(FACT_SOURCES["statements"].description in c.value and FACT_SOURCE_NOTE[:40] in c.value

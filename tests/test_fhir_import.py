@@ -135,14 +135,14 @@ def test_shipped_fhir_export_reads_back_as_the_tidy_sample():
 
 
 def test_shipped_fhir_export_gives_the_same_judge_prompts():
-    from engine.judge.prompt import user_message
+    from engine.judge.prompt import build_messages
 
     tidy, _ = load_paths([SAMPLE / "pdsqi_sample"])
     fhir, _ = load_paths([FHIR], SUMMARY)
     by_id = {s.summary_id: s for s in fhir.summaries}
     for s in tidy.summaries[:12]:
-        a = user_message(tidy.case(s.case_id), s, explain=False)
-        b = user_message(fhir.case(s.case_id), by_id[s.summary_id], explain=False)
+        a = build_messages(tidy.case(s.case_id), s)
+        b = build_messages(fhir.case(s.case_id), by_id[s.summary_id])
         assert a == b
 
 

@@ -44,7 +44,7 @@ def test_the_source_keys_the_result_and_the_default_keeps_its_old_key():
     assert not FACT_SOURCES["statements"].uses_model
     assert result_key("m", case, summary) == result_key("m", case, summary, facts="model")
     assert result_key("m", case, summary, facts="statements") != result_key("m", case, summary)
-    with pytest.raises(ValueError, match="unknown fact source 'sentences'; known: model, statements"):
+    with pytest.raises(ValueError, match="unknown fact source 'sentences'; known: auto, model, statements, claims"):
         MedOmit(ScriptedBackend(), "m", facts="sentences")
 
 
@@ -117,5 +117,5 @@ def test_an_unknown_source_in_a_hand_edited_settings_file_is_named_and_the_defau
     at = AppTest.from_function(page, default_timeout=60)
     at.run()
     assert not at.exception
-    assert any("source: model" in m.value for m in at.markdown)
+    assert any("source: auto" in m.value for m in at.markdown)
     assert any("fact source sentences in the settings is unknown" in e.value for e in at.error)

@@ -69,3 +69,14 @@ def test_the_thread_count_changes_no_logit_of_the_real_model():
     two, one = replies
     assert two.completion_tokens >= 5 and two.text == one.text
     assert two.top_logprobs == one.top_logprobs
+
+
+def test_a_decode_count_tried_by_the_governor_leaves_prompt_batches_on_the_configured_count():
+    """The governor times decoding only: a reply that ends during a one-thread window must not leave the next
+    prompt (a case's record, a one-step question) to be read with one thread."""
+    import llama_cpp
+
+    be = LlamaCppBackend(resolve_model_path(""), n_ctx=512, n_threads=2)
+    be._use_threads(1)
+    ctx = be.llm._ctx.ctx
+    assert llama_cpp.llama_n_threads(ctx) == 1 and llama_cpp.llama_n_threads_batch(ctx) == 2

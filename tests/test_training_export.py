@@ -6,7 +6,7 @@ import pytest
 from conftest import BUNDLE
 from engine.cli import main
 from engine.judge.planning import example_answer
-from engine.judge.prompt import build_messages, read_user_message
+from engine.judge.prompt import build_messages, read_messages
 from engine.data.loading import load_paths
 from engine.core.rubric import ITEMS
 from engine.judge.training_export import DPO_FIELDS, SFT_FIELDS, differs_by_a_level, perturbed, rows
@@ -35,13 +35,13 @@ def test_sft_rows_follow_trl_and_carry_the_judge_prompt_and_the_reference(ds):
     assert summ.rows == len(out) == 36 - summ.skipped and summ.rows > 0
     for r in out:
         assert TRL_LM_KEYS <= set(r) and _is_conversation(r["messages"])
-        assert [m["role"] for m in r["messages"]] == ["system", "user", "assistant"]
+        assert [m["role"] for m in r["messages"]] == ["system", "user", "assistant", "user", "assistant"]
         s = ds.summary(r["summary_id"])
-        expected = build_messages(ds.case(s.case_id), s, citation_form=r["messages"][1]["content"].split(
-            "The summary cites notes as ")[1].split(", where")[0])
-        assert r["messages"][:2] == expected  # exactly the judge's own fenced prompt
-        assert read_user_message(r["messages"][1]["content"]).summary == s.text
-        assert json.loads(r["messages"][2]["content"]) == example_answer(ds, r["summary_id"])
+        expected = build_messages(ds.case(s.case_id), s, citation_form=r["messages"][3]["content"].split(
+            "cites notes as ")[1].split(", where")[0])
+        assert r["messages"][:4] == expected  # exactly the judge's own fenced prompt
+        assert read_messages(r["messages"][:4]).summary == s.text
+        assert json.loads(r["messages"][4]["content"]) == example_answer(ds, r["summary_id"])
 
 
 def test_split_is_by_case(ds):
@@ -62,7 +62,7 @@ def test_dpo_rows_follow_trl_and_rejected_differs(ds):
     for r in out:
         assert TRL_PREFERENCE_KEYS <= set(r)
         assert all(_is_conversation(r[k]) for k in TRL_PREFERENCE_KEYS)
-        assert [m["role"] for m in r["prompt"]] == ["system", "user"]
+        assert [m["role"] for m in r["prompt"]] == ["system", "user", "assistant", "user"]
         assert r["chosen"][0]["role"] == r["rejected"][0]["role"] == "assistant"
         chosen, rejected = json.loads(r["chosen"][0]["content"]), json.loads(r["rejected"][0]["content"])
         assert differs_by_a_level(chosen, rejected)

@@ -201,7 +201,8 @@ def check_summaries(store, dataset: str, ds: Dataset, summary_ids: Sequence[str]
 def check_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], setup: CheckSetup,
               on_part: Optional[Callable[[str, int, PartResult], None]] = None) -> Job:
     """:func:`check_summaries` as one background job (not started): one item per summary, one step per part;
-    ``job.latest`` is the newest part's result and ``job.results`` the finished summaries' :class:`CheckResult`."""
+    ``job.latest`` is every finished part so far as (summary id, :class:`PartResult`) pairs, in order, and
+    ``job.results`` the finished summaries' :class:`CheckResult`."""
     keys = [p.key for p in PARTS if p.key in setup.parts]
 
     def work(job: Job) -> None:
@@ -210,7 +211,7 @@ def check_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], setu
                        step_index=keys.index(key))
 
         def done(sid: str, i: int, pr: PartResult) -> None:
-            job.latest = (sid, pr)
+            job.latest = (*(job.latest or ()), (sid, pr))
             job.count(pr.status)
             if on_part is not None:
                 on_part(sid, i, pr)

@@ -1,10 +1,11 @@
 """Training data for a local judge, as JSON lines in TRL's dataset conventions.
 
-* ``sft`` (TRL's conversational *language modeling* format): ``{"messages": [system, user, assistant]}`` where the
-  system and user turns are exactly the judge's own fenced prompt (:func:`engine.judge.prompt.build_messages`) and
-  the assistant turn is the reference answer as the judge's JSON: the adjudicated scores where a summary has them,
+* ``sft`` (TRL's conversational *language modeling* format): ``{"messages": [system, user, assistant, user,
+  assistant]}`` where every turn but the last is exactly the judge's own fenced prompt (the instructions, the record,
+  the acknowledgement and the GRADE task: :func:`engine.judge.prompt.build_messages`) and the last assistant turn is
+  the reference answer as the judge's JSON: the adjudicated scores where a summary has them,
   else the raters' median (:func:`engine.judge.runner.example_answer`).
-* ``dpo`` (TRL's conversational *preference* format): ``{"prompt": [system, user], "chosen": [assistant],
+* ``dpo`` (TRL's conversational *preference* format): ``{"prompt": [the judge's prompt], "chosen": [assistant],
   "rejected": [assistant]}``. ``rejected`` differs from ``chosen`` by at least one level on some item: the stored
   judge answer when it disagrees with the reference (a real mistake of the model), else a deterministic
   perturbation (every 1-5 item moved two levels away from the reference, yes/no answers flipped).

@@ -270,9 +270,10 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                 "record_loaded": self.kept_stats["loaded_tokens"]}
 
     def _use_threads(self, n: int) -> None:
-        """Compute with ``n`` threads from the next evaluation on (prompt batches and decoding alike)."""
+        """Decode with ``n`` threads from the next step on. Prompt batches keep the configured count: the governor
+        measures decoding only, and a count it tried for one window must not slow the prompts that follow."""
         if n != self._threads_now:
-            self._llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, n)
+            self._llama_cpp.llama_set_n_threads(self.llm._ctx.ctx, n, self.params["n_threads"])
             self._threads_now = n
 
     def _eval_cancellable(self, tokens: list[int], start: int, end: int) -> None:

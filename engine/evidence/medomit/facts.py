@@ -49,6 +49,9 @@ FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
 )}
 DEFAULT_FACT_SOURCE = "model"  # what results stored before there was a choice used
 AUTO = "auto"  # the setting's default: resolved per backend by fact_source_for
+AUTO_LABEL = "automatic"
+AUTO_DESCRIPTION = ("the notes' atomic statements with one-step questions when the model runs on a CPU; the model's "
+                    "extracted facts on a GPU or a server, which write long replies fast")
 
 
 def fact_source_for(backend, choice: str = AUTO) -> str:

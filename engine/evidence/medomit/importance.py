@@ -27,6 +27,7 @@ from engine.llm.prompt_fence import Fence
 PROMPT_VERSION = "importance-read-v1+" + case_record.LAYOUT_VERSION
 KEEP = case_record.KEEP + 2  # the record's messages, the DDx and its acknowledgement
 LABELS = tuple(IMPORTANCE_WEIGHT)  # critical, important, other
+_WORD = re.compile(r"[^a-z]")
 ACK = "Understood. Send me one fact."
 ASK = "critical, important or other?"
 
