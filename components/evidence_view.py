@@ -160,7 +160,10 @@ def render_medomit_summary(weight, count, ddx_difference, n_facts: int) -> None:
 def render_fact_detail(fact: dict, note_text: str | None) -> None:
     """fact: text, weight, importance, uniqueness, clusters, explanation, note_id, start, end, link."""
     st.markdown(f"{weight_badge(fact['weight'])} **{untrusted.md_inline(fact['text'])}**", unsafe_allow_html=True)
-    st.caption(f"importance: {untrusted.md_inline(fact['importance'] or 'uncategorised')} · uniqueness: "
+    probs = fact.get("importance P")
+    read = (" (read in one step: " + ", ".join(f"P({untrusted.md_inline(k)}) {v:.2f}" for k, v in probs.items())
+            + f" → weight {fact['importance weight']:.2f})" if probs else "")
+    st.caption(f"importance: {untrusted.md_inline(fact['importance'] or 'uncategorised')}{read} · uniqueness: "
                f"{', '.join(f'{u:.2g}' for u in fact['uniqueness']) or 'in no cluster'} · link to source: "
                f"{untrusted.md_inline(fact['link'])}")
     if fact.get("P(omitted)") is not None:

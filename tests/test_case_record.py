@@ -83,10 +83,24 @@ def test_importance_is_the_probability_weighted_value_of_the_three_labels():
     assert imp.read_importance(nt({"crit": 0.0, "i": -1.0})).probs["critical"] == 1.0
 
 
-def test_no_label_among_the_likeliest_tokens_is_no_reading_with_its_reason():
+def test_no_reading_when_the_labels_are_not_the_models_answer():
+    import math
+
     r = imp.read_importance(nt({"yes": -0.1, "no": -2.0}))
-    assert r.probs is None and r.weight is None and "none of critical" in r.reason and "'yes'" in r.reason
+    assert r.probs is None and r.weight is None and "together 0%" in r.reason and "'yes'" in r.reason
     assert imp.read_importance(nt({})).probs is None
+    # a label far down the list (what a model that does not answer the question gives) is no reading either
+    low = imp.read_importance(nt({"<": math.log(0.6), "Critical": math.log(0.02), "I": math.log(0.3)}))
+    assert low.probs is None and "together 2%" in low.reason
+
+
+def test_a_real_model_that_does_not_answer_the_labels_gets_no_reading_and_the_reason(smoke_path):
+    """The smoke-test model does not answer the question with a label: every fact has no reading and says why (the
+    default 1.5B gives the three labels ~95 % of its answer; bench/importance_realdev.py)."""
+    be = _backend(smoke_path)
+    reads = imp.read_all(be, lambda f: case_record.record_messages(CASE), DDX, statement_facts(CASE))
+    assert len(reads) == len(statement_facts(CASE))
+    assert all(r.probs is None and "critical, important and other together" in r.reason for r in reads.values())
 
 
 def test_weights_read_in_one_step_rank_and_score_the_document():
@@ -142,12 +156,12 @@ def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_pat
     case_record.keep_records(b, "a" * 64)
     again = b.next_token(msgs, case_record.KEEP)
     assert b.kept_stats["loaded"] == 1 and b.token_counts()["record"] == 0
-    assert again.new_tokens < 40 and again.logprobs == first.logprobs
+    assert again.new_tokens < 80 and again.logprobs == first.logprobs  # only the question was read
     # a generated reply after the kept record is the same from a loaded state as from an evaluated one
     schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["yes", "no"]}}, "required": ["a"]}
     task = case_record.with_task(record_messages(CASE), "VERIFY: LVEF 35%? Reply as JSON.")
     g1 = b.generate(keep_messages(b.render(task), case_record.KEEP), schema, 16, 0.0, 0, True)
-    assert g1.prompt_new_tokens < 60  # only the task: the record was held
+    assert g1.prompt_new_tokens < 80  # only the task: the record was held
     c = _backend(smoke_path)  # kept in process only: evaluates everything
     g2 = c.generate(keep_messages(c.render(task), case_record.KEEP), schema, 16, 0.0, 0, True)
     assert g1.text == g2.text and g1.top_logprobs == g2.top_logprobs

@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "sample_data/evidence_results.jsonl where current, computed otherwise)")
     sp.add_argument("--export-evidence", help="with --precompute: write the sample's evidence rows to this file")
     sp.add_argument("--export-verification", help="write the sample's stored claim verification rows to this file")
+    sp.add_argument("--export-medomit", help="write the sample's stored MED-OMIT rows to this file")
     sp.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("judge", help="grade summaries with the PDSQI-9 LLM judge; one JSON line per summary")

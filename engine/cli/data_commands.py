@@ -123,6 +123,11 @@ def cmd_sample(args) -> int:
 
         n = export_evidence(store, Path(args.export_verification), VERIFY_METHODS)
         say(f"{n} verification results written to {args.export_verification}")
+    if args.export_medomit:
+        from engine.sample import MEDOMIT_METHODS, export_evidence
+
+        n = export_evidence(store, Path(args.export_medomit), MEDOMIT_METHODS)
+        say(f"{n} MED-OMIT results written to {args.export_medomit}")
     if args.precompute:
         from engine.evidence.embeddings import Embedder
         from engine.evidence.batch import evidence_job

@@ -122,8 +122,10 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._prefix_on_disk = False
         self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
         self._keep_id: Optional[str] = None  # kept prompt heads are saved on disk under this model id (keep_on_disk)
-        # kept prompt heads (a case's record): states loaded from disk, saved, discarded, tokens evaluated for them
-        self.kept_stats = {"loaded": 0, "loaded_tokens": 0, "saved": 0, "discarded": 0, "evaluated_tokens": 0}
+        # kept prompt heads: states loaded, saved and discarded; tokens of case records (heads that start with the
+        # case-record instructions) evaluated and loaded, tokens of other heads (a summary) evaluated
+        self.kept_stats = {"loaded": 0, "loaded_tokens": 0, "saved": 0, "discarded": 0, "evaluated_tokens": 0,
+                           "other_tokens": 0}
         self._prompt_tokens_evaluated = 0  # every prompt token this backend evaluated (token_counts)
         # one llama.cpp context serves every session of the app (loaded once): one generation at a time
         self._gen_lock = threading.Lock()
@@ -264,8 +266,9 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                             fast_decode=self.params["n_gpu_layers"] != 0 and gpu_offload_supported())
 
     def token_counts(self) -> dict:
-        """Prompt tokens evaluated so far: all of them (``prompt``), those of kept heads — a case's record —
-        (``record``), and the kept heads' tokens loaded from disk instead (``record_loaded``)."""
+        """Prompt tokens evaluated so far: all of them (``prompt``), those of a case's record held for its checks
+        (``record``: kept heads that start with the case-record instructions) and the record tokens loaded from disk
+        instead (``record_loaded``)."""
         return {"prompt": self._prompt_tokens_evaluated, "record": self.kept_stats["evaluated_tokens"],
                 "record_loaded": self.kept_stats["loaded_tokens"]}
 

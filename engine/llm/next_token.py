@@ -67,14 +67,15 @@ class NextTokenStep:
         if common == len(pre):
             return 0
         common -= common % self._batch
-        if len(pre) - common > self._batch and self._load_kept(pre):
+        shared = self._prefix  # the case-record instructions (engine.llm.case_record.keep_records)
+        record = bool(shared) and len(pre) > len(shared) and pre[:len(shared)] == shared
+        if len(pre) - common > self._batch and self._load_kept(pre, record):
             return 0
-        shared = self._prefix
-        if shared and len(pre) > len(shared) and pre[:len(shared)] == shared:
+        if record:
             common = self._ensure_prefix(pre, common)
         self.llm.n_tokens = common
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(pre, common, len(pre))
-        self.kept_stats["evaluated_tokens"] += len(pre) - common
+        self.kept_stats["evaluated_tokens" if record else "other_tokens"] += len(pre) - common
         self._save_kept(pre)
         return len(pre) - common

@@ -8,8 +8,9 @@ with the DDx and a fixed acknowledgement — the :data:`KEEP` messages kept eval
 — and per fact only the fenced fact and the three answers (every question token costs time on a CPU). One decoding step gives the log-probabilities of the answer's first token; the
 probabilities of the three labels (renormalised over them) give the fact's weight
 ``Σ P(label) · weight(label)``, a continuous number that ranks the facts. When none of the labels is among the
-likeliest next tokens, or the backend gives no log-probabilities, the fact has no reading and the reason is kept:
-its weight is never guessed.
+likeliest next tokens with at least :data:`MIN_MASS` of the probability together (a model that does not answer the
+question), or the backend gives no log-probabilities, the fact has no reading and the reason is kept: its weight is
+never guessed, and when no fact of a case has a reading the step fails.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ PROMPT_VERSION = "importance-read-v1+" + case_record.LAYOUT_VERSION
 KEEP = case_record.KEEP + 2  # the record's messages, the DDx and its acknowledgement
 LABELS = tuple(IMPORTANCE_WEIGHT)  # critical, important, other
 _WORD = re.compile(r"[^a-z]")
+MIN_MASS = 0.5  # the labels' share of the answer below which there is no reading (the default 1.5B gives ~0.95)
 ACK = "Understood. Send me one fact."
 ASK = "critical, important or other?"
 
@@ -94,9 +96,9 @@ def read_importance(nt: NextToken) -> ImportanceRead:
         if k is not None:
             mass[k] += math.exp(lp)
     total = sum(mass.values())
-    if total <= 0:
-        return ImportanceRead(None, "the model answered none of critical, important, other (likeliest: "
-                              + ", ".join(repr(t) for t in top) + ")", top, nt.seconds)
+    if total < MIN_MASS:
+        return ImportanceRead(None, f"the model gave critical, important and other together {total:.0%} of its "
+                              "answer (likeliest: " + ", ".join(repr(t) for t in top) + ")", top, nt.seconds)
     return ImportanceRead({k: round(v / total, 4) for k, v in mass.items()}, "", top, nt.seconds)
 
 

@@ -217,7 +217,7 @@ class MedOmit:
             return None if replies is None else ({k: v for r in replies for k, v in r.items()}, {})
         return self._read_importance(case, facts, ddx, records)
 
-    def _read_importance(self, case: Case, facts, ddx, records) -> tuple[dict[str, str], dict[str, dict]]:
+    def _read_importance(self, case: Case, facts, ddx, records) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
         from engine.core.jobs import check_cancelled
         from engine.evidence.support.verification.passages import LineIndex, record_lines
 
@@ -241,14 +241,18 @@ class MedOmit:
                                                                    for r in refs])
 
             reads = imp_read.read_all(self.backend, record_for, ddx, facts)
-            if self.cache is not None:
-                self.cache.put_llm_step(key, "importance-read", self.model_id, json.dumps(imp_read.to_json(reads)))
         secs = sum(r.seconds for r in reads.values())
         failed = [r for r in reads.values() if r.probs is None]
-        records.append(StepRecord("importance[read]", True, hit is not None,
-                                  f"{len(reads) - len(failed)} of {len(reads)} facts read in one step"
+        ok = len(failed) < len(reads)
+        if ok and hit is None and self.cache is not None:  # only a reading that succeeded is kept
+            self.cache.put_llm_step(key, "importance-read", self.model_id, json.dumps(imp_read.to_json(reads)))
+        records.append(StepRecord("importance[read]", ok, hit is not None,
+                                  ("" if ok else "importance[read]: no fact could be read; ")
+                                  + f"{len(reads) - len(failed)} of {len(reads)} facts read in one step"
                                   + (f"; no reading for {len(failed)} ({failed[0].reason})" if failed else ""),
                                   seconds=round(secs if hit is not None else time.perf_counter() - t0, 3)))
+        if not ok:
+            return None
         return ({k: r.label for k, r in reads.items() if r.label},
                 {k: r.probs for k, r in reads.items() if r.probs is not None})
 

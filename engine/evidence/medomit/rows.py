@@ -30,6 +30,7 @@ def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -
                      "stated by others": (c.stated_by, c.others) if c is not None else None,
                      "headline": ("in part — left out: " + " … ".join(left)) if left else f.text,
                      "regions": [(a, b) for _, a, b in s.regions(f)], "weight": s.score, "importance": s.importance,
+                     "importance P": s.importance_p, "importance weight": s.importance_weight,
                      "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
                      "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
                      "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})

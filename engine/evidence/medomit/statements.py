@@ -14,7 +14,7 @@ from engine.core.models import Case
 from engine.evidence.medomit.gaps import PASSAGE_LINK
 from engine.evidence.medomit.result import Fact
 
-MIN_CONTENT = 3  # content words and numbers a statement needs to be a fact
+MIN_CONTENT = 2  # content words and numbers a statement needs to be a fact ("BP 152/94" has two)
 _NO_WINDOWS = 10 ** 6
 
 
