@@ -1,8 +1,8 @@
 """Does MED-OMIT's importance read rank what clinicians keep? Real conversations, the notes clinicians wrote from them.
 
-Data: the MTS-Dialog training set in ``../shared/realdev`` (Ben Abacha et al., EACL 2023; CC BY 4.0), split by
-conversation id before anything was chosen (``verify_set.split_of``: sha256 of ``mts:<ID>``, even → development,
-odd → test). A conversation is taken when it has 120-650 words and its note section at least two sentences, in
+Data: the MTS-Dialog training set in the ``realdev`` folder beside the repository (Ben Abacha et al., EACL 2023;
+CC BY 4.0), split by conversation id before anything was chosen (``verify_set.split_of``: sha256 of ``mts:<ID>``,
+even → development, odd → test). A conversation is taken when it has 120-650 words and its note section at least two sentences, in
 file order: the first ``--n`` of the chosen split.
 
 For each conversation (the case's one note) the facts are its atomic statements

@@ -7,12 +7,11 @@ import streamlit as st
 from components import case_view, coverage_view, evidence_view, jobs_view, state
 from engine.core import citations, untrusted
 from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
-from engine.analysis.check import CheckSetup, check_job
 from engine.evidence.medomit.pipeline import MedOmit, medomit_job
 from engine.evidence.coverage.omission_flags import FLAG_KINDS
 from engine.evidence.support.verification.run import verification_job
 from engine.views.case import MAX_REGIONS, case_view as build_case_view, coverage_view as build_coverage_view
-from engine.views.case import support_view as build_support_view
+from engine.views.case import summary_check, support_view as build_support_view
 
 NOTES_HEIGHT = 640
 
@@ -61,9 +60,9 @@ with right:
         loaded = state.judge_backend()
         if loaded is not None:
             backend, sha = loaded
-            setup = CheckSetup(state.embedder, lambda: backend, sha or backend.describe().get("model_file", "endpoint"),
-                               medomit_facts=state.medomit_facts())
-            jobs_view.start(check_name, check_job(store, name, ds, [sid], setup), label=f"Check of summary {sid}")
+            job = summary_check(store, name, ds, sid, backend, sha or backend.describe().get("model_file", "endpoint"),
+                                state.embedder, state.medomit_facts())
+            jobs_view.start(check_name, job, label=f"Check of summary {sid}")
     jobs_view.panel(check_name, live=case_view.check_parts, on_finish=lambda job: state.bump_data_version())
 if view.stigma_error:
     lexicon_error.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(view.stigma_error))

@@ -265,13 +265,6 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                             reuse_batch=self._batch, next_token=True,
                             fast_decode=self.params["n_gpu_layers"] != 0 and gpu_offload_supported())
 
-    def token_counts(self) -> dict:
-        """Prompt tokens evaluated so far: all of them (``prompt``), those of a case's record held for its checks
-        (``record``: kept heads that start with the case-record instructions) and the record tokens loaded from disk
-        instead (``record_loaded``)."""
-        return {"prompt": self._prompt_tokens_evaluated, "record": self.kept_stats["evaluated_tokens"],
-                "record_loaded": self.kept_stats["loaded_tokens"]}
-
     def _use_threads(self, n: int) -> None:
         """Decode with ``n`` threads from the next step on. Prompt batches keep the configured count: the governor
         measures decoding only, and a count it tried for one window must not slow the prompts that follow."""
@@ -329,24 +322,6 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._cached_prompt, self._cached_logits = None, None
         self.last_new_tokens = len(tokens) - common
         self._eval_cancellable(tokens, common, len(tokens))
-        logits = self._logits_now()
-        self._cached_prompt, self._cached_logits = list(tokens), logits
-        return logits.copy()
-
-    def _kept_logits(self, pre: list[int], post: list[int]) -> np.ndarray:
-        """The next-token logits after ``pre + post`` with ``pre`` held as :meth:`next_token` holds its kept messages
-        (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
-        evaluated before, and every prompt about a case reuses its record."""
-        tokens = pre + post
-        if self._cached_prompt == tokens and self._cached_logits is not None:
-            self.llm.n_tokens = len(tokens)
-            self.last_new_tokens = 0
-            return self._cached_logits.copy()
-        new = self._hold_prefix(pre)
-        self.llm.n_tokens = len(pre)
-        self._cached_prompt, self._cached_logits = None, None
-        self._eval_cancellable(tokens, len(pre), len(tokens))
-        self.last_new_tokens = new + len(post)
         logits = self._logits_now()
         self._cached_prompt, self._cached_logits = list(tokens), logits
         return logits.copy()

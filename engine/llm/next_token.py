@@ -4,7 +4,11 @@ leading messages stay evaluated between calls.
 :class:`NextTokenStep` (a part of :class:`engine.llm.llama.LlamaCppBackend`) serves narrow yes/no questions
 about one record: the record's messages are evaluated once, and each question evaluates only its own tokens
 after them. The kept part is always evaluated the same way (from a batch boundary) and every question starts
-right after it, so an answer's probability never depends on which question came before. It relies on its host's
+right after it, so an answer's probability never depends on which question came before. A generated reply whose
+prompt is marked kept (:func:`engine.llm.backends.keep_messages`: the judge, MED-OMIT's differential) holds its head
+the same way (:meth:`NextTokenStep._kept_logits`), so every check of a case reuses one evaluated record; a head that
+starts with the case-record instructions is counted as the record (:meth:`NextTokenStep.token_counts`). It relies
+on its host's
 llama context (``self.llm``, ``self._llama_cpp``), tokenizer (``self.tokenize``), renderer (``self.render``),
 batch size (``self._batch``), cancellable evaluation (``self._eval_cancellable``), its generation lock and its
 prompt cache (``self._cached_prompt``), which it invalidates.
@@ -52,6 +56,31 @@ class NextTokenStep:
             out.setdefault(piece, float(logits[t]) - lse)  # two ids may print alike: the likelier one counts
         return NextToken(logprobs=out, prompt_tokens=len(pre) + len(post), new_tokens=new,
                          seconds=time.perf_counter() - t0)
+
+    def _kept_logits(self, pre: list[int], post: list[int]) -> np.ndarray:
+        """The next-token logits after ``pre + post`` with ``pre`` held as :meth:`next_token` holds its kept messages
+        (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
+        evaluated before, and every prompt about a case reuses its record."""
+        tokens = pre + post
+        if self._cached_prompt == tokens and self._cached_logits is not None:
+            self.llm.n_tokens = len(tokens)
+            self.last_new_tokens = 0
+            return self._cached_logits.copy()
+        new = self._hold_prefix(pre)
+        self.llm.n_tokens = len(pre)
+        self._cached_prompt, self._cached_logits = None, None
+        self._eval_cancellable(tokens, len(pre), len(tokens))
+        self.last_new_tokens = new + len(post)
+        logits = self._logits_now()
+        self._cached_prompt, self._cached_logits = list(tokens), logits
+        return logits.copy()
+
+    def token_counts(self) -> dict:
+        """Prompt tokens evaluated so far: all of them (``prompt``), those of a case's record held for its checks
+        (``record``: kept heads that start with the case-record instructions) and the record tokens loaded from disk
+        instead (``record_loaded``)."""
+        return {"prompt": self._prompt_tokens_evaluated, "record": self.kept_stats["evaluated_tokens"],
+                "record_loaded": self.kept_stats["loaded_tokens"]}
 
     def _hold_prefix(self, pre: list[int]) -> int:
         """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the

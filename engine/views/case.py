@@ -279,3 +279,14 @@ def support_view(store, name: str, ds: Dataset, summary_id: str, embedder,
     cites = [verification.citation_for(a.start, (a.citation_verdict, a.citation_detail)) if verification
              else (a.citation_verdict, a.citation_detail, "word rule") for a in al.sentences]
     return SupportView(al, "", cites)
+
+
+def summary_check(store, name: str, ds, summary_id: str, backend, model_sha256: str, embedder,
+                  medomit_facts: str):
+    """The Case page's *Check this summary*: every kind of evidence for the summary as one job (not started;
+    :func:`engine.analysis.check.check_job`), with the loaded ``backend`` and ``embedder`` (a function returning
+    the embedding model)."""
+    from engine.analysis.check import CheckSetup, check_job
+
+    setup = CheckSetup(embedder, lambda: backend, model_sha256, medomit_facts=medomit_facts)
+    return check_job(store, name, ds, [summary_id], setup)

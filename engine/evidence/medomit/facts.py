@@ -32,7 +32,8 @@ class FactSource:
     label: str
     description: str
     uses_model: bool  # the model generates the fact lists
-    summary_ddx: bool = True  # the summary's own differential is generated (the alternative metric)
+    one_step: bool = False  # the one-step pipeline: the differential after the case's record, importance read in one
+    # step per fact, no clusters, no summary differential
 
 
 FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
@@ -45,9 +46,10 @@ FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
     FactSource("claims", "the notes' atomic statements, one-step questions",
                "every statement of the notes cut at its clause boundaries is a fact, word for word; the model writes "
                "only the short differential and answers one-step questions (importance, omission); no clusters and "
-               "no summary differential", False, summary_ddx=False),
+               "no summary differential", False, one_step=True),
 )}
 DEFAULT_FACT_SOURCE = "model"  # what results stored before there was a choice used
+ONE_STEP_VERSION = "one-step-v1"  # part of a one-step result's key: the record layout, the importance reading
 AUTO = "auto"  # the setting's default: resolved per backend by fact_source_for
 AUTO_LABEL = "automatic"
 AUTO_DESCRIPTION = ("the notes' atomic statements with one-step questions when the model runs on a CPU; the model's "
@@ -65,6 +67,9 @@ def fact_source_for(backend, choice: str = AUTO) -> str:
     return "model" if backend.capabilities.fast_decode else "claims"
 FACT_SOURCE_NOTE = ("Time with the default model on 2 CPU cores, a sample case of 4 notes and 3 summaries from "
                     "scratch: the model's facts 10.0 min on idle cores (12.5-17.7 beside other work), the notes' "
-                    "statements 6.2 min (5.1-7.4 over the sample's 12 cases); on one NVIDIA H200 with every layer "
-                    "offloaded the same case's model work takes 19 s and 6 s. On the sample the statements find 14 "
+                    "statements 6.2 min (5.1-7.4 over the sample's 12 cases), the notes' claims with one-step "
+                    "questions 6.6 min for rheum-01's three summaries (3.7 min for the first: differential, 91 "
+                    "importance readings, the omission decision; 1.4-1.5 min for each further one) with the record "
+                    "read once for the judge and claim verification too; on one NVIDIA H200 with every layer "
+                    "offloaded the model's facts take 19 s and 6 s. On the sample the statements find 14 "
                     "of the 16 documented dropped facts (the model's facts 15)")

@@ -42,11 +42,12 @@ from engine.core.stamps import json_key, now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
 from engine.evidence.medomit import importance as imp_read
-from engine.evidence.medomit.facts import AUTO, DEFAULT_FACT_SOURCE, FACT_SOURCES, fact_source_for
+from engine.evidence.medomit.facts import AUTO, DEFAULT_FACT_SOURCE, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
 from engine.evidence.medomit.gaps import DEFAULT_GAPS, PASSAGE_LINK, GapParams, passage_facts
-from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_TASK, FACTS_EXAMPLE, MAX_FACTS_PER_PART,
+from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA, DDX_TASK, FACTS_EXAMPLE,
+                                             MAX_FACTS_PER_PART,
                                              cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
-                                             fenced, halves, importance_schema, msgs)
+                                             fenced, importance_schema, msgs, split_in_halves)
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, MedOmitResult, METHOD_VERSION, StepRecord,
                                             compare_ddx, link_fact, merge_facts, score_document)
 from engine.evidence.medomit.statements import statement_facts
@@ -78,6 +79,7 @@ class MedOmit:
         facts = fact_source_for(backend, facts)
         self.backend, self.model_id, self.cache, self.opt = backend, model_id, cache, options
         self._embedder, self.decision, self.gaps, self.facts = embedder, decision, gaps, facts
+        self.one_step = FACT_SOURCES[facts].one_step  # the one-step pipeline (the notes' claims)
         case_record.keep_records(backend, model_id if re.fullmatch(r"[0-9a-f]{64}", model_id or "") else None)
         self._records: dict[str, Optional[list[dict]]] = {}  # case id -> the record messages (None: too long)
 
@@ -130,7 +132,7 @@ class MedOmit:
                         f"atomic facts of this note (at most {MAX_FACTS_PER_PART}), as "
                         '{"facts": [{"fact": "...", "quote": "exact words from the note"}]}.', [nid, text])),
                 facts_schema(MAX_FACTS_PER_PART), self.opt.max_tokens_facts, check=check_facts)
-            halves = halves(text) if r.cut_off else None
+            halves = split_in_halves(text) if r.cut_off else None
             if halves:
                 records.append(StepRecord.of(r, f"{r.error}; the part was split in two and each half asked "
                                              "again"))
@@ -173,13 +175,14 @@ class MedOmit:
         return self._records[case.case_id]
 
     def source_ddx(self, case: Case, facts: Sequence[Fact], records: list[StepRecord]) -> Optional[list[Diagnosis]]:
-        """The differential from the record, asked after the record as every check lays it out; a record longer
-        than the context is reasoned over through its facts."""
-        rec = self.record(case)
+        """The differential of the notes. In the one-step pipeline it is asked after the record as every check lays
+        it out (the record read once for every check) with a short reason per diagnosis; else as the method's own
+        step over the notes. A record longer than the context is reasoned over through its facts."""
+        rec = self.record(case) if self.one_step else None
         if rec is None:
-            return self.ddx("ddx[source]", lambda fence: fact_list(fence, facts), fact_data(facts), records)
-        r = self._step("ddx[source]", case_record.with_task(rec, DDX_TASK), DDX_SCHEMA, self.opt.max_tokens_small,
-                       check=check_ddx, keep=case_record.KEEP)
+            return self.ddx("ddx[source]", *self._source_block(case, facts), records)
+        r = self._step("ddx[source]", case_record.with_task(rec, DDX_TASK), DDX_SHORT_SCHEMA,
+                       self.opt.max_tokens_small, check=check_ddx, keep=case_record.KEEP)
         records.append(StepRecord.of(r))
         if not r.ok:
             return None
@@ -201,11 +204,24 @@ class MedOmit:
             replies.append(r.value)
         return replies
 
+    def _source_block(self, case: Case, facts: Sequence[Fact]) -> tuple[Callable[[Fence], str], list[str]]:
+        """The fenced source for the method's own DDx step and its data: all notes, or the facts when they do not
+        fit."""
+        def notes(fence: Fence) -> str:
+            return fence.block("notes", "\n".join(fence.block("note", n.text, {"id": n.note_id}) for n in case.notes))
+
+        data = [x for n in case.notes for x in (n.note_id, n.text)]
+        probe = notes(Fence.for_data(data))
+        if self.backend.count_tokens(probe) + self.opt.max_tokens_small + 400 <= self.backend.n_ctx:
+            return notes, data
+        return (lambda fence: fact_list(fence, facts)), fact_data(facts)  # reason over the facts
+
     def importance(self, case: Case, facts, ddx, records) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
-        """Each fact's importance label and, when the backend answers in one step, the labels' probabilities
-        (:mod:`engine.evidence.medomit.importance`: read against the record and the DDx, one step per fact, the
-        case's readings cached as one step); else the labels a generated reply gives per batch of facts."""
-        if not self.backend.capabilities.next_token:
+        """Each fact's importance label and, in the one-step pipeline on a backend that answers in one step, the
+        labels' probabilities (:mod:`engine.evidence.medomit.importance`: read against the record and the DDx, one
+        step per fact, the case's readings cached as one step); else the labels a generated reply gives per batch of
+        facts."""
+        if not (self.one_step and self.backend.capabilities.next_token):
             replies = self._batched(
                 "importance", facts, records,
                 "You rate how important each clinical fact is for the differential diagnosis below.",
@@ -319,12 +335,12 @@ class MedOmit:
                 s.p_omitted, s.p_stated, s.coverage = d.p_omitted, d.p_stated, d.coverage
                 f = by_id[s.fact_id]
                 s.missing = f.placed(notes.get(f.note_id or "", ""), d.missing)
-        wanted = FACT_SOURCES[self.facts].summary_ddx
+        wanted = not self.one_step
         if sddx is None and wanted:
             progress("summary DDx")
             sddx = self.ddx(f"ddx[summary {summary.summary_id}]", lambda fence: fence.block("summary", summary.text),
                             [summary.text], records)
-        comparison = compare_ddx(ddx, sddx) if sddx is not None else None
+        comparison = compare_ddx(ddx, sddx) if sddx else None
         prov = {**(prov or self._provenance())}
         return MedOmitResult(summary.summary_id, case.case_id, "complete", "", "" if sddx is not None or not wanted else
                              "the summary DDx step failed; the alternative metric is missing", facts, ddx, clusters,
@@ -333,7 +349,8 @@ class MedOmit:
     def _provenance(self) -> dict:
         emb = self._embedder.name if self._embedder is not None else "bundled"
         return {"method": METHOD_VERSION, "model": self.model_id, **self.backend.describe(),
-                "decision": self.decision.key(), "passages": self.gaps.key(), "embedding": emb, "facts": self.facts}
+                "decision": self.decision.key(), "passages": self.gaps.key(), "embedding": emb, "facts": self.facts,
+                **({"one_step": ONE_STEP_VERSION} if self.one_step else {})}
 
     def decide_again(self, result: MedOmitResult, case: Case, summary: Summary) -> MedOmitResult:
         """A complete result of an earlier method decided again with today's omission decision: its facts,
@@ -477,4 +494,6 @@ def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionPa
                 "notes": [asdict(n) for n in case.notes], "specialty": case.target_specialty, "summary": summary.text}
     if facts != DEFAULT_FACT_SOURCE:  # the default's keys stay those stored before fact sources existed
         material["facts"] = facts
+    if FACT_SOURCES[facts].one_step:
+        material["one_step"] = ONE_STEP_VERSION
     return json_key(material)

@@ -58,10 +58,15 @@ def facts_schema(max_items: int) -> dict:
 DDX_SCHEMA = {"type": "object", "properties": {"diagnoses": {"type": "array", "maxItems": 10, "items": {
     "type": "object", "properties": {"name": {"type": "string", "maxLength": 80},
                                      "likelihood": {"type": "string", "enum": ["probable", "possible", "unlikely"]},
-                                     "reason": {"type": "string", "maxLength": 80}},
+                                     "reason": {"type": "string", "maxLength": 200}},
     "required": ["name", "likelihood", "reason"]}}}, "required": ["diagnoses"]}
 
 
+DDX_SHORT_SCHEMA = {**DDX_SCHEMA, "properties": {"diagnoses": {
+    **DDX_SCHEMA["properties"]["diagnoses"], "items": {
+        **DDX_SCHEMA["properties"]["diagnoses"]["items"],
+        "properties": {**DDX_SCHEMA["properties"]["diagnoses"]["items"]["properties"],
+                       "reason": {"type": "string", "maxLength": 80}}}}}}  # the one-step pipeline's: a short reason
 DDX_TASK = ("DIFFERENTIAL: give the differential diagnosis for this patient from the record: at most 10 distinct "
             'conditions, most likely first, each "probable", "possible" or "unlikely" with a reason of a few words '
             'from the record, as {"diagnoses": [{"name": ..., "likelihood": ..., "reason": ...}]}.')
@@ -95,7 +100,7 @@ def msgs(system: str, user: str) -> list[dict]:
     return [{"role": "system", "content": system + " " + GUARD}, {"role": "user", "content": user}]
 
 
-def halves(text: str) -> Optional[tuple[str, str]]:
+def split_in_halves(text: str) -> Optional[tuple[str, str]]:
     """``text`` cut in two at the paragraph break (else sentence end) nearest its middle; None when there is
     none (one sentence)."""
     for pattern in (r"\n\s*\n", r"(?<=[.!?;])\s+"):

@@ -95,7 +95,7 @@ def relink_case(mo, case: Case, results: Sequence[tuple[Summary, MedOmitResult]]
     clusters = base.clusters
     records: list = []
     if placed or passages:
-        importance = mo.importance(list(placed.values()) + passages, base.ddx, records) or {}
+        importance = (mo.importance(case, list(placed.values()) + passages, base.ddx, records) or ({}, {}))[0]
     if placed:
         clusters = _merged(base.clusters, mo.clusters(list(placed.values()), base.ddx, records) or [])
     new = set(placed) | {p.fact_id for p in passages}

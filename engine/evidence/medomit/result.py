@@ -10,8 +10,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-METHOD_VERSION = "medomit-v6"  # v6: the record laid out first for every step, importance read as probabilities in
-# one step where the backend can (continuous weights), the notes' atomic statements as a fact source; v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
+METHOD_VERSION = "medomit-v5"  # (the one-step pipeline's results are keyed by engine.evidence.medomit.facts.
+# ONE_STEP_VERSION as well) v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
 # a closed question and coverage; v3: unlinked
 # facts are never scored, empty replies fail
 IMPORTANCE_WEIGHT = {"critical": 1.0, "important": 0.5, "other": 0.1}
