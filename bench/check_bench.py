@@ -8,11 +8,12 @@ In a fresh workspace and a fresh folder of kept prompt states, with the default 
    applies): the first summary of a case with nothing stored: coverage and sentence support, the judge, claim
    verification and MED-OMIT, the record read once;
 2. ``CASE-s1`` then ``CASE-s2``, each in a new process: further summaries of the case, the record loaded from disk
-   (the "record tokens read" column shows none is read again).
+   (the "head read" column shows no record is read again).
 
 Every run is its own process, so the figures include loading the model; the table gives per part its seconds, the
 record tokens it read and loaded, and every prompt token it read, and the machine's measured reading and writing
-speed (tokens per second), so figures from machines of other speeds compare. Usage:
+speed (tokens per second), so figures from machines of other speeds compare. A "head" is what a part's prompts
+share and keep evaluated: the case's record, or for MED-OMIT's omission questions the summary. Usage:
 python bench/check_bench.py [--case rheum-01] [--threads 2] [--keep FOLDER]
 """
 from __future__ import annotations
@@ -99,7 +100,7 @@ def main() -> None:
     print(f"set-up (once per model): load {setup['load_s']:.1f} s; the shared instructions ({setup['shared_tokens']} "
           f"tokens) read and kept in {setup['shared_s']:.1f} s")
     print()
-    print(f"{'run':<28} {'part':<13} {'status':<14} {'seconds':>8} {'record read':>12} {'record loaded':>14} "
+    print(f"{'run':<28} {'part':<13} {'status':<14} {'seconds':>8} {'head read':>12} {'head loaded':>14} "
           f"{'prompt read':>12}")
     for label, sid in (("first summary (nothing stored)", f"{args.case}-s3"),
                        ("next summary, new process", f"{args.case}-s1"),
@@ -107,7 +108,7 @@ def main() -> None:
         wall, parts = _check(sid, env, folder, args.threads)
         for p in parts:
             print(f"{label + ' ' + sid:<28.28} {p['part']:<13} {p['status']:<14} {p['seconds']:>8.1f} "
-                  f"{p['record_tokens_read']:>12,} {p['record_tokens_loaded']:>14,} {p['prompt_tokens_read']:>12,}")
+                  f"{p['head_tokens_read']:>12,} {p['head_tokens_loaded']:>14,} {p['prompt_tokens_read']:>12,}")
         total = sum(p["seconds"] for p in parts)
         print(f"{'':<28} {'all parts':<13} {'':<14} {total:>8.1f}   (process wall time with loading: {wall:.1f} s)")
         for p in parts:

@@ -174,7 +174,7 @@ def check_parts(job) -> None:
     found, its seconds and the record tokens the model read for it (``job.latest``:
     :func:`engine.analysis.check.check_job`)."""
     for sid, part in job.latest or ():
-        loaded = f", {part.record_loaded:,} loaded from disk" if part.record_loaded else ""
+        loaded = f", {part.head_loaded:,} loaded from disk" if part.head_loaded else ""
         st.markdown(f"✓ **{untrusted.md_inline(part.label)}** ({untrusted.md_inline(sid)}): "
-                    f"{untrusted.md_inline(part.line, 300)} · {part.seconds:.1f} s · record tokens read "
-                    f"{part.record_tokens:,}{loaded} · {untrusted.md_inline(part.status)}")
+                    f"{untrusted.md_inline(part.line, 300)} · {part.seconds:.1f} s · record/summary tokens read "
+                    f"{part.head_tokens:,}{loaded} · {untrusted.md_inline(part.status)}")

@@ -13,8 +13,9 @@ SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"
 SAMPLE_BUNDLE = SAMPLE_ROOT / "pdsqi_sample"
 SAMPLE_MANIFEST = SAMPLE_ROOT / "manifest.json"
 # The default judge's (Qwen2.5-Coder-1.5B) PDSQI-9 results for the sample (one greedy pass each), recorded with
-# `python -m engine judge sample` + `python -m engine judge-export sample --out sample_data/judge_results.jsonl`,
-# so the Agreement page has LLM figures without a 20-minute CPU run. Regenerate them when the prompt changes.
+# `python -m engine check sample --only judge --only verification` (the record read once per case for both) +
+# `python -m engine judge-export sample --out sample_data/judge_results.jsonl`, so the Agreement page has LLM figures
+# without a CPU run. Regenerate them when the prompt changes.
 SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
 # The sample's embedding evidence (default coverage method and sentence support per summary), computed with
 # `python -m engine sample --precompute --export-evidence sample_data/evidence_results.jsonl`. Each row keeps the
@@ -27,7 +28,7 @@ EVIDENCE_METHODS = (f"coverage:{DEFAULT_COVERAGE_METHOD}", "alignment")  # the d
 # matches what the current code would compute is never shown as current.
 SAMPLE_MEDOMIT = SAMPLE_ROOT / "medomit_results.jsonl"
 MEDOMIT_METHODS = ("medomit",)
-# The default judge's claim verification of the sample (`python -m engine verify sample` then
+# The default judge's claim verification of the sample (the `check` above, then
 # `python -m engine sample --export-verification sample_data/verification_results.jsonl`), keyed like any stored
 # verification (method and prompt version, model hash, parameters, content): `verify sample` reads them instead of
 # a 20-minute CPU run, and a row whose key no longer matches is simply recomputed.

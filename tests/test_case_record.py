@@ -1,5 +1,5 @@
-"""One record layout for every check of a case: the judge, claim verification and MED-OMIT's differential and
-importance questions start with the same messages; the in-process model keeps that evaluated state on disk (a fresh
+"""One record layout for the checks of a case: the judge and MED-OMIT's differential and importance questions
+start with the same messages; the in-process model keeps that evaluated state on disk (a fresh
 backend loads it bit-exactly, a damaged or foreign file is never loaded); MED-OMIT's importance is read in one step
 as probabilities; the notes' atomic statements are facts with their spans."""
 import logging
@@ -11,7 +11,6 @@ from engine.evidence.medomit import importance as imp
 from engine.evidence.medomit.prompts import DDX_TASK
 from engine.evidence.medomit.result import Diagnosis
 from engine.evidence.medomit.statements import statement_facts
-from engine.evidence.support.verification.ask import messages as verify_messages, question_message, record_messages
 from engine.judge.prompt import build_messages, kept_messages, read_messages
 from engine.llm import case_record
 from engine.llm.backends import NextToken, keep_messages
@@ -33,7 +32,6 @@ def test_every_check_of_a_case_starts_with_the_same_record_messages():
     judge = build_messages(CASE, S1)
     assert judge[:case_record.KEEP] == head and kept_messages(judge) == case_record.KEEP
     assert build_messages(CASE, S2)[:case_record.KEEP] == head  # every summary of the case
-    assert verify_messages(record_messages(CASE), question_message("LVEF 35%"))[:case_record.KEEP] == head
     assert imp.messages(head, DDX, "LVEF 35%")[:case_record.KEEP] == head
     assert case_record.with_task(head, DDX_TASK)[:case_record.KEEP] == head
     # the instructions name every task and hold the rubric
@@ -147,7 +145,7 @@ def _backend(path):
 
 def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_path, tmp_path, monkeypatch):
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
-    msgs = verify_messages(record_messages(CASE), question_message("LVEF 35%."))
+    msgs = case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%. yes or no?")
     a = _backend(smoke_path)
     case_record.keep_records(a, "a" * 64)
     first = a.next_token(msgs, case_record.KEEP)
@@ -155,11 +153,12 @@ def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_pat
     b = _backend(smoke_path)  # a new process: nothing evaluated
     case_record.keep_records(b, "a" * 64)
     again = b.next_token(msgs, case_record.KEEP)
-    assert b.kept_stats["loaded"] == 1 and b.token_counts()["record"] == 0
+    assert b.kept_stats["loaded"] == 1 and b.token_counts()["head"] == 0
     assert again.new_tokens < 80 and again.logprobs == first.logprobs  # only the question was read
+    assert b.token_counts()["head_loaded"] > a.token_counts()["head"] > 300  # the whole head, shared part too
     # a generated reply after the kept record is the same from a loaded state as from an evaluated one
     schema = {"type": "object", "properties": {"a": {"type": "string", "enum": ["yes", "no"]}}, "required": ["a"]}
-    task = case_record.with_task(record_messages(CASE), "VERIFY: LVEF 35%? Reply as JSON.")
+    task = case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%? Reply as JSON.")
     g1 = b.generate(keep_messages(b.render(task), case_record.KEEP), schema, 16, 0.0, 0, True)
     assert g1.prompt_new_tokens < 80  # only the task: the record was held
     c = _backend(smoke_path)  # kept in process only: evaluates everything
@@ -169,7 +168,7 @@ def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_pat
 
 def test_a_damaged_or_foreign_state_is_never_loaded(smoke_path, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
-    msgs = verify_messages(record_messages(CASE), question_message("LVEF 35%."))
+    msgs = case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%. yes or no?")
     a = _backend(smoke_path)
     case_record.keep_records(a, "b" * 64)
     ref = a.next_token(msgs, case_record.KEEP)
@@ -186,4 +185,4 @@ def test_a_damaged_or_foreign_state_is_never_loaded(smoke_path, tmp_path, monkey
     c = _backend(smoke_path)  # another model id: the file is not found, the record is evaluated
     case_record.keep_records(c, "c" * 64)
     c.next_token(msgs, case_record.KEEP)
-    assert c.kept_stats["loaded"] == 0 and c.token_counts()["record"] > 300
+    assert c.kept_stats["loaded"] == 0 and c.token_counts()["head"] > 300

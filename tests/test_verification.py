@@ -131,13 +131,13 @@ def smoke():
     from engine.llm.llama import LlamaCppBackend
     from engine.llm.modelfiles import SMOKE_EMBEDDED, embedded_model_path
 
-    return LlamaCppBackend(embedded_model_path(SMOKE_EMBEDDED), n_ctx=4096, n_threads=2)
+    return LlamaCppBackend(embedded_model_path(SMOKE_EMBEDDED), n_ctx=2048, n_threads=2)
 
 
 def test_the_record_is_evaluated_once_and_answers_do_not_depend_on_the_question_before(smoke):
-    from engine.evidence.support.verification.ask import KEEP, messages, question_message, record_messages
+    from engine.evidence.support.verification.ask import KEEP, messages, question_message, record_message
 
-    rec = record_messages(CASE)
+    rec = record_message(CASE)
     first = smoke.next_token(messages(rec, question_message("Metoprolol was started.")), KEEP)
     other = smoke.next_token(messages(rec, question_message("The echo showed an LVEF of 35%.")), KEEP)
     again = smoke.next_token(messages(rec, question_message("Metoprolol was started.")), KEEP)

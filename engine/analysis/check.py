@@ -3,10 +3,11 @@
 :func:`check_summaries` runs, per summary, uncovered source regions and sentence support (the embedding model),
 the PDSQI-9 judge, claim verification and MED-OMIT (the language model) through the same cached functions the
 single-kind runs use, so what is stored is found again and what is new is stored at once: a cancelled check keeps
-every finished part. Summaries are taken case by case. Every model check lays its prompt out record first
-(:mod:`engine.llm.case_record`), so an in-process model reads a case's record once for all its checks and its
-summaries, and keeps it on disk for a reopened case; :class:`PartResult` says how many record tokens each part
-read and how many it loaded from disk.
+every finished part. Summaries are taken case by case. The judge and MED-OMIT lay their prompts out record first
+(:mod:`engine.llm.case_record`), so an in-process model reads a case's record once for them and every summary;
+claim verification keeps its own record (its prompt, measured on its own, stays); each record is kept on disk for
+a reopened case. :class:`PartResult` says how many prompt-head tokens (a record, or the summary the omission
+questions share) each part read and how many it loaded from disk.
 
 :func:`check_job` wraps it as one :class:`~engine.core.jobs.Job` with one progress bar (one step per part) and
 :func:`on_part` callbacks that hand each result over as soon as it is stored.
@@ -46,8 +47,9 @@ class PartResult:
     status: str  # "done" | "stored before" | "failed" | "skipped"
     line: str  # the result in words
     seconds: float
-    record_tokens: int = 0  # tokens of the case's record the model evaluated for this part
-    record_loaded: int = 0  # tokens of the record loaded from disk instead of evaluated
+    head_tokens: int = 0  # tokens of kept prompt heads (the case's record; the summary the omission questions
+    # share) the model evaluated for this part
+    head_loaded: int = 0  # head tokens loaded from disk instead of evaluated
     prompt_tokens: int = 0  # every prompt token the model evaluated for this part
     result: object = None  # the typed result (None when failed or skipped)
 
@@ -77,7 +79,7 @@ class CheckSetup:
 
 def _counts(backend) -> dict:
     if backend is None or not backend.capabilities.saved_prefix:
-        return {"prompt": 0, "record": 0, "record_loaded": 0}
+        return {"prompt": 0, "head": 0, "head_loaded": 0}
     return backend.token_counts()
 
 
@@ -107,7 +109,7 @@ class _Checker:
             status, line, result = "failed", f"failed: {exc}", None
         after = _counts(self._backend)
         return PartResult(key, part.label, status, line, round(time.perf_counter() - t0, 2),
-                          after["record"] - before["record"], after["record_loaded"] - before["record_loaded"],
+                          after["head"] - before["head"], after["head_loaded"] - before["head_loaded"],
                           after["prompt"] - before["prompt"], result)
 
     def _coverage(self, sid: str):

@@ -61,13 +61,13 @@ def cmd_check(args) -> int:
 
     def on_part(sid, i, pr):
         line = {"summary_id": sid, "part": pr.key, "status": pr.status, "seconds": pr.seconds,
-                "record_tokens_read": pr.record_tokens, "record_tokens_loaded": pr.record_loaded,
+                "head_tokens_read": pr.head_tokens, "head_tokens_loaded": pr.head_loaded,
                 "prompt_tokens_read": pr.prompt_tokens, "result": pr.line}
         if out:
             out.write(json.dumps(line) + "\n")
             out.flush()
-        print(f"{term(sid)} · {pr.label}: {term(pr.line)} [{pr.status}, {pr.seconds:.1f} s; record tokens "
-              f"read {pr.record_tokens:,}, loaded {pr.record_loaded:,}; prompt tokens read {pr.prompt_tokens:,}]",
+        print(f"{term(sid)} · {pr.label}: {term(pr.line)} [{pr.status}, {pr.seconds:.1f} s; record/summary tokens "
+              f"read {pr.head_tokens:,}, loaded {pr.head_loaded:,}; prompt tokens read {pr.prompt_tokens:,}]",
               flush=True)
 
     job = check_job(store, name, ds, ids, setup, on_part)

@@ -122,10 +122,9 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._prefix_on_disk = False
         self.prefix_stats = {"tokens": 0, "loaded": 0, "saved": 0, "evaluated": 0, "error": ""}
         self._keep_id: Optional[str] = None  # kept prompt heads are saved on disk under this model id (keep_on_disk)
-        # kept prompt heads: states loaded, saved and discarded; tokens of case records (heads that start with the
-        # case-record instructions) evaluated and loaded, tokens of other heads (a summary) evaluated
-        self.kept_stats = {"loaded": 0, "loaded_tokens": 0, "saved": 0, "discarded": 0, "evaluated_tokens": 0,
-                           "other_tokens": 0}
+        # kept prompt heads (a case's record, a summary): states loaded, saved and discarded; their tokens loaded
+        # and evaluated
+        self.kept_stats = {"loaded": 0, "loaded_tokens": 0, "saved": 0, "discarded": 0, "evaluated_tokens": 0}
         self._prompt_tokens_evaluated = 0  # every prompt token this backend evaluated (token_counts)
         # one llama.cpp context serves every session of the app (loaded once): one generation at a time
         self._gen_lock = threading.Lock()

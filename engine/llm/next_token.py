@@ -6,9 +6,8 @@ about one record: the record's messages are evaluated once, and each question ev
 after them. The kept part is always evaluated the same way (from a batch boundary) and every question starts
 right after it, so an answer's probability never depends on which question came before. A generated reply whose
 prompt is marked kept (:func:`engine.llm.backends.keep_messages`: the judge, MED-OMIT's differential) holds its head
-the same way (:meth:`NextTokenStep._kept_logits`), so every check of a case reuses one evaluated record; a head that
-starts with the case-record instructions is counted as the record (:meth:`NextTokenStep.token_counts`). It relies
-on its host's
+the same way (:meth:`NextTokenStep._kept_logits`), so every check of a case reuses one evaluated record
+(:meth:`NextTokenStep.token_counts` counts what the heads cost). It relies on its host's
 llama context (``self.llm``, ``self._llama_cpp``), tokenizer (``self.tokenize``), renderer (``self.render``),
 batch size (``self._batch``), cancellable evaluation (``self._eval_cancellable``), its generation lock and its
 prompt cache (``self._cached_prompt``), which it invalidates.
@@ -23,6 +22,9 @@ import numpy as np
 
 from engine.core.jobs import check_cancelled
 from engine.llm.backends import BackendError, NextToken, TOP_LOGPROBS, split_rendered
+
+LOAD_RATHER_THAN_READ = 64  # a kept head with more tokens than this left to evaluate is loaded when it was saved (a
+# 1.5B reads ~70 tokens/s on 2 cores; a saved record of 4,000 tokens loads in well under a second)
 
 
 class NextTokenStep:
@@ -76,11 +78,11 @@ class NextTokenStep:
         return logits.copy()
 
     def token_counts(self) -> dict:
-        """Prompt tokens evaluated so far: all of them (``prompt``), those of a case's record held for its checks
-        (``record``: kept heads that start with the case-record instructions) and the record tokens loaded from disk
-        instead (``record_loaded``)."""
-        return {"prompt": self._prompt_tokens_evaluated, "record": self.kept_stats["evaluated_tokens"],
-                "record_loaded": self.kept_stats["loaded_tokens"]}
+        """Prompt tokens evaluated so far: all of them (``prompt``), those of kept prompt heads — a case's record, or
+        the summary the omission questions share — (``head``) and the head tokens loaded from disk instead
+        (``head_loaded``)."""
+        return {"prompt": self._prompt_tokens_evaluated, "head": self.kept_stats["evaluated_tokens"],
+                "head_loaded": self.kept_stats["loaded_tokens"]}
 
     def _hold_prefix(self, pre: list[int]) -> int:
         """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the
@@ -96,15 +98,14 @@ class NextTokenStep:
         if common == len(pre):
             return 0
         common -= common % self._batch
-        shared = self._prefix  # the case-record instructions (engine.llm.case_record.keep_records)
-        record = bool(shared) and len(pre) > len(shared) and pre[:len(shared)] == shared
-        if len(pre) - common > self._batch and self._load_kept(pre, record):
+        if len(pre) - common > LOAD_RATHER_THAN_READ and self._load_kept(pre):
             return 0
-        if record:
+        shared = self._prefix  # the case-record instructions (engine.llm.case_record.keep_records)
+        if shared and len(pre) > len(shared) and pre[:len(shared)] == shared:
             common = self._ensure_prefix(pre, common)
         self.llm.n_tokens = common
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(pre, common, len(pre))
-        self.kept_stats["evaluated_tokens" if record else "other_tokens"] += len(pre) - common
+        self.kept_stats["evaluated_tokens"] += len(pre) - common
         self._save_kept(pre)
         return len(pre) - common

@@ -225,10 +225,10 @@ class SavedPrefix:
                 **self.params}
         return prefix_cache_dir() / f"{json_key(meta)[:40]}.kvprefix"
 
-    def _load_kept(self, tokens: Sequence[int], record: bool = True) -> bool:
-        """Load the saved state of ``tokens`` when there is one (True: the context now holds exactly them; ``record``:
-        they are a case's record, counted as such). A file of another model, prompt or llama.cpp is never found (its
-        key differs); a damaged one is discarded with a log line."""
+    def _load_kept(self, tokens: Sequence[int]) -> bool:
+        """Load the saved state of ``tokens`` when there is one (True: the context now holds exactly them). A file of
+        another model, prompt or llama.cpp is never found (its key differs); a damaged one is discarded with a log
+        line."""
         path = self._kept_path(tokens)
         if path is None or not path.is_file():
             return False
@@ -240,8 +240,7 @@ class SavedPrefix:
             self.kept_stats["discarded"] += 1
             return False
         self.kept_stats["loaded"] += 1
-        if record:
-            self.kept_stats["loaded_tokens"] += len(tokens)
+        self.kept_stats["loaded_tokens"] += len(tokens)
         return True
 
     def _save_kept(self, tokens: Sequence[int]) -> None:

@@ -30,12 +30,11 @@ from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
 from engine.evidence.text.lexical import numbers
 from engine.evidence.text.sentences import split_sentences
-from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message,
-                                                     read_yes, record_messages)
+from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
+                                              record_message)
 from engine.evidence.support.verification.claims import split_claims
 from engine.evidence.support.verification.passages import LineIndex, record_lines
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
-from engine.llm import case_record
 from engine.llm.backends import Backend, BackendError
 from engine.llm.modelfiles import is_smoke_test_model
 
@@ -82,32 +81,28 @@ class RecordReader:
         self.case, self.backend = case, backend
         self.index = LineIndex(record_lines(case))
         self.numbers = frozenset(numbers(case.source_text, generous=True))
-        whole = record_messages(case)
+        whole = record_message(case)
         room = backend.n_ctx - QUESTION_BUDGET
-        self.tokens = self._count(whole)
+        self.tokens = (backend.count_tokens(whole) if backend.capabilities.tokenizer else len(whole) // 3 + 1)
         self.whole = whole if self.tokens <= room else None
         self.room = room
 
-    def _count(self, msgs: list[dict]) -> int:
-        if self.backend.capabilities.tokenizer:
-            return self.backend.count_tokens(self.backend.render(msgs))
-        return sum(len(m["content"]) for m in msgs) // 3 + 1
-
-    def record_for(self, claims: Sequence[str]) -> tuple[Optional[list[dict]], str]:
-        """The record messages for a sentence's claims, or None and the reason when not even excerpts fit."""
+    def record_for(self, claims: Sequence[str]) -> tuple[Optional[str], str]:
+        """The record message for a sentence's claims, or None and the reason when not even excerpts fit."""
         if self.whole is not None:
             return self.whole, ""
         idx = sorted({i for c in claims for i in self.index.passage(c)})
         while idx:
-            msgs = record_messages(self.case, self.index.refs(idx))
-            if self._count(msgs) <= self.room:
-                return msgs, ""
+            msg = record_message(self.case, self.index.refs(idx))
+            n = self.backend.count_tokens(msg) if self.backend.capabilities.tokenizer else len(msg) // 3 + 1
+            if n <= self.room:
+                return msg, ""
             idx = idx[: len(idx) * 2 // 3]
         return None, (f"the record ({self.tokens} tokens) is longer than the model's context ({self.backend.n_ctx}) "
                       "and no line of it matches this sentence")
 
 
-def _ask(backend: Backend, record: list[dict], question: str) -> Answer:
+def _ask(backend: Backend, record: str, question: str) -> Answer:
     try:
         nt = backend.next_token(messages(record, question), KEEP)
     except BackendError as exc:
@@ -167,7 +162,7 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
                               record_tokens=reader.tokens if reader.whole is not None else 0)
 
 
-def _check_citations(backend: Backend, record: list[dict], s, checks: list[ClaimCheck], params: VerifyParams
+def _check_citations(backend: Backend, record: str, s, checks: list[ClaimCheck], params: VerifyParams
                       ) -> tuple[list[ClaimCheck], int]:
     """Ask whether the cited notes alone support what the record supports: per claim, or once for the whole
     sentence (``params.claims`` False)."""
@@ -268,7 +263,8 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
         report(done=done, item=sid, cached=False)
         if "backend" not in opened:
             opened["backend"] = backend()
-            case_record.keep_records(opened["backend"], model_sha256)
+            if opened["backend"].capabilities.saved_prefix and model_sha256:
+                opened["backend"].keep_on_disk(model_sha256)  # each record read is kept: a new process loads it
         be = opened["backend"]
         if s.case_id not in readers and be.capabilities.next_token:
             readers.clear()
