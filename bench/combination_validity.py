@@ -46,7 +46,7 @@ def medomit_for(store, ds, variants, backend, sha, emb) -> int:
         res = MedOmitResult._from_json(r["result"])
         if res.status == "complete":
             by_case.setdefault(res.case_id, res)
-    mo = MedOmit(backend, sha, embedder=emb)
+    mo = MedOmit(backend, sha, embedder=emb, facts="model")
     done = 0
     for v in variants:
         s, case = ds.summary(v.summary_id), ds.case(v.case_id)

@@ -347,7 +347,7 @@ def main():
     emb = Embedder()
     with tempfile.TemporaryDirectory() as tmp:
         evaluate("oracle pipeline check (true by construction, not a result)",
-                 MedOmit(OracleBackend(manifest, ds), "oracle", embedder=emb), ds, manifest, case_ids,
+                 MedOmit(OracleBackend(manifest, ds), "oracle", embedder=emb, facts="model"), ds, manifest, case_ids,
                  lambda mo, d, sids: run_pipeline(mo, d, sids, Path(tmp) / "o.sqlite"))
     if not args.oracle_only:
         from engine.judge.runner import open_llama_backend

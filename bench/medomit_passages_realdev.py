@@ -102,7 +102,7 @@ def main():
     be, sha = open_llama_backend("", n_ctx=8192, n_threads=args.threads, embedded_key=args.model)
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    mo = MedOmit(be, sha, cache=Store(out / "medomit_passages.sqlite"))
+    mo = MedOmit(be, sha, cache=Store(out / "medomit_passages.sqlite"), facts="model")
     emb = Embedder()
     coverage_only = DecisionParams(use_model=False)
     tot = {label(p): {"facts": 0, "reach": 0, "det": 0, "false": 0} for p in settings}

@@ -49,11 +49,11 @@ class _Recorder(WrappedBackend):
     from scratch would make (a step the first time its key is asked; every closed question)."""
 
     def __init__(self, store, backend):
-        from engine.llm.backends import Capabilities
+        from dataclasses import replace
 
         super().__init__(backend)
         self.store = store
-        self.capabilities = Capabilities(next_token=True)
+        self.capabilities = replace(backend.capabilities, next_token=True)  # answers the closed questions itself
         self.calls: list[dict] = []
         self.misses: list[str] = []
         self._seen: set[str] = set()

@@ -86,7 +86,7 @@ def main():
     from engine.judge.runner import open_llama_backend
 
     be, sha = open_llama_backend("", n_ctx=8192, n_threads=args.threads, embedded_key="qwen2.5-coder-1.5b")
-    mo = MedOmit(be, sha, cache=Store(ROOT / "bench" / "out" / "medomit_passages.sqlite"))
+    mo = MedOmit(be, sha, cache=Store(ROOT / "bench" / "out" / "medomit_passages.sqlite"), facts="model")
     emb = Embedder()
     use_model = args.model != "none"
     variants = {"whole": replace(DEFAULT_DECISION, by_parts=False, use_model=use_model),

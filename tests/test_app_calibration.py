@@ -46,7 +46,9 @@ def test_fit_calibration_on_the_agreement_page_and_see_it_on_the_judge_page():
     store, ds = _store_with_results()
     at = _run("pages/agreement.py")
     cfg = next(s for s in at.selectbox if s.key == "agreement_config")
-    assert any("app-test.gguf" in o for o in cfg.options)  # the only configuration: chosen
+    assert any("app-test.gguf" in o for o in cfg.options)
+    if "app-test.gguf" not in cfg.value:  # the sample's shipped configuration covers as many summaries
+        cfg.set_value(next(o for o in cfg.options if "app-test.gguf" in o)).run()
     # the picker's line fits the box (it was cut at "judged 20…"); the whole configuration is written below it
     assert all(len(o) <= 100 for o in cfg.options), cfg.options
     assert any("summaries scored" in c.value and "judged" in c.value for c in at.caption)

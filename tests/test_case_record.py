@@ -137,20 +137,35 @@ def smoke_path():
     return embedded_model_path(SMOKE_EMBEDDED)
 
 
-def _backend(path):
+def _backend(path, on_disk: bool = False):
+    """The smoke-test model; ``on_disk``: with the sliding-window rule lifted, so that its kept heads are saved (the
+    mechanism is exercised with the model CI has; Gemma 3 keeps its heads in process only otherwise)."""
     from engine.llm.llama import LlamaCppBackend
 
-    return LlamaCppBackend(path, n_ctx=4096, n_threads=2)
+    be = LlamaCppBackend(path, n_ctx=4096, n_threads=2)
+    if on_disk:
+        be.sliding_window = None
+    return be
+
+
+def test_a_model_with_sliding_window_attention_keeps_its_heads_in_process_only(smoke_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
+    be = _backend(smoke_path)
+    assert be.sliding_window  # Gemma 3
+    case_record.keep_records(be, "d" * 64)
+    be.next_token(case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%. yes or no?"),
+                  case_record.KEEP)
+    assert be.kept_stats["saved"] == 0 and len(list((tmp_path / "prefix").glob("*.kvprefix"))) == 1  # the prefix
 
 
 def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_path, tmp_path, monkeypatch):
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
     msgs = case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%. yes or no?")
-    a = _backend(smoke_path)
+    a = _backend(smoke_path, on_disk=True)
     case_record.keep_records(a, "a" * 64)
     first = a.next_token(msgs, case_record.KEEP)
     assert a.kept_stats["saved"] == 1 and first.new_tokens > 300
-    b = _backend(smoke_path)  # a new process: nothing evaluated
+    b = _backend(smoke_path, on_disk=True)  # a new process: nothing evaluated
     case_record.keep_records(b, "a" * 64)
     again = b.next_token(msgs, case_record.KEEP)
     assert b.kept_stats["loaded"] == 1 and b.token_counts()["head"] == 0
@@ -169,20 +184,20 @@ def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_pat
 def test_a_damaged_or_foreign_state_is_never_loaded(smoke_path, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
     msgs = case_record.with_task(case_record.record_messages(CASE), "VERIFY: LVEF 35%. yes or no?")
-    a = _backend(smoke_path)
+    a = _backend(smoke_path, on_disk=True)
     case_record.keep_records(a, "b" * 64)
     ref = a.next_token(msgs, case_record.KEEP)
     files = sorted((tmp_path / "prefix").glob("*.kvprefix"), key=lambda p: p.stat().st_size)
     record_file = files[-1]  # the record's state (the shared instruction prefix is smaller)
     data = record_file.read_bytes()
     record_file.write_bytes(data[: len(data) // 2])  # truncated
-    b = _backend(smoke_path)
+    b = _backend(smoke_path, on_disk=True)
     case_record.keep_records(b, "b" * 64)
     with caplog.at_level(logging.WARNING, logger="sumcheck"):
         got = b.next_token(msgs, case_record.KEEP)
     assert b.kept_stats["discarded"] == 1 and "could not read the saved prompt state" in caplog.text
     assert got.logprobs == ref.logprobs and b.kept_stats["saved"] == 1  # evaluated and saved again
-    c = _backend(smoke_path)  # another model id: the file is not found, the record is evaluated
+    c = _backend(smoke_path, on_disk=True)  # another model id: the file is not found, the record is evaluated
     case_record.keep_records(c, "c" * 64)
     c.next_token(msgs, case_record.KEEP)
     assert c.kept_stats["loaded"] == 0 and c.token_counts()["head"] > 300

@@ -1,5 +1,5 @@
 """Check a summary: every kind of evidence as one job with the smoke-test model (Gemma 3 270M, in process) — a
-case's record read once for its summaries and loaded from disk by a new process, each part
+case's record read once for its summaries, each part
 stored as soon as it is done, a cancelled check keeping what is finished — and MED-OMIT's one-step pipeline
 (the notes' claims, the importance read as probabilities) with its scripted logic."""
 import json
@@ -48,7 +48,7 @@ def _lines(path):
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def test_check_runs_every_part_reading_the_record_once_and_a_new_process_reads_none(tmp_path, smoke_args, capsys,
+def test_check_runs_every_part_reading_the_record_once_per_case(tmp_path, smoke_args, capsys,
                                                                                     monkeypatch):
     from engine.cli import main
 
@@ -63,11 +63,12 @@ def test_check_runs_every_part_reading_the_record_once_and_a_new_process_reads_n
     assert all(x["status"] == "done" and x["seconds"] >= 0 and x["result"] for x in lines)
     printed = capsys.readouterr().out
     assert "c1-s1 · MED-OMIT omitted facts:" in printed and "checked in" in printed
-    # the record is read once for the judge and MED-OMIT (claim verification keeps its own record, read once too);
-    # the second summary reads no record again
+    # the record is read once for the judge and MED-OMIT (claim verification keeps its own record); the second
+    # summary's judge reads no record token (one context holds one head at a time: verification's own record,
+    # kept in process only by this model, is read again from its last batch boundary)
     head = {(x["summary_id"], x["part"]): x["head_tokens_read"] for x in lines}
     assert head[("c1-s1", "judge")] > 300 and head[("c1-s1", "verification")] > 300
-    assert head[("c1-s2", "judge")] == 0 and head[("c1-s2", "verification")] == 0
+    assert head[("c1-s2", "judge")] == 0 and head[("c1-s2", "verification")] == head[("c1-s1", "verification")]
     # the smoke-test model cannot write a differential (it copies the instruction): MED-OMIT says so, guesses nothing
     assert lines[3]["result"].startswith("incomplete at ddx[source]") and "echoed instruction" in lines[3]["result"]
     # a new process: everything is stored; asked again with its parts recomputed, the record is loaded from disk
@@ -86,7 +87,9 @@ def test_check_runs_every_part_reading_the_record_once_and_a_new_process_reads_n
     assert main(["check", "d", "--summary", "c1-s2", "--only", "verification", "--out", str(third), "--quiet",
                  *smoke_args]) == 0
     (v,) = _lines(third)
-    assert v["status"] == "done" and v["head_tokens_read"] == 0 and v["head_tokens_loaded"] > 300
+    # the smoke-test model has sliding-window attention: its records are kept in process only, so a new process
+    # reads the record again (with the default 1.5B it is loaded: bench/check_bench.py)
+    assert v["status"] == "done" and v["head_tokens_read"] > 300 and v["head_tokens_loaded"] == 0
 
 
 def test_a_cancelled_check_keeps_every_finished_part_and_writes_nothing_half(tmp_path, monkeypatch):
@@ -173,3 +176,18 @@ def test_auto_takes_the_claims_on_a_cpu_and_the_model_facts_where_writing_is_fas
     assert fact_source_for(Cpu(), "statements") == "statements"
     with pytest.raises(ValueError, match="unknown fact source"):
         fact_source_for(Cpu(), "sentences")
+
+
+def test_the_case_page_offers_check_this_summary():
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    at = AppTest.from_file(str(ROOT / "pages/case.py"), default_timeout=120)
+    at.query_params["dataset"] = "sample"
+    at.query_params["case"] = "rheum-01"
+    at.query_params["summary"] = "rheum-01-s3"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    button = next(b for b in at.button if b.label == "Check this summary")
+    assert "cheapest first" in button.help and not button.disabled

@@ -189,7 +189,8 @@ def test_few_shot_prompt_shape(ds):
     ex = ds.summary(ex_id)
     prompt = be.calls[0][0]
     assert ex.text in prompt and s.text in prompt
-    assert prompt.count("<assistant>") == 1  # the example's answer turn
+    # the example's acknowledgement and answer turns, then the case's acknowledgement (the fake renders roles as tags)
+    assert prompt.count("<assistant>") == 3
     with pytest.raises(ValueError, match="training split"):
         Judge(be, "sha", JudgeParams(n_samples=1, shots=5, train_fraction=0.05)).judge(ds, s.summary_id)
 
@@ -375,7 +376,7 @@ def test_prompt_names_the_datasets_citation_form(ds, store):
     cites = _one_case_dataset(summary="AF on apixaban <Note ID:1>, <Note ID:3>. LVEF 35% <Note ID:2>.")
     be = FakeBackend([GOOD])
     r = Judge(be, "ab" * 32, JudgeParams(n_samples=1)).judge(cites, "c1-s1")
-    assert "The summary cites notes as <Note ID:n>, where n is a note id." in be.calls[0][0]
+    assert "cites notes as <Note ID:n>, where n is a note id." in be.calls[0][0]
     assert r.provenance.citation_form == "<Note ID:n>"
     s, case = cites.summaries[0], cites.cases[0]
     assert r.cache_key == cache_key("ab" * 32, JudgeParams(n_samples=1), 100_000, case, s, [], "<Note ID:n>")
@@ -386,7 +387,7 @@ def test_prompt_names_the_datasets_citation_form(ds, store):
     be = FakeBackend([GOOD])
     sample = Judge(be, "sha", JudgeParams(n_samples=1))
     r = sample.judge(ds, ds.summaries[0].summary_id)
-    assert "The summary cites notes as <NoteID:n>, where n is a note id." in be.calls[0][0]
+    assert "cites notes as <NoteID:n>, where n is a note id." in be.calls[0][0]
     assert r.provenance.citation_form == "<NoteID:n>"
     s0 = ds.summaries[0]
     assert r.cache_key == cache_key("sha", JudgeParams(n_samples=1), 100_000, ds.case(s0.case_id), s0, [])

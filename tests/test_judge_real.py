@@ -85,14 +85,14 @@ def test_early_stop_gives_the_medians_of_the_full_run(backend):
     """Same seed, early stopping on and off: identical medians, and the early run's samples are the full run's
     first ones (the prompt is evaluated once; each sample is only its decoding)."""
     be, sha = backend
-    params = dict(n_samples=3, temperature=0.2, seed=77)
+    params = dict(n_samples=3, temperature=0.01, seed=77)
     full = Judge(be, sha, JudgeParams(**params, early_stop=False)).judge(SHORT, "c1-s1")
     early = Judge(be, sha, JudgeParams(**params)).judge(SHORT, "c1-s1")
     assert full.status == early.status == STATUS_SCORED
     assert early.medians() == full.medians() and early.cache_key == full.cache_key
     k = early.samples_taken
     assert [s.raw for s in early.samples] == [s.raw for s in full.samples[:k]]
-    assert k < 3 and early.stopped_early and "stopped early" in early.reason  # at 0.2 the model agrees with itself
+    assert k < 3 and early.stopped_early and "stopped early" in early.reason  # at 0.01 the model agrees with itself
     assert {i: v.expected for i, v in early.items.items()} == {i: v.expected for i, v in full.items.items()}
 
 
@@ -111,8 +111,10 @@ def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, mon
 
     saver = LlamaCppBackend(resolve_model_path(""), n_ctx=4096, n_threads=2)
     saved = Judge(saver, sha, JudgeParams(n_samples=1)).judge(SHORT, "c1-s1")
+    # the shared prefix only: the smoke-test model (sliding-window attention) keeps the case's record in process
     files = list(prefix_cache_dir().glob("*.kvprefix"))
     assert len(files) == 1 and saver.prefix_stats["saved"] == 1 and saver.prefix_stats["tokens"] >= 1024
+    assert saver.kept_stats["saved"] == 0
     assert saver.prefix_stats["tokens"] % saver.llm.n_batch == 0  # a whole number of batches
 
     loader = LlamaCppBackend(resolve_model_path(""), n_ctx=4096, n_threads=2)
@@ -141,6 +143,7 @@ def test_saved_prefixes_are_pruned_to_the_most_recent(tmp_path, monkeypatch):
         p = tmp_path / f"{i}.kvprefix"
         p.write_bytes(b"x" * 10)
         os.utime(p, (1000 + i, 1000 + i))
+    monkeypatch.setattr(prefix_cache, "PREFIX_CACHE_MAX_FILES", 8)
     LlamaCppBackend._prune_prefix_files(tmp_path, tmp_path / "0.kvprefix")  # 0 was just written
     assert sorted(int(p.stem) for p in tmp_path.glob("*.kvprefix")) == [0, 5, 6, 7, 8, 9, 10, 11]
     monkeypatch.setattr(prefix_cache, "PREFIX_CACHE_MAX_BYTES", 35)

@@ -51,7 +51,7 @@ def test_notes_in_order_reads_the_parsed_date():
 
 def test_judge_prompt_shows_notes_oldest_first_with_iso_dates():
     msgs = build_messages(CASE, Summary("s1", "c1", "Summary."), explain=False, examples=())
-    user = msgs[-1]["content"]
+    user = msgs[1]["content"]  # the record message
     assert user.index("Admission. Pathology") < user.index("Follow-up visit.")
     assert "2023-12-20" in user and "2024-01-05" in user
 

@@ -81,7 +81,7 @@ def test_the_pipeline_stores_the_parts_and_the_case_rows_show_them(emb):
     from engine.core.models import Summary
 
     summary = Summary("s1", "neph", SUMMARY)
-    res = MedOmit(be, "m", embedder=emb)._scored(case, summary, facts, [], [], {"P1": "critical"}, [],
+    res = MedOmit(be, "m", embedder=emb)._scored(case, summary, facts, [], [], ({"P1": "critical"}, {}), [],
                                                  lambda m: None, sddx=[])
     s = res.scores[0]
     part = "with enoxaparin 1 mg/kg SC b.i.d. until INR therapeutic."

@@ -139,8 +139,9 @@ def keep_records(backend, model_sha256: Optional[str]) -> int:
     share (the instruction block and the constant start of the record message) is declared, so it is evaluated once
     and kept across cases and processes. Returns the shared prefix's length in tokens (0: the backend keeps
     nothing, or the model has no sha256 to key it by)."""
-    if not backend.capabilities.saved_prefix or not model_sha256:
+    if not backend.capabilities.saved_prefix:
         return 0
-    backend.keep_on_disk(model_sha256)
+    backend.keep_on_disk(model_sha256 or None)  # no hash to key it by: kept in process only
     prompts = [backend.render(with_task(record_messages(c), "Alpha?")) for c in _probes()]
-    return backend.use_shared_prefix(prompts, f"{model_sha256}|{LAYOUT_VERSION}")
+    n = backend.use_shared_prefix(prompts, f"{model_sha256}|{LAYOUT_VERSION}" if model_sha256 else None)
+    return n if model_sha256 else 0

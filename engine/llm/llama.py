@@ -100,6 +100,9 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._threads_now = threads
         meta = self.llm.metadata
         self.arch = meta.get("general.architecture", "")
+        # sliding-window attention (Gemma 3): a saved state of a long head was measured not to restore bit-exactly, so
+        # such a model keeps its prompt heads in process only (SavedPrefix.keep_on_disk)
+        self.sliding_window = meta.get(f"{self.arch}.attention.sliding_window")
         self.template = meta.get("tokenizer.chat_template")
         self._bos_text = self._piece(self.llm.token_bos())
         self._eos_text = self._piece(self.llm.token_eos())

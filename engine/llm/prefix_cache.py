@@ -1,12 +1,14 @@
-"""The saved rubric prefix of the in-process llama.cpp backend.
+"""Evaluated prompt states of the in-process llama.cpp backend, kept on disk: the shared prefix and each kept head.
 
-Every judge prompt starts with the same rubric. :class:`SavedPrefix` (a part of
-:class:`engine.llm.llama.LlamaCppBackend`) evaluates that prefix once, saves its llama.cpp state under
-:func:`prefix_cache_dir` (checked by a magic header and the model, pruned to the most recent files and bytes)
-and lets a fresh backend load it instead of evaluating it again: bit-exact, because the prefix is cut at a whole
-number of evaluation batches. It relies on its host's llama context (``self.llm``, ``self._llama_cpp``), its
-batch size (``self._batch``), its cancellable evaluation (``self._eval_cancellable``) and its prompt cache
-(``self._cached_prompt``, ``self._cached_logits``).
+Every case's prompts start with the same instructions and rubric (:mod:`engine.llm.case_record`).
+:class:`SavedPrefix` (a part of :class:`engine.llm.llama.LlamaCppBackend`) evaluates that prefix once, saves its
+llama.cpp state under :func:`prefix_cache_dir` (checked by a magic header and the model, pruned to the most recent
+files and bytes) and lets a fresh backend load it instead of evaluating it again: bit-exact, because the prefix is
+cut at a whole number of evaluation batches. With :meth:`SavedPrefix.keep_on_disk` every prompt head the backend
+holds for the prompts to come (a case's record, the summary the omission questions share) is saved the same way,
+keyed by the model and the head's tokens, so a reopened case reads nothing again. It relies on its host's llama
+context (``self.llm``, ``self._llama_cpp``), its batch size (``self._batch``), its cancellable evaluation
+(``self._eval_cancellable``) and its prompt cache (``self._cached_prompt``, ``self._cached_logits``).
 """
 from __future__ import annotations
 
@@ -208,12 +210,14 @@ class SavedPrefix:
         """Keep every evaluated prompt head that :meth:`next_token` or a kept :func:`~engine.llm.backends.keep_messages`
         prompt holds on disk under :func:`prefix_cache_dir`, keyed by ``cache_id`` (the model file's sha256), the
         llama.cpp version, the context settings and the head's tokens (its prompt version and content): a fresh
-        backend loads it instead of evaluating it. None: kept in process only."""
+        backend loads it instead of evaluating it. None: kept in process only. A model with sliding-window attention
+        (Gemma 3) keeps its heads in process only: restoring its saved state of a 2,200-token record gave another
+        reply than evaluating it (a model without one, Qwen2.5, gave the same reply and scores)."""
         self._keep_id = cache_id or None
 
     def _kept_path(self, tokens: Sequence[int]) -> Optional[Path]:
         cache_id = getattr(self, "_keep_id", None)
-        if not cache_id or not tokens:
+        if not cache_id or not tokens or self.sliding_window:
             return None
         import hashlib
 
