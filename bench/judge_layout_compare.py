@@ -10,7 +10,6 @@ python bench/judge_layout_compare.py BEFORE.jsonl AFTER.jsonl [--boot 2000]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

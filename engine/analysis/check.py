@@ -26,15 +26,14 @@ from engine.core.models import Dataset
 class CheckPart:
     key: str
     label: str
-    uses_model: bool
 
 
 # cheapest first: the embedding model's evidence, then the model's checks by their cost on a CPU
 PARTS: tuple[CheckPart, ...] = (
-    CheckPart("coverage", "uncovered regions and sentence support", False),
-    CheckPart("judge", "PDSQI-9 judge", True),
-    CheckPart("verification", "claim verification", True),
-    CheckPart("medomit", "MED-OMIT omitted facts", True),
+    CheckPart("coverage", "uncovered regions and sentence support"),
+    CheckPart("judge", "PDSQI-9 judge"),
+    CheckPart("verification", "claim verification"),
+    CheckPart("medomit", "MED-OMIT omitted facts"),
 )
 
 
