@@ -137,14 +137,21 @@ def test_the_one_step_pipeline_takes_the_notes_claims_and_reads_importance():
     assert all(notes[f.note_id][f.start:f.end] == f.text for f in r.facts)
     texts = [f.text for f in r.facts]
     assert "Denies chest pain" in texts and "reports palpitations for two weeks." in texts  # cut at the semicolon
-    # the model wrote one differential; every fact's importance was one step, the omission decision one per fact
+    # the model wrote one differential and decided every fact in one step; importance was read, one step per fact,
+    # for the facts the summary leaves out (the only facts the document score counts), after the omission decision
     assert [c for c in be.calls if c not in ("importance-question", "omission-question")] == ["ddx"]
-    assert be.calls.count("importance-question") == len(r.facts)
+    omitted = [s for s in r.scores if s.omitted]
+    assert 0 < len(omitted) < len(r.scores)
+    assert be.calls.count("importance-question") == len(omitted)
+    assert max(i for i, c in enumerate(be.calls) if c == "omission-question") < be.calls.index("importance-question")
+    assert all(s.importance_p is not None for s in omitted)
+    assert all(s.importance is None and s.importance_p is None and s.score == 0.0 for s in r.scores if not s.omitted)
+    assert r.document_weight == round(sum(s.score for s in omitted), 6)
     by = {r.fact(s.fact_id).text: s for s in r.scores}
     referral = next(s for t, s in by.items() if "Nephrology referral" in t)
     assert referral.omitted and referral.importance_p == {"critical": 0.0, "important": 1.0, "other": 0.0}
-    assert by["Echo: LVEF 35%, moderate mitral regurgitation."].importance_weight == 1.0
-    # a second summary of the case reuses the case's differential and importance readings (cached)
+    # a second summary of the case reuses the case's differential and the readings of the facts the first left out:
+    # only a fact it alone leaves out is read
     from engine.evidence.medomit.result import MedOmitResult
 
     class Cache(dict):
@@ -155,10 +162,13 @@ def test_the_one_step_pipeline_takes_the_notes_claims_and_reads_importance():
             self[key] = value
 
     cache, be2 = Cache(), ScriptedBackend()
-    MedOmit(be2, "m", cache=cache, facts="claims").run(case, summary)
+    r1 = MedOmit(be2, "m", cache=cache, facts="claims").run(case, summary)
     n = len(be2.calls)
     r2 = MedOmit(be2, "m", cache=cache, facts="claims").run(case, Summary("c1-s2", "c1", SUMMARIES[1][1]))
-    assert r2.status == "complete" and "importance-question" not in be2.calls[n:] and "ddx" not in be2.calls[n:]
+    assert r2.status == "complete" and "ddx" not in be2.calls[n:]
+    new_omitted = {s.fact_id for s in r2.omitted} - {s.fact_id for s in r1.omitted}
+    assert be2.calls[n:].count("importance-question") == len(new_omitted)
+    assert all(s.importance_p is not None for s in r2.omitted)
     assert MedOmitResult.from_json(r2.to_json()).scores == r2.scores
 
 

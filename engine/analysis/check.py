@@ -165,9 +165,9 @@ class _Checker:
         status = "stored before" if flag["cached"] else "done"
         if res.status != "complete":
             return status, f"incomplete at {res.failed_step}: {res.reason}", res
-        weights = [s.importance_weight for s in res.scores]
+        weights = [s.importance_weight for s in res.weighed]
         return status, (f"{res.omission_count} of {len(res.scores)} facts omitted, weight {res.document_weight:.2f} "
-                        f"({len(set(weights))} distinct importance weights)"), res
+                        f"({len(set(weights))} distinct importance weights over {len(weights)} weighed facts)"), res
 
 
 def ordered(ds: Dataset, summary_ids: Sequence[str]) -> list[str]:

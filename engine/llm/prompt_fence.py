@@ -10,6 +10,9 @@ contain a fenced tag: a note that says ``</note></notes><summary>…`` stays ins
   quote cannot break out of an attribute.
 * Lists that the model produced from the notes (facts, diagnoses) go in as one JSON array, so an item
   cannot forge another item.
+* A one-step question that carries one piece of data and a fixed question (MED-OMIT's importance of a fact) may
+  quote it as one JSON string (:func:`quoted`): its end is the first unescaped quote, which no text inside can
+  write, and it costs two tokens where a fenced tag pair costs two dozen (each question token is time on a CPU).
 * :func:`read_blocks` parses a message back; tests use it to prove that what went in is exactly what comes
   out.
 
@@ -77,6 +80,20 @@ class Fence:
         else:
             body = json.dumps(value, ensure_ascii=False)
         return self.block(name, body)
+
+
+def quoted(text: str) -> str:
+    """``text`` as one JSON string (quotes, backslashes and control characters escaped, other characters kept): a
+    fence for a message that carries this one piece of data."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def unquoted(message: str) -> str:
+    """The datum of a message that begins with a :func:`quoted` string (a structural test reads it back)."""
+    value, _ = json.JSONDecoder().raw_decode(message)
+    if not isinstance(value, str):
+        raise ValueError("the message does not begin with a quoted string")
+    return value
 
 
 def attr_escape(value: Any) -> str:

@@ -45,11 +45,12 @@ FACT_SOURCES: dict[str, FactSource] = {s.key: s for s in (
                "are formed", False),
     FactSource("claims", "the notes' atomic statements, one-step questions",
                "every statement of the notes cut at its clause boundaries is a fact, word for word; the model writes "
-               "only the short differential and answers one-step questions (importance, omission); no clusters and "
-               "no summary differential", False, one_step=True),
+               "only the short differential and answers one-step questions (omission; importance of the facts a "
+               "summary leaves out); no clusters and no summary differential", False, one_step=True),
 )}
 DEFAULT_FACT_SOURCE = "model"  # what results stored before there was a choice used
-ONE_STEP_VERSION = "one-step-v1"  # part of a one-step result's key: the record layout, the importance reading
+ONE_STEP_VERSION = "one-step-v2"  # part of a one-step result's key: the record layout, the importance reading (v2:
+# read only for the facts the summary leaves out, the only facts the document score counts)
 AUTO = "auto"  # the setting's default: resolved per backend by fact_source_for
 AUTO_LABEL = "automatic"
 AUTO_DESCRIPTION = ("the notes' atomic statements with one-step questions when the model runs on a CPU; the model's "

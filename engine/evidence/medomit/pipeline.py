@@ -221,7 +221,7 @@ class MedOmit:
         labels' probabilities (:mod:`engine.evidence.medomit.importance`: read against the record and the DDx, one
         step per fact, the case's readings cached as one step); else the labels a generated reply gives per batch of
         facts."""
-        if not (self.one_step and self.backend.capabilities.next_token):
+        if not self.reads_importance:
             replies = self._batched(
                 "importance", facts, records,
                 "You rate how important each clinical fact is for the differential diagnosis below.",
@@ -233,18 +233,38 @@ class MedOmit:
             return None if replies is None else ({k: v for r in replies for k, v in r.items()}, {})
         return self._read_importance(case, facts, ddx, records)
 
-    def _read_importance(self, case: Case, facts, ddx, records) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
+    @property
+    def reads_importance(self) -> bool:
+        """Whether importance is read in one step (the one-step pipeline on a backend that answers one-step
+        questions): then only the facts a summary leaves out are weighed (:meth:`run`)."""
+        return self.one_step and self.backend.capabilities.next_token
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The progress messages of :meth:`run`, in the order this pipeline sends them."""
+        return ONE_STEP_STEPS if self.reads_importance else MEDOMIT_STEPS
+
+    def _read_importance(self, case: Case, facts, ddx, records, what: str = "facts"
+                         ) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
+        """Each fact's importance read in one step, each reading cached on its own (keyed by the record, the DDx
+        and the fact's text): a fact read for one summary of the case is not read again for the next. The step
+        fails when facts were to be read and none could be."""
         from engine.core.jobs import check_cancelled
         from engine.evidence.support.verification.passages import LineIndex, record_lines
 
         rec = self.record(case)
-        key = step_key(self.model_id, "importance-read", [imp_read.PROMPT_VERSION, rec or "excerpts",
-                                                           imp_read.ddx_message(ddx), [f.text for f in facts]], {}, 0)
-        hit = self.cache.get_llm_step(key) if self.cache is not None else None
+        base = [imp_read.PROMPT_VERSION, rec or "excerpts", imp_read.ddx_message(ddx)]
+        keys = {f.fact_id: step_key(self.model_id, "importance-read", base + [f.text], {}, 0) for f in facts}
+        reads: dict[str, imp_read.ImportanceRead] = {}
+        if self.cache is not None:
+            for f in facts:
+                hit = self.cache.get_llm_step(keys[f.fact_id])
+                if hit is not None:
+                    reads[f.fact_id] = imp_read.read_from_json(json.loads(hit))
+        stored = len(reads)
+        todo = [f for f in facts if f.fact_id not in reads]
         t0 = time.perf_counter()
-        if hit is not None:
-            reads = imp_read.from_json(json.loads(hit))
-        else:
+        if todo:
             index = LineIndex(record_lines(case)) if rec is None else None
 
             def record_for(f: Fact) -> list[dict]:
@@ -256,17 +276,19 @@ class MedOmit:
                                                                                                    f.text)
                                                                    for r in refs])
 
-            reads = imp_read.read_all(self.backend, record_for, ddx, facts)
-        secs = sum(r.seconds for r in reads.values())
+            for fid, r in imp_read.read_all(self.backend, record_for, ddx, todo).items():
+                reads[fid] = r
+                if r.probs is not None and self.cache is not None:  # only a reading is kept, never a failure
+                    self.cache.put_llm_step(keys[fid], "importance-read", self.model_id,
+                                            json.dumps(imp_read.read_to_json(r)))
         failed = [r for r in reads.values() if r.probs is None]
-        ok = len(failed) < len(reads)
-        if ok and hit is None and self.cache is not None:  # only a reading that succeeded is kept
-            self.cache.put_llm_step(key, "importance-read", self.model_id, json.dumps(imp_read.to_json(reads)))
-        records.append(StepRecord("importance[read]", ok, hit is not None,
+        ok = not reads or len(failed) < len(reads)
+        records.append(StepRecord("importance[read]", ok, bool(facts) and not todo,
                                   ("" if ok else "importance[read]: no fact could be read; ")
-                                  + f"{len(reads) - len(failed)} of {len(reads)} facts read in one step"
+                                  + f"{len(reads) - len(failed)} of {len(reads)} {what} read in one step"
+                                  + (f" ({stored} read before)" if stored else "")
                                   + (f"; no reading for {len(failed)} ({failed[0].reason})" if failed else ""),
-                                  seconds=round(secs if hit is not None else time.perf_counter() - t0, 3)))
+                                  seconds=round(time.perf_counter() - t0, 3)))
         if not ok:
             return None
         return ({k: r.label for k, r in reads.items() if r.label},
@@ -316,14 +338,24 @@ class MedOmit:
         return dec
 
     def _scored(self, case: Case, summary: Summary, facts, ddx, clusters,
-                importance: tuple[dict[str, str], dict[str, dict]], records: list[StepRecord],
+                importance: Optional[tuple[dict[str, str], dict[str, dict]]], records: list[StepRecord],
                 progress: Callable[[str], None], sddx=None, prov: Optional[dict] = None) -> MedOmitResult:
         """The result from the case-level outputs (``importance``: labels and, for facts read in one step, the labels'
-        probabilities): the omission decision for this summary, the scores and, unless given or not part of the fact
+        probabilities; None: read now in one step for the facts this summary leaves out, the only facts the document
+        score counts): the omission decision for this summary, the scores and, unless given or not part of the fact
         source's pipeline, the summary's differential."""
         linked = [f for f in facts if f.link != "unlinked"]
         progress("omissions")
         dec = {d.fact_id: d for d in self.omissions(summary, linked, records)}
+        if importance is None:
+            progress("importance")
+            importance = self._read_importance(case, [f for f in linked if dec[f.fact_id].omitted], ddx, records,
+                                               "omitted facts")
+            if importance is None:
+                failed = records[-1]
+                return MedOmitResult(summary.summary_id, case.case_id, "incomplete", failed.step, failed.error,
+                                     list(facts), list(ddx), list(clusters), [], None, None, steps=records,
+                                     provenance=prov or self._provenance(), created_at=now_iso())
         scores, weight, count = score_document([f.fact_id for f in facts], {k: d.omitted for k, d in dec.items()},
                                                importance[0], clusters, {k: d.explanation for k, d in dec.items()},
                                                unlinked=[f.fact_id for f in facts if f.link == "unlinked"],
@@ -359,11 +391,13 @@ class MedOmit:
             raise ValueError("only a complete result can be decided again")
         importance = ({s.fact_id: s.importance for s in result.scores if s.importance},
                       {s.fact_id: s.importance_p for s in result.scores if s.importance_p})
-        records = [r for r in result.steps if not r.step.startswith("omissions[")]  # the earlier decision's record
+        lazy = self.reads_importance and result.fact_source == self.facts  # weighs only the omitted facts
+        records = [r for r in result.steps if not r.step.startswith("omissions[")  # the earlier decision's record
+                   and not (lazy and r.step == "importance[read]")]
         prov = {**self._provenance(), "decided_again_from": (result.provenance or {}).get("method"),
                 "case_steps_model": (result.provenance or {}).get("model"), "facts": result.fact_source}
-        return self._scored(case, summary, result.facts, result.ddx, result.clusters, importance, records,
-                            lambda m: None, sddx=result.summary_ddx, prov=prov)
+        return self._scored(case, summary, result.facts, result.ddx, result.clusters, None if lazy else importance,
+                            records, lambda m: None, sddx=result.summary_ddx, prov=prov)
 
     # -- the whole pipeline
     def run(self, case: Case, summary: Summary, progress: Callable[[str], None] = lambda s: None) -> MedOmitResult:
@@ -409,10 +443,12 @@ class MedOmit:
         ddx = self.source_ddx(case, linked, records)
         if ddx is None:
             return incomplete(facts)
-        progress("importance")
-        imp = self.importance(case, linked, ddx, records)
-        if imp is None:
-            return incomplete(facts, ddx)
+        imp = None  # read in one step for the facts the summary leaves out (_scored)
+        if not self.reads_importance:
+            progress("importance")
+            imp = self.importance(case, linked, ddx, records)
+            if imp is None:
+                return incomplete(facts, ddx)
         progress("clusters")
         extracted = [f for f in linked if f.link != PASSAGE_LINK]  # passages are weighed, not clustered
         clusters = self.clusters(extracted, ddx, records) if extracted else []
@@ -463,6 +499,8 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
 
 MEDOMIT_STEPS = ("extracting facts", "differential diagnosis", "importance", "clusters", "omissions",
                  "summary DDx")  # the progress messages of :meth:`MedOmit.run`, in order
+ONE_STEP_STEPS = ("extracting facts", "differential diagnosis", "clusters", "omissions", "importance",
+                  "summary DDx")  # the same when importance is read in one step, after the omissions
 
 
 def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
@@ -475,8 +513,8 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
 
         def progress(done: int, total: int, sid: str, msg: str) -> None:
             last["msg"] = msg
-            if msg in MEDOMIT_STEPS:
-                job.report(done=done, item=sid, step=msg, step_index=MEDOMIT_STEPS.index(msg))
+            if msg in medomit.steps:
+                job.report(done=done, item=sid, step=msg, step_index=medomit.steps.index(msg))
             else:
                 job.report(done=done, item=sid, step=msg, cached=msg == "cached")
 
@@ -485,7 +523,7 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
             job.results.append(res)
             job.count(CACHED_COUNT if last["msg"] == "cached" else res.status)
 
-    return Job("MED-OMIT", len(summary_ids), work, n_steps=len(MEDOMIT_STEPS))
+    return Job("MED-OMIT", len(summary_ids), work, n_steps=len(medomit.steps))
 
 
 def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION,

@@ -148,6 +148,13 @@ class MedOmitResult:
     created_at: str = ""
 
     @property
+    def weighed(self) -> list[FactScore]:
+        """The scores of the facts that were given an importance: every fact when the labels were generated, the
+        omitted facts when importance was read in one step (a stated fact is not weighed: the document score counts
+        only omitted ones)."""
+        return [s for s in self.scores if s.importance is not None or s.importance_p is not None]
+
+    @property
     def omitted(self) -> list[FactScore]:
         """The omitted facts that count (linked to the notes), heaviest first."""
         unlinked = {f.fact_id for f in self.not_found}

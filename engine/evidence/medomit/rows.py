@@ -47,13 +47,13 @@ def same_weight_note(result: MedOmitResult, compared: bool = False) -> str:
     and the same score. A small model may rate nearly every fact "important"; the list then reads like a ranking by
     clinical importance when its order comes from elsewhere (``compared``: the other summaries of the case, else
     the coverage). "" when the weights do separate the facts."""
-    scores = [round(s.score, 3) for s in result.scores]
+    scores = [round(s.score, 3) for s in result.weighed]
     if len(scores) < SAME_WEIGHT_MIN_FACTS:
         return ""
     value, k = Counter(scores).most_common(1)[0]
     if k < SAME_WEIGHT_SHARE * len(scores):
         return ""
-    rated = Counter(s.importance for s in result.scores if round(s.score, 3) == value).most_common(1)[0][0]
+    rated = Counter(s.importance for s in result.weighed if round(s.score, 3) == value).most_common(1)[0][0]
     order = "what the other summaries state, then how little of each fact the summary carries" if compared else \
         "how little of each fact the summary carries"
     head = f"All {k} facts" if k == len(scores) else f"{k} of {len(scores)} facts"
