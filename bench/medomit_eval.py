@@ -144,10 +144,26 @@ def matches(fact, res, d, case) -> bool:
     return any(k.lower() in words.lower() for k in d["key_terms"])
 
 
-def manifest_figures(res, ds, manifest, omitted_ids=None) -> tuple[int, int, int, int, list[float]]:
+STATEMENT_LABELS = Path(__file__).resolve().parent.parent / "sample_data" / "medomit_statement_labels.json"
+
+
+def statement_labels(path: Path = STATEMENT_LABELS) -> dict[tuple[str, str], set[str]]:
+    """The manifest re-labelled at statement level: (summary id, a present fact's source span) -> the statements of
+    that fact the summary leaves out in part (each entry quotes the note and the summary; see the file)."""
+    if not path.is_file():
+        return {}
+    out: dict[tuple[str, str], set[str]] = {}
+    for e in json.loads(path.read_text(encoding="utf-8"))["partly_omitted"]:
+        out.setdefault((e["summary_id"], e["source_span"]), set()).add(e["statement"])
+    return out
+
+
+def manifest_figures(res, ds, manifest, omitted_ids=None, partial=None) -> tuple[int, int, int, int, list[float]]:
     """(dropped facts reported, dropped facts, present facts wrongly reported, present facts, weights of the
     reported dropped facts) for one complete result. ``omitted_ids``: judge another decision on the same facts (the
-    fact ids it reported omitted) instead of the result's own."""
+    fact ids it reported omitted) instead of the result's own. ``partial`` (:func:`statement_labels`): a statement of
+    a present fact that the summary leaves out in part is not a wrong report of that fact (its other statements
+    still are)."""
     case = ds.case(res.case_id)
     summary_text = ds.summary(res.summary_id).text.lower()
     own = [d for d in manifest["summaries"][res.summary_id]["defects"] if d["type"] == "dropped_fact"]
@@ -166,7 +182,11 @@ def manifest_figures(res, ds, manifest, omitted_ids=None) -> tuple[int, int, int
         if hits:
             detected += 1
             weights.append(max(s.score for s in hits))
-    false_reports = sum(1 for d in others if any(matches(s, res, d, case) for s in reported))
+    partial = partial or {}
+    false_reports = sum(1 for d in others if any(
+        matches(s, res, d, case) and res.fact(s.fact_id).text not in partial.get((res.summary_id, d["source_span"]),
+                                                                                  ())
+        for s in reported))
     return detected, len(own), false_reports, len(others), weights
 
 
@@ -248,7 +268,8 @@ def relinked(mo, ds, sids, shipped: Path):
 def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
     """``results_of(mo, ds, summary_ids)`` yields the results to measure (a full run, or decided again)."""
     model_id = mo.model_id
-    dropped = detected = present = false_reports = incomplete = 0
+    dropped = detected = present = false_reports = false_partial = incomplete = 0
+    partial = statement_labels()
     weights = []
     per_case: dict[str, dict] = {}
     t0 = time.perf_counter()
@@ -269,6 +290,7 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
             continue
         det, n_own, fr, n_present, w = manifest_figures(res, ds, manifest)
         detected, dropped, false_reports, present = detected + det, dropped + n_own, false_reports + fr, present + n_present
+        false_partial += manifest_figures(res, ds, manifest, partial=partial)[2]
         weights += w
     secs = time.perf_counter() - t0
     print(f"[{label}] {len(sids)} summaries in {secs:.0f} s ({secs / 60 / max(1, len(case_ids)):.1f} min per case, "
@@ -297,7 +319,9 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
           f"({detected / dropped:.0%})" + (f"; their weights: mean {sum(weights) / len(weights):.2f}, "
                                             f"values {sorted(set(weights))}" if weights else ""))
     print(f"[{label}] present pertinent facts wrongly reported as omitted: {false_reports}/{present} "
-          f"({false_reports / present:.0%})" if present else f"[{label}] no present pertinent facts to test")
+          f"({false_reports / present:.0%}); with the statement-level labels ({STATEMENT_LABELS.name}: a statement "
+          f"the summary leaves out in part is not a wrong report): {false_partial}/{present}" if present else
+          f"[{label}] no present pertinent facts to test")
     if ship:
         from engine.evidence.medomit.pipeline import result_key
 

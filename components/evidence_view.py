@@ -207,8 +207,11 @@ COLUMN_HELP = {
                               "paraphrased beyond matching): listed apart on the Case page, never counted or "
                               "weighted.",
     "facts from": "Where MED-OMIT's facts came from (Settings → MED-OMIT): extracted by the model (with the "
-                  "passages its facts leave uncovered), or the notes' statements word for word (no clusters, so a "
-                  "fact's score is its importance weight). Weights of different sources are not comparable.",
+                  "passages its facts leave uncovered), the notes' statements word for word, or the notes' atomic "
+                  "statements with one-step questions (the default on a CPU: importance is read as probabilities, "
+                  "and only for the facts the summary leaves out, the only ones its weight counts). Without "
+                  "clusters a fact's score is its importance weight. Weights of different sources are not "
+                  "comparable.",
     "smoke-test model": "yes = computed with the embedded 270M smoke-test model: it proves the pipeline runs; "
                         "its figures are not clinically meaningful.",
     "summaries": "Summaries in the group with a MED-OMIT weight.",

@@ -23,9 +23,10 @@ SAMPLE_JUDGE = SAMPLE_ROOT / "judge_results.jsonl"
 # code or other content is never shown: it simply does not match and that summary is recomputed.
 SAMPLE_EVIDENCE = SAMPLE_ROOT / "evidence_results.jsonl"
 EVIDENCE_METHODS = (f"coverage:{DEFAULT_COVERAGE_METHOD}", "alignment")  # the default coverage method's
-# The default judge's MED-OMIT results for the sample (bench/medomit_eval.py --ship), keyed by method version, model
-# hash and content like any MED-OMIT result: shown on the Case page without a run; a row whose key no longer
-# matches what the current code would compute is never shown as current.
+# The default judge's MED-OMIT results for the sample with the fact source the default resolves to on a CPU (the
+# one-step pipeline: `python -m engine omissions sample --method medomit`, then `sample --export-medomit`), keyed by
+# method version, model hash, fact source and content like any MED-OMIT result: shown on the Case page without a
+# run; a row whose key no longer matches what the current code would compute is never shown as current.
 SAMPLE_MEDOMIT = SAMPLE_ROOT / "medomit_results.jsonl"
 MEDOMIT_METHODS = ("medomit",)
 # The default judge's claim verification of the sample (the `check` above, then

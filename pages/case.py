@@ -255,7 +255,8 @@ with tab_verify:
 with tab_medomit:
     job_name = f"medomit_{name}_{sid}"
     if st.button("Run MED-OMIT on this summary", disabled=jobs_view.running(job_name),
-                 help="Facts, DDx, importance and clusters are shared by the case's summaries and cached; with the "
+                 help="Facts, DDx, importance and clusters are shared by the case's summaries and cached (importance "
+                      "read in one step is read once per fact, for the facts a summary leaves out); with the "
                       "embedded smoke-test model the output is not meaningful."):
         loaded = state.judge_backend()
         if loaded is not None:

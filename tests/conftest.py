@@ -21,6 +21,16 @@ os.environ.setdefault("SUMCHECK_EMBEDDED_MODEL", "gemma3-270m")
 SAMPLE = ROOT / "sample_data"
 BUNDLE = SAMPLE / "pdsqi_sample"
 FORMATS = SAMPLE / "formats"
+# the sample's MED-OMIT rows of the model-fact pipeline (medomit-v5, the 1.5B's extracted facts plus passages), shipped
+# until the one-step rows replaced them: the tests of that pipeline's behaviour read them here
+MODEL_FACT_ROWS = ROOT / "tests" / "data" / "medomit_model_rows.jsonl.gz"
+
+
+def model_fact_rows() -> list[str]:
+    """The JSON lines of :data:`MODEL_FACT_ROWS`."""
+    import gzip
+
+    return [x for x in gzip.decompress(MODEL_FACT_ROWS.read_bytes()).decode("utf-8").splitlines() if x.strip()]
 
 
 @pytest.fixture(scope="session")

@@ -69,8 +69,9 @@ def fact_source_for(backend, choice: str = AUTO) -> str:
 FACT_SOURCE_NOTE = ("Time with the default model on 2 CPU cores, a sample case of 4 notes and 3 summaries from "
                     "scratch: the model's facts 10.0 min on idle cores (12.5-17.7 beside other work), the notes' "
                     "statements 6.2 min (5.1-7.4 over the sample's 12 cases), the notes' claims with one-step "
-                    "questions 6.6 min for rheum-01's three summaries (3.7 min for the first: differential, 91 "
-                    "importance readings, the omission decision; 1.4-1.5 min for each further one) with the record "
-                    "read once for the judge and claim verification too; on one NVIDIA H200 with every layer "
-                    "offloaded the model's facts take 19 s and 6 s. On the sample the statements find 14 "
-                    "of the 16 documented dropped facts (the model's facts 15)")
+                    "questions 4.9 min for rheum-01's three summaries (2.5 min for the first: differential, the "
+                    "omission decision, 72 importance readings for the facts it leaves out; 1.1-1.2 min for each "
+                    "further one) with the record read once for the judge and claim verification too; on one "
+                    "NVIDIA H200 with every layer offloaded the model's facts take 19 s and 6 s. On the sample the "
+                    "notes' claims and the statements find 14 of the 16 documented dropped facts (the model's "
+                    "facts 15)")
