@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact
+from engine.core.models import Case
+from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact, StepRecord
 from engine.llm import case_record
 from engine.llm.backends import Backend, BackendError, NextToken
 from engine.llm.prompt_fence import Fence, quoted
@@ -131,3 +132,53 @@ def read_to_json(r: ImportanceRead) -> dict:
 
 def read_from_json(d: dict) -> ImportanceRead:
     return ImportanceRead(d["probs"], d["reason"], tuple(d["top"]), d["seconds"])
+
+
+def read_cached(backend: Backend, model_id: str, cache, case: Case, record: Optional[Sequence[dict]],
+                ddx: Sequence[Diagnosis], facts: Sequence[Fact], what: str = "facts"
+                ) -> tuple[dict[str, ImportanceRead], StepRecord]:
+    """Every fact's reading and the step's record. ``record``: the case's record messages, or None when the record is
+    longer than the context (each fact is then read against the excerpts that bear on it). Each reading is cached
+    in ``cache`` (a step cache, or None) on its own, keyed by the record, the DDx and the fact's text: a fact read
+    for one summary of the case is not read again for the next. Only readings are cached, never a failure. The step
+    fails when facts were to be read and none could be."""
+    import json
+
+    from engine.core.jobs import check_cancelled
+    from engine.evidence.support.verification.passages import LineIndex, record_lines
+    from engine.llm.steps import step_key
+
+    base = [PROMPT_VERSION, list(record) if record is not None else "excerpts", ddx_message(ddx)]
+    keys = {f.fact_id: step_key(model_id, "importance-read", base + [f.text], {}, 0) for f in facts}
+    reads: dict[str, ImportanceRead] = {}
+    if cache is not None:
+        for f in facts:
+            hit = cache.get_llm_step(keys[f.fact_id])
+            if hit is not None:
+                reads[f.fact_id] = read_from_json(json.loads(hit))
+    stored = len(reads)
+    todo = [f for f in facts if f.fact_id not in reads]
+    t0 = time.perf_counter()
+    if todo:
+        index = LineIndex(record_lines(case)) if record is None else None
+
+        def record_for(f: Fact) -> Sequence[dict]:
+            check_cancelled()
+            if record is not None:
+                return record
+            refs = index.refs(index.passage(f.text)) or [None]
+            return case_record.record_messages(case, excerpts=[(r.note_id, r.text) if r else (f.note_id or "", f.text)
+                                                               for r in refs])
+
+        for fid, r in read_all(backend, record_for, ddx, todo).items():
+            reads[fid] = r
+            if r.probs is not None and cache is not None:
+                cache.put_llm_step(keys[fid], "importance-read", model_id, json.dumps(read_to_json(r)))
+    failed = [r for r in reads.values() if r.probs is None]
+    ok = not reads or len(failed) < len(reads)
+    return reads, StepRecord("importance[read]", ok, bool(facts) and not todo,
+                             ("" if ok else "importance[read]: no fact could be read; ")
+                             + f"{len(reads) - len(failed)} of {len(reads)} {what} read in one step"
+                             + (f" ({stored} read before)" if stored else "")
+                             + (f"; no reading for {len(failed)} ({failed[0].reason})" if failed else ""),
+                             seconds=round(time.perf_counter() - t0, 3))

@@ -29,7 +29,6 @@ content (echoed instructions, placeholders, a DDx of one repeated name or of lik
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -54,7 +53,7 @@ from engine.evidence.medomit.statements import statement_facts
 from engine.llm import case_record
 from engine.llm.backends import Backend
 from engine.llm.prompt_fence import Fence
-from engine.llm.steps import StepCache, StepResult, run_step, step_key
+from engine.llm.steps import StepCache, StepResult, run_step
 
 
 @dataclass
@@ -246,50 +245,12 @@ class MedOmit:
 
     def _read_importance(self, case: Case, facts, ddx, records, what: str = "facts"
                          ) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
-        """Each fact's importance read in one step, each reading cached on its own (keyed by the record, the DDx
-        and the fact's text): a fact read for one summary of the case is not read again for the next. The step
-        fails when facts were to be read and none could be."""
-        from engine.core.jobs import check_cancelled
-        from engine.evidence.support.verification.passages import LineIndex, record_lines
-
-        rec = self.record(case)
-        base = [imp_read.PROMPT_VERSION, rec or "excerpts", imp_read.ddx_message(ddx)]
-        keys = {f.fact_id: step_key(self.model_id, "importance-read", base + [f.text], {}, 0) for f in facts}
-        reads: dict[str, imp_read.ImportanceRead] = {}
-        if self.cache is not None:
-            for f in facts:
-                hit = self.cache.get_llm_step(keys[f.fact_id])
-                if hit is not None:
-                    reads[f.fact_id] = imp_read.read_from_json(json.loads(hit))
-        stored = len(reads)
-        todo = [f for f in facts if f.fact_id not in reads]
-        t0 = time.perf_counter()
-        if todo:
-            index = LineIndex(record_lines(case)) if rec is None else None
-
-            def record_for(f: Fact) -> list[dict]:
-                check_cancelled()
-                if rec is not None:
-                    return rec
-                refs = index.refs(index.passage(f.text)) or [None]
-                return case_record.record_messages(case, excerpts=[(r.note_id, r.text) if r else (f.note_id or "",
-                                                                                                   f.text)
-                                                                   for r in refs])
-
-            for fid, r in imp_read.read_all(self.backend, record_for, ddx, todo).items():
-                reads[fid] = r
-                if r.probs is not None and self.cache is not None:  # only a reading is kept, never a failure
-                    self.cache.put_llm_step(keys[fid], "importance-read", self.model_id,
-                                            json.dumps(imp_read.read_to_json(r)))
-        failed = [r for r in reads.values() if r.probs is None]
-        ok = not reads or len(failed) < len(reads)
-        records.append(StepRecord("importance[read]", ok, bool(facts) and not todo,
-                                  ("" if ok else "importance[read]: no fact could be read; ")
-                                  + f"{len(reads) - len(failed)} of {len(reads)} {what} read in one step"
-                                  + (f" ({stored} read before)" if stored else "")
-                                  + (f"; no reading for {len(failed)} ({failed[0].reason})" if failed else ""),
-                                  seconds=round(time.perf_counter() - t0, 3)))
-        if not ok:
+        """Each fact's importance read in one step (:func:`engine.evidence.medomit.importance.read_cached`: each
+        reading cached on its own); None when facts were to be read and none could be (the step is recorded)."""
+        reads, record = imp_read.read_cached(self.backend, self.model_id, self.cache, case, self.record(case), ddx,
+                                             facts, what)
+        records.append(record)
+        if not record.ok:
             return None
         return ({k: r.label for k, r in reads.items() if r.label},
                 {k: r.probs for k, r in reads.items() if r.probs is not None})
