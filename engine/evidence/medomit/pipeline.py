@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Callable, Optional, Sequence
 
 from engine.core.batch import run_cached
@@ -313,10 +314,7 @@ class MedOmit:
             importance = self._read_importance(case, [f for f in linked if dec[f.fact_id].omitted], ddx, records,
                                                "omitted facts")
             if importance is None:
-                failed = records[-1]
-                return MedOmitResult(summary.summary_id, case.case_id, "incomplete", failed.step, failed.error,
-                                     list(facts), list(ddx), list(clusters), [], None, None, steps=records,
-                                     provenance=prov or self._provenance(), created_at=now_iso())
+                return _incomplete(case, summary, records, prov or self._provenance(), facts, ddx, clusters)
         scores, weight, count = score_document([f.fact_id for f in facts], {k: d.omitted for k, d in dec.items()},
                                                importance[0], clusters, {k: d.explanation for k, d in dec.items()},
                                                unlinked=[f.fact_id for f in facts if f.link == "unlinked"],
@@ -365,12 +363,7 @@ class MedOmit:
         records: list[StepRecord] = []
         prov = self._provenance()
 
-        def incomplete(facts=(), ddx=(), clusters=()):
-            failed = next(r for r in reversed(records) if not r.ok)
-            return MedOmitResult(summary.summary_id, case.case_id, "incomplete", failed.step, failed.error,
-                                 list(facts), list(ddx), list(clusters), [], None, None, steps=records,
-                                 provenance=prov, created_at=now_iso())
-
+        incomplete = partial(_incomplete, case, summary, records, prov)  # (facts, ddx, clusters) kept so far
         progress("extracting facts")
         if FACT_SOURCES[self.facts].uses_model:
             facts = self.extract_facts(case, records)
@@ -416,6 +409,15 @@ class MedOmit:
         if clusters is None:
             return incomplete(facts, ddx)
         return self._scored(case, summary, facts, ddx, clusters, imp, records, progress)
+
+
+def _incomplete(case: Case, summary: Summary, records: list[StepRecord], prov: dict, facts=(), ddx=(),
+                clusters=()) -> MedOmitResult:
+    """An incomplete result named after the last failed step in ``records``, keeping what the run had."""
+    failed = next(r for r in reversed(records) if not r.ok)
+    return MedOmitResult(summary.summary_id, case.case_id, "incomplete", failed.step, failed.error, list(facts),
+                         list(ddx), list(clusters), [], None, None, steps=records, provenance=prov,
+                         created_at=now_iso())
 
 
 def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
