@@ -13,7 +13,7 @@ from engine.evidence.medomit.result import Diagnosis
 from engine.evidence.medomit.statements import statement_facts
 from engine.judge.prompt import build_messages, kept_messages, read_messages
 from engine.llm import case_record
-from engine.llm.backends import NextToken, keep_messages
+from engine.llm.backends import NextToken, keep_messages, split_rendered
 
 CASE = Case("c1", "Cardiology", (
     Note("n1", "BP 152/94 today; started lisinopril 10 mg daily. Denies chest pain.", "2024-03-01", "Clinic note",
@@ -179,6 +179,32 @@ def test_a_fresh_backend_loads_the_kept_record_and_answers_bit_exactly(smoke_pat
     c = _backend(smoke_path)  # kept in process only: evaluates everything
     g2 = c.generate(keep_messages(c.render(task), case_record.KEEP), schema, 16, 0.0, 0, True)
     assert g1.text == g2.text and g1.top_logprobs == g2.top_logprobs
+
+
+def test_a_longer_head_starts_from_the_saved_record(smoke_path, tmp_path, monkeypatch):
+    """A head that adds messages after the record (MED-OMIT's differential, claim verification's task) has no saved
+    state of its own in a new process: the record's is loaded, cut back to its last batch boundary, and only the
+    rest is read. (The answer equals a cold evaluation's bit for bit with the default Qwen2.5 1.5B, measured; the
+    smoke-test model's sliding-window cache, lifted here to exercise the mechanism, does not restore a state cut
+    back inside it exactly, which is why such a model keeps its heads in process only.)"""
+    monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
+    rec = case_record.record_messages(CASE)
+    a = _backend(smoke_path, on_disk=True)
+    case_record.keep_records(a, "e" * 64)
+    a.next_token(case_record.with_task(rec, "VERIFY: LVEF 35%. yes or no?"), case_record.KEEP)  # the record, saved
+    msgs = imp.messages(rec, DDX, "LVEF 35%")
+    b = _backend(smoke_path, on_disk=True)  # a new process
+    case_record.keep_records(b, "e" * 64)
+    got = b.next_token(msgs, imp.KEEP)
+    record_tokens = a.token_counts()["head"] + len(a._prefix)
+    assert b.kept_stats["loaded"] == 1 and b.kept_stats["loaded_tokens"] == record_tokens
+    assert b.token_counts()["head"] < b.reuse_batch + 200  # the record's last partial batch and the differential
+    assert got.new_tokens == b.token_counts()["head"] + len(b.tokenize(b.render(msgs))) - len(
+        b.tokenize(split_rendered(b.render(msgs), imp.KEEP)[0]))  # and the fact's question
+    again = _backend(smoke_path, on_disk=True)  # the longer head is now saved itself: loaded whole
+    case_record.keep_records(again, "e" * 64)
+    again.next_token(msgs, imp.KEEP)
+    assert again.kept_stats["loaded_tokens"] > record_tokens and again.token_counts()["head"] == 0
 
 
 def test_a_damaged_or_foreign_state_is_never_loaded(smoke_path, tmp_path, monkeypatch, caplog):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +33,8 @@ class NextTokenStep:
     def next_token(self, messages: Sequence[dict], keep: int) -> NextToken:
         """Log-probabilities of the first token of the reply to ``messages``; the first ``keep`` messages (and the
         template text opening the next) stay evaluated for the next call that starts with them."""
-        head, tail = split_rendered(self.render(messages), keep)
+        rendered = self.render(messages)
+        head, tail = split_rendered(rendered, keep)
         pre, post = self.tokenize(head), self.tokenize(tail)
         if len(pre) + len(post) + 1 > self.n_ctx:
             raise BackendError(f"prompt of {len(pre) + len(post)} tokens exceeds the context of {self.n_ctx} tokens")
@@ -41,7 +42,7 @@ class NextTokenStep:
             check_cancelled()
         try:
             t0 = time.perf_counter()
-            new = self._hold_prefix(pre)
+            new = self._hold_prefix(pre, lambda: self.shorter_heads(rendered, keep, pre))
             self.llm.n_tokens = len(pre)
             self._cached_prompt, self._cached_logits = None, None  # the context now ends elsewhere
             self._eval_cancellable(post, 0, len(post))
@@ -59,7 +60,19 @@ class NextTokenStep:
         return NextToken(logprobs=out, prompt_tokens=len(pre) + len(post), new_tokens=new,
                          seconds=time.perf_counter() - t0)
 
-    def _kept_logits(self, pre: list[int], post: list[int]) -> np.ndarray:
+    def shorter_heads(self, rendered, keep: int, pre: list[int]) -> list[int]:
+        """Token lengths of the heads of ``rendered`` that end at an earlier message (``keep - 1`` messages down to
+        one), longest first, where they are a prefix of ``pre`` token for token: a state saved for one of them (a
+        case's record, when ``pre`` adds a task after it) can start ``pre``."""
+        out = []
+        for k in range(keep - 1, 0, -1):
+            ids = self.tokenize(split_rendered(rendered, k)[0])
+            if len(ids) < len(pre) and pre[:len(ids)] == ids:
+                out.append(len(ids))
+        return out
+
+    def _kept_logits(self, pre: list[int], post: list[int], shorter: Callable[[], list[int]] = list
+                     ) -> np.ndarray:
         """The next-token logits after ``pre + post`` with ``pre`` held as :meth:`next_token` holds its kept messages
         (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
         evaluated before, and every prompt about a case reuses its record."""
@@ -68,7 +81,7 @@ class NextTokenStep:
             self.llm.n_tokens = len(tokens)
             self.last_new_tokens = 0
             return self._cached_logits.copy()
-        new = self._hold_prefix(pre)
+        new = self._hold_prefix(pre, shorter)
         self.llm.n_tokens = len(pre)
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(tokens, len(pre), len(tokens))
@@ -84,11 +97,14 @@ class NextTokenStep:
         return {"prompt": self._prompt_tokens_evaluated, "head": self.kept_stats["evaluated_tokens"],
                 "head_loaded": self.kept_stats["loaded_tokens"]}
 
-    def _hold_prefix(self, pre: list[int]) -> int:
+    def _hold_prefix(self, pre: list[int], shorter: Callable[[], list[int]] = list) -> int:
         """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the
         context holds is reused from its last batch boundary; else the state saved for ``pre`` is loaded
-        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the declared shared prefix is loaded and the
-        rest evaluated, and the state saved. Every way gives the logits of evaluating ``pre`` from scratch."""
+        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the state saved for the longest of the
+        ``shorter()`` heads (token lengths, longest first: ``pre`` without its last messages, such as the case's
+        record before a task) is loaded, cut back to its last batch boundary, and the rest evaluated; else the
+        declared shared prefix is loaded and the rest evaluated. The state of ``pre`` is then saved. Every way gives
+        the logits of evaluating ``pre`` from scratch."""
         n = int(self.llm.n_tokens)
         held = self.llm.input_ids[:min(n, len(pre))]
         common = 0
@@ -98,8 +114,13 @@ class NextTokenStep:
         if common == len(pre):
             return 0
         common -= common % self._batch
-        if len(pre) - common > LOAD_RATHER_THAN_READ and self._load_kept(pre):
-            return 0
+        if len(pre) - common > LOAD_RATHER_THAN_READ:
+            if self._load_kept(pre):
+                return 0
+            for n in shorter():
+                if n - n % self._batch - common > LOAD_RATHER_THAN_READ and self._load_kept(pre[:n]):
+                    common = n - n % self._batch  # from a batch boundary, as a cold evaluation splits it
+                    break
         shared = self._prefix  # the case-record instructions (engine.llm.case_record.keep_records)
         if shared and len(pre) > len(shared) and pre[:len(shared)] == shared:
             common = self._ensure_prefix(pre, common)
