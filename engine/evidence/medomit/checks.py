@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from engine.evidence.medomit.result import Diagnosis
+
 
 # fragments of our own prompts that a weak model copies back instead of answering
 ECHOED_INSTRUCTIONS = ("at most 10 conditions", "most likely first", "probable possible or unlikely",
@@ -47,8 +49,9 @@ def check_facts(value: dict) -> None:
 
 
 def check_ddx(value: dict) -> None:
-    """The ``check`` of a DDx step: raises ValueError for an empty DDx, an entry that is an echoed instruction, a
-    placeholder or only likelihood words, or a DDx whose entries are mostly the same name."""
+    """The ``check`` of a DDx step: raises ValueError for an empty DDx or an entry that is an echoed instruction, a
+    placeholder or only likelihood words. A name written again (a small model that loops on its first diagnosis) is
+    no reason to fail: :func:`distinct_diagnoses` keeps its first entry."""
     dx = value["diagnoses"]
     if not dx:
         raise ValueError("empty DDx")
@@ -58,8 +61,19 @@ def check_ddx(value: dict) -> None:
             why = f"only likelihood words {d['name'].strip()!r}"
         if why:
             raise ValueError(f"diagnosis {i + 1} is empty of content: {why}")
-    if len(dx) >= 2:
-        names = [_words(d["name"]) for d in dx]
-        top = max(names.count(n) for n in set(names))
-        if top > len(dx) / 2:
-            raise ValueError(f"{top} of the {len(dx)} diagnoses are the same name")
+
+
+def distinct_diagnoses(entries: list[dict]) -> tuple[list[Diagnosis], str]:
+    """The diagnoses of a DDx reply's entries with every name written again dropped (the first entry of each name
+    kept, in order, and ranked anew; names compared by their words, case and punctuation ignored), and a note of
+    what was dropped ("" when nothing)."""
+    seen: set[str] = set()
+    out: list[Diagnosis] = []
+    for d in entries:
+        key = _words(d["name"])
+        if key not in seen:
+            seen.add(key)
+            out.append(Diagnosis(len(out) + 1, d["name"].strip(), d["likelihood"], d["reason"].strip()))
+    dropped = len(entries) - len(out)
+    return out, (f"{dropped} of the {len(entries)} diagnoses repeated an earlier name and were dropped" if dropped
+                 else "")

@@ -39,7 +39,7 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
 from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
-from engine.evidence.medomit.checks import check_ddx, check_facts
+from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
 from engine.evidence.medomit import importance as imp_read
 from engine.evidence.medomit.facts import AUTO, DEFAULT_FACT_SOURCE, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
@@ -159,11 +159,7 @@ class MedOmit:
             'first, each "probable", "possible" or "unlikely" with a one-sentence reason, as '
             '{"diagnoses": [{"name": ..., "likelihood": ..., "reason": ...}]}.', data)),
             DDX_SCHEMA, self.opt.max_tokens_small, check=check_ddx)
-        records.append(StepRecord.of(r))
-        if not r.ok:
-            return None
-        return [Diagnosis(i + 1, d["name"].strip(), d["likelihood"], d["reason"].strip())
-                for i, d in enumerate(r.value["diagnoses"])]
+        return _diagnoses(r, records)
 
     def record(self, case: Case) -> Optional[list[dict]]:
         """The case's record messages (:func:`engine.llm.case_record.record_messages`) when they fit the context with
@@ -183,11 +179,7 @@ class MedOmit:
             return self.ddx("ddx[source]", *self._source_block(case, facts), records)
         r = self._step("ddx[source]", case_record.with_task(rec, DDX_TASK), DDX_SHORT_SCHEMA,
                        self.opt.max_tokens_small, check=check_ddx, keep=case_record.KEEP)
-        records.append(StepRecord.of(r))
-        if not r.ok:
-            return None
-        return [Diagnosis(i + 1, d["name"].strip(), d["likelihood"], d["reason"].strip())
-                for i, d in enumerate(r.value["diagnoses"])]
+        return _diagnoses(r, records)
 
     def _batched(self, name: str, facts, records, system: str, user, schema, max_tokens: int
                  ) -> Optional[list[dict]]:
@@ -498,3 +490,11 @@ def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionPa
     if FACT_SOURCES[facts].one_step:
         material["one_step"] = ONE_STEP_VERSION
     return json_key(material)
+
+
+
+def _diagnoses(r, records: list[StepRecord]) -> Optional[list[Diagnosis]]:
+    """A DDx step's differential, each name once (what was dropped noted in its record); None when it failed."""
+    dx, note = distinct_diagnoses(r.value["diagnoses"]) if r.ok else (None, "")
+    records.append(StepRecord.of(r, note or None))
+    return dx
