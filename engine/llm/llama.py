@@ -303,13 +303,27 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                 lc.llama_set_abort_callback(self.llm._ctx.ctx, lc.ggml_abort_callback(), None)
                 self._abort_token = None
 
+    def _recalled_logits(self, tokens: list[int]) -> Optional[np.ndarray]:
+        """The logits kept after evaluating exactly ``tokens`` (a second sample of the same prompt), the context cut
+        back to them; None when the last evaluated prompt was another."""
+        if self._cached_prompt != tokens or self._cached_logits is None:
+            return None
+        self.llm.n_tokens = len(tokens)  # drop the previous sample's tokens; KV entries are overwritten
+        self.last_new_tokens = 0
+        return self._cached_logits.copy()
+
+    def _remembered_logits(self, tokens: list[int]) -> np.ndarray:
+        """The logits after ``tokens``, just evaluated, kept for :meth:`_recalled_logits`."""
+        logits = self._logits_now()
+        self._cached_prompt, self._cached_logits = list(tokens), logits
+        return logits.copy()
+
     def _prompt_logits(self, tokens: list[int]) -> np.ndarray:
         """Evaluate ``tokens`` (reusing the longest cached prefix, at a batch boundary) and return the next-token
         logits."""
-        if self._cached_prompt == tokens and self._cached_logits is not None:
-            self.llm.n_tokens = len(tokens)  # drop the previous sample's tokens; KV entries are overwritten
-            self.last_new_tokens = 0
-            return self._cached_logits.copy()
+        recalled = self._recalled_logits(tokens)
+        if recalled is not None:
+            return recalled
         common = 0
         for a, b in zip(self.llm.input_ids[: self.llm.n_tokens], tokens):
             if a != b:
@@ -324,9 +338,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         self._cached_prompt, self._cached_logits = None, None
         self.last_new_tokens = len(tokens) - common
         self._eval_cancellable(tokens, common, len(tokens))
-        logits = self._logits_now()
-        self._cached_prompt, self._cached_logits = list(tokens), logits
-        return logits.copy()
+        return self._remembered_logits(tokens)
 
     # -- the shared prompt prefix, kept across cases and processes -------------------------------------------
 

@@ -10,7 +10,8 @@ the same way (:meth:`NextTokenStep._kept_logits`), so every check of a case reus
 (:meth:`NextTokenStep.token_counts` counts what the heads cost). It relies on its host's
 llama context (``self.llm``, ``self._llama_cpp``), tokenizer (``self.tokenize``), renderer (``self.render``),
 batch size (``self._batch``), cancellable evaluation (``self._eval_cancellable``), its generation lock and its
-prompt cache (``self._cached_prompt``), which it invalidates.
+prompt cache (``self._recalled_logits``, ``self._remembered_logits``; ``self._cached_prompt``, which it
+invalidates).
 """
 from __future__ import annotations
 
@@ -77,18 +78,15 @@ class NextTokenStep:
         (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
         evaluated before, and every prompt about a case reuses its record."""
         tokens = pre + post
-        if self._cached_prompt == tokens and self._cached_logits is not None:
-            self.llm.n_tokens = len(tokens)
-            self.last_new_tokens = 0
-            return self._cached_logits.copy()
+        recalled = self._recalled_logits(tokens)
+        if recalled is not None:
+            return recalled
         new = self._hold_prefix(pre, shorter)
         self.llm.n_tokens = len(pre)
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(tokens, len(pre), len(tokens))
         self.last_new_tokens = new + len(post)
-        logits = self._logits_now()
-        self._cached_prompt, self._cached_logits = list(tokens), logits
-        return logits.copy()
+        return self._remembered_logits(tokens)
 
     def token_counts(self) -> dict:
         """Prompt tokens evaluated so far: all of them (``prompt``), those of kept prompt heads — a case's record, or
