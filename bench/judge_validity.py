@@ -4,7 +4,8 @@ For each embedded model and sample count, judges every variant (results kept in 
 so an interrupted run resumes) and prints, per item, on the **test split** (cases never used for choices):
 
 * Spearman ρ between the judge's score and the known severity (sign flipped: a good judge scores a worse summary
-  lower, so higher is better), over the clean control and that item's defect variants of each test case;
+  lower, so higher is better), over the clean control and that item's defect variants of each test case, with a
+  95 % interval for the raw expected score's ρ from a bootstrap of whole test cases;
   for the raw expected score, the calibrated score (isotonic map fitted on the development split's variants,
   target 5 − 2·severity) and the median of the samples;
 * AUROC defect vs clean control (expected score; P(yes) for the stigmatizing item);
@@ -38,6 +39,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from validity_set import ITEM_OF_KIND, all_variants, dataset  # noqa: E402
+from engine.judge.prompt import PROMPT_VERSION  # noqa: E402
 
 GOAL_ITEMS = ("thorough", "accurate", "cited", "succinct", "organized")
 OUT = ROOT / "bench" / "out"
@@ -85,6 +87,15 @@ def _spearman(x, y):
     return float(spearmanr(x, y).statistic)
 
 
+def _case_interval(x, y, cases, n_boot: int = 2000):
+    """95 % interval of Spearman's ρ from a bootstrap of whole test cases (every variant of a case together)."""
+    from engine.statistics.bootstrap import cluster_bootstrap
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ci = cluster_bootstrap(lambda idx: _spearman(x[idx], y[idx]), cases, n_boot, seed=7)
+    return list(ci) if ci else None
+
+
 def _auroc(scores, defect):
     from sklearn.metrics import roc_auc_score
 
@@ -108,6 +119,7 @@ def evaluate(variants, results) -> list[dict]:
         t_ok = [v for v in test if raw[v.summary_id] is not None]
         sev = [-v.severity for v in t_ok]
         row["spearman_raw"] = _spearman([raw[v.summary_id] for v in t_ok], sev)
+        row["spearman_raw_ci"] = _case_interval([raw[v.summary_id] for v in t_ok], sev, [v.case_id for v in t_ok])
         m_ok = [v for v in test if med[v.summary_id] is not None]
         row["spearman_median"] = _spearman([med[v.summary_id] for v in m_ok], [-v.severity for v in m_ok])
         d_ok = [v for v in dev if raw[v.summary_id] is not None]
@@ -159,15 +171,18 @@ def main(argv=None) -> int:
             fresh = [r for r in results.values() if r.status == "scored"]
             secs = float(np.median([r.timing.total_seconds for r in fresh])) if fresh else None
             for row in evaluate(variants, results):
-                report.append({"model": key, "samples": k, "sec_per_summary_median": secs, **row})
+                report.append({"model": key, "samples": k, "prompt": PROMPT_VERSION, "sec_per_summary_median": secs,
+                               **row})
     print(f"Judge validity on the test split ({len({v.case_id for v in variants if v.split == 'test'})} cases; "
           "Spearman of score vs −severity; AUROC defect vs clean)")
-    print(f"{'model':<20} {'N':>2} {'item':<22} {'n':>3} {'ρ raw':>6} {'ρ cal':>6} {'ρ med':>6} {'AUROC':>6} "
-          f"{'s/summary':>9}")
+    print(f"{'model':<20} {'N':>2} {'item':<22} {'n':>3} {'ρ raw':>6} {'95% CI (cases)':>16} {'ρ cal':>6} "
+          f"{'ρ med':>6} {'AUROC':>6} {'s/summary':>9}")
     for r in report:
+        ci = r.get("spearman_raw_ci")
+        ci_text = f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "—"
         print(f"{r['model']:<20} {r['samples']:>2} {r['item']:<22} {r['n_test']:>3} {fmt(r['spearman_raw']):>6} "
-              f"{fmt(r['spearman_calibrated']):>6} {fmt(r['spearman_median']):>6} {fmt(r['auroc']):>6} "
-              f"{fmt(r['sec_per_summary_median']):>9}")
+              f"{ci_text:>16} {fmt(r['spearman_calibrated']):>6} {fmt(r['spearman_median']):>6} "
+              f"{fmt(r['auroc']):>6} {fmt(r['sec_per_summary_median']):>9}")
     Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     if args.combination:
         import combination_validity

@@ -492,7 +492,6 @@ def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionPa
     return json_key(material)
 
 
-
 def _diagnoses(r, records: list[StepRecord]) -> Optional[list[Diagnosis]]:
     """A DDx step's differential, each name once (what was dropped noted in its record); None when it failed."""
     dx, note = distinct_diagnoses(r.value["diagnoses"]) if r.ok else (None, "")
