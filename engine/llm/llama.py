@@ -432,7 +432,6 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
             head, tail = split_rendered(prompt, keep)
             pre, post = self.tokenize(head), self.tokenize(tail)
             tokens = pre + post
-            shorter = lambda: self.shorter_heads(prompt, keep, pre)  # noqa: E731
         else:
             tokens = self.tokenize(prompt)
         if len(tokens) + max_tokens > self.n_ctx:
@@ -441,7 +440,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         vocab = lc.llama_model_get_vocab(self.llm._model.model)
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
-        logits = self._kept_logits(pre, post, shorter) if keep else self._prompt_logits(tokens)
+        logits = self._kept_logits(pre, post, prompt, keep) if keep else self._prompt_logits(tokens)
         t_first = time.perf_counter()
         smpl = self._grammar_sampler(schema)
         out_bytes = b""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class NextTokenStep:
             check_cancelled()
         try:
             t0 = time.perf_counter()
-            new = self._hold_prefix(pre, lambda: self.shorter_heads(rendered, keep, pre))
+            new = self._hold_prefix(pre, rendered, keep)
             self.llm.n_tokens = len(pre)
             self._cached_prompt, self._cached_logits = None, None  # the context now ends elsewhere
             self._eval_cancellable(post, 0, len(post))
@@ -61,7 +61,7 @@ class NextTokenStep:
         return NextToken(logprobs=out, prompt_tokens=len(pre) + len(post), new_tokens=new,
                          seconds=time.perf_counter() - t0)
 
-    def shorter_heads(self, rendered, keep: int, pre: list[int]) -> list[int]:
+    def _shorter_heads(self, rendered, keep: int, pre: list[int]) -> list[int]:
         """Token lengths of the heads of ``rendered`` that end at an earlier message (``keep - 1`` messages down to
         one), longest first, where they are a prefix of ``pre`` token for token: a state saved for one of them (a
         case's record, when ``pre`` adds a task after it) can start ``pre``."""
@@ -72,8 +72,7 @@ class NextTokenStep:
                 out.append(len(ids))
         return out
 
-    def _kept_logits(self, pre: list[int], post: list[int], shorter: Callable[[], list[int]] = list
-                     ) -> np.ndarray:
+    def _kept_logits(self, pre: list[int], post: list[int], rendered=None, keep: int = 0) -> np.ndarray:
         """The next-token logits after ``pre + post`` with ``pre`` held as :meth:`next_token` holds its kept messages
         (:meth:`_hold_prefix`) and ``post`` evaluated after it in one go: a result never depends on what was
         evaluated before, and every prompt about a case reuses its record."""
@@ -81,7 +80,7 @@ class NextTokenStep:
         recalled = self._recalled_logits(tokens)
         if recalled is not None:
             return recalled
-        new = self._hold_prefix(pre, shorter)
+        new = self._hold_prefix(pre, rendered, keep)
         self.llm.n_tokens = len(pre)
         self._cached_prompt, self._cached_logits = None, None
         self._eval_cancellable(tokens, len(pre), len(tokens))
@@ -95,14 +94,14 @@ class NextTokenStep:
         return {"prompt": self._prompt_tokens_evaluated, "head": self.kept_stats["evaluated_tokens"],
                 "head_loaded": self.kept_stats["loaded_tokens"]}
 
-    def _hold_prefix(self, pre: list[int], shorter: Callable[[], list[int]] = list) -> int:
+    def _hold_prefix(self, pre: list[int], rendered=None, keep: int = 0) -> int:
         """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the
         context holds is reused from its last batch boundary; else the state saved for ``pre`` is loaded
-        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the state saved for the longest of the
-        ``shorter()`` heads (token lengths, longest first: ``pre`` without its last messages, such as the case's
-        record before a task) is loaded, cut back to its last batch boundary, and the rest evaluated; else the
-        declared shared prefix is loaded and the rest evaluated. The state of ``pre`` is then saved. Every way gives
-        the logits of evaluating ``pre`` from scratch."""
+        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the state saved for the longest head of
+        ``rendered`` (whose first ``keep`` messages are ``pre``) that ends at an earlier message, such as the case's
+        record before a task (:meth:`_shorter_heads`), is loaded, cut back to its last batch boundary, and the rest
+        evaluated; else the declared shared prefix is loaded and the rest evaluated. The state of ``pre`` is then
+        saved. Every way gives the logits of evaluating ``pre`` from scratch."""
         n = int(self.llm.n_tokens)
         held = self.llm.input_ids[:min(n, len(pre))]
         common = 0
@@ -115,7 +114,7 @@ class NextTokenStep:
         if len(pre) - common > LOAD_RATHER_THAN_READ:
             if self._load_kept(pre):
                 return 0
-            for n in shorter():
+            for n in (self._shorter_heads(rendered, keep, pre) if rendered is not None else ()):
                 if n - n % self._batch - common > LOAD_RATHER_THAN_READ and self._load_kept(pre[:n]):
                     common = n - n % self._batch  # from a batch boundary, as a cold evaluation splits it
                     break
