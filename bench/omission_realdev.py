@@ -29,6 +29,7 @@ Usage: python bench/omission_realdev.py [--split dev|test] [--model default|smok
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -227,6 +228,7 @@ def main():
                          "source kinds (notes, conversation; none named: both)")
     ap.add_argument("--benchmark-cases", type=int, default=0, help="only the first N of its cases (0: all)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--items", default="", help="write each fact's set, label, coverage and P(stated) (JSON lines)")
     a = ap.parse_args()
     from engine.evidence.embeddings import Embedder
 
@@ -249,6 +251,11 @@ def main():
         band = name != "paraphrase"
         cov, p = score(items, emb, backend, band_only=band)
         y = [it.omitted for it in items]
+        if a.items:
+            with open(a.items, "a", encoding="utf-8") as fh:
+                for it, c, q in zip(items, cov, p):
+                    fh.write(json.dumps({"set": name, "split": a.split, "summary": hashlib.sha256(it.summary.encode()).hexdigest()[:12], "omitted":
+                                         it.omitted, "coverage": float(c), "p_stated": q}) + "\n")
         fig = {"n": len(items), "omitted": sum(y), "AUROC": {"coverage": auroc(y, list(1 - cov))}}
         if band:
             fig["asked"] = sum(q is not None for q in p)
