@@ -16,6 +16,7 @@ from engine.evidence.support.verification.result import VerificationResult
 from engine.evidence.support.verification.run import (DEFAULT_PARAMS, VerifyParams, compute_verification, fact_findings,
                                               verify_summary)
 from engine.evidence.support.verification.view import summary_view
+from engine.evidence.text.lexical import claimed_numbers, numbers
 from engine.llm.backends import NextToken
 
 CASE = Case("c1", "Cardiology", (
@@ -84,6 +85,21 @@ def test_an_age_the_record_never_gives_and_a_foreign_number_are_findings():
     assert "the record never states 63" in found
     bare = Case("b", "", (Note("1", "[doctor] any pain?\n[patient] no."),))
     assert "the record gives no age" in fact_findings("A 74-year-old man.", bare, frozenset())
+
+
+def test_list_numbers_dates_and_units_are_never_claimed_numbers():
+    # A numbered assessment and plan: "2." is the list, not a value the record should state.
+    record = Case("r", "", (Note("1", "Plan: Nexium 40 mg once daily. DCCV March 12, 2024, restored sinus "
+                                      "rhythm. eGFR 48 mL/min/1.73 m2. Hypertension: continue lisinopril."),))
+    nums = frozenset(numbers(record.source_text, generous=True))
+    for claim in ("2. Nexium 40 mg once daily.", "3) Nexium 40 mg once daily.", "#4 Hypertension: continue "
+                  "lisinopril.", "Problem 5: hypertension, continue lisinopril.",
+                  "Assessment: 1. Hypertension, continue lisinopril.", "Cardioversion on 3/12/2024.",
+                  "Cardioversion on 2024-03-12.", "eGFR 48 mL/min/1.73m2."):
+        assert not [f for f in fact_findings(claim, record, nums) if "never states" in f], claim
+    # a value the record never states is still found, list number or not
+    assert "the record never states 20" in fact_findings("2. Nexium 20 mg once daily.", record, nums)
+    assert claimed_numbers("2. Nexium 20 mg; 3/12/2024; eGFR 48 mL/min/1.73 m2") == {"20", "48"}
 
 
 def test_a_citation_is_wrong_when_the_cited_note_alone_does_not_support_the_claim():

@@ -1,6 +1,7 @@
 """The words, stems and numbers of clinical text, as the evidence checks read them.
 
-* :func:`words`, :func:`numbers` (digits and number words, canonical), :func:`canonical_number`;
+* :func:`words`, :func:`numbers` (digits and number words, canonical), :func:`canonical_number`,
+  :func:`claimed_numbers` (a sentence's numbers without its list numbers, dates and unit numbers);
 * :func:`content_stems` (Porter stems of the content words) weighted by rarity (:func:`idf_weights` over the
   background document frequencies of :func:`support_background`), :func:`lexical_support`;
 * :func:`rouge_scorer`: ROUGE-1/2/L with the tokenizer of the ``rouge-score`` package, cached per text.
@@ -85,6 +86,27 @@ def numbers(text: str, generous: bool = False) -> set[str]:
             out |= _spoken_values(run, generous)
             run = []
     return out
+
+
+_MONTHS = ("jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|august|"
+           "september|october|november|december")
+_NOT_CLAIMED = re.compile(
+    r"(?:^|(?<=[:;\n]))\s*(?:\(\d{1,2}\)|#?\d{1,2}[.)](?!\d))\s+"  # a list number: "2.", "3)", "(4)", "#5."
+    r"|#\s?\d{1,2}\b"  # a problem number: "#4 Hypertension"
+    r"|\b(?:problem|item|section|step|part|diagnosis|issue)\s+#?\d{1,2}\s*[:.)]"  # "Problem 5:"
+    r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b\d{4}-\d{1,2}-\d{1,2}\b"  # dates: 3/12/2024, 3/12, 2024-03-12
+    rf"|\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"  # March 12, 2024
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?"  # 12 March 2024
+    r"|/\s?1\.73\s?m(?:2|\u00b2)|\bx\s?10\^?\d+|\b10\^\d+|/\s?24\s?h(?:rs?|ours?)?\b",  # units
+    re.I)
+
+
+def claimed_numbers(text: str) -> set[str]:
+    """The numbers a summary's sentence claims (:func:`numbers`), leaving out what only structures or dates it:
+    list and problem numbers ("2. Nexium 40 mg", "#4 Hypertension", "Problem 5:"), dates and their parts
+    ("3/12/2024", "2024-03-12", "March 12, 2024") and numbers inside units ("mL/min/1.73 m2", "x10^9/L",
+    "/24 h")."""
+    return numbers(_NOT_CLAIMED.sub(" ", text))
 
 
 def _spoken_values(run: list[str], generous: bool) -> set[str]:

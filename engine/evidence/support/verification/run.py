@@ -28,7 +28,7 @@ from engine.core.models import Case, Dataset, Summary
 from engine.core.stamps import json_key
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
-from engine.evidence.text.lexical import numbers
+from engine.evidence.text.lexical import claimed_numbers, numbers
 from engine.evidence.text.sentences import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
@@ -59,12 +59,13 @@ DEFAULT_PARAMS = VerifyParams()
 def fact_findings(claim: str, case: Case, record_numbers: frozenset) -> list[str]:
     """What the record contradicts or never gives in ``claim``: the fact-level checks of
     :func:`engine.evidence.support.specifics.check_sentence`, an age when the record mentions none, and a number the
-    record never states (digits or words)."""
+    record never states (digits or words; never a list number, a date or a unit's number:
+    :func:`engine.evidence.text.lexical.claimed_numbers`)."""
     notes = [(n.note_id, n.text) for n in case.notes]
     out = [f.describe() for f in specifics.check_sentence(claim, notes)]
     if specifics.ages(claim) and not any(_AGE_TALK.search(t) for _, t in notes):
         out.append("the record gives no age")
-    foreign = sorted(numbers(claim) - record_numbers - {str(a) for a in specifics.ages(claim)})
+    foreign = sorted(claimed_numbers(claim) - record_numbers - {str(a) for a in specifics.ages(claim)})
     out.extend(f"the record never states {x}" for x in foreign if x not in ("1", "0"))
     return list(dict.fromkeys(out))
 
