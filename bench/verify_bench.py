@@ -9,7 +9,15 @@ Scores (higher = more likely unsupported):
   lexical     the share of the sentence's content words absent from the conversation (a ten-line baseline)
   facts       1 when a fact-level check finds something the record contradicts or never gives, else 0
   model       1 - P(yes), the least supported claim of the sentence (the model alone)
-  model+facts 1 - p_supported as shipped: the model's P(yes), capped by a fact-level finding
+  model+facts 1 - p_supported as verify-v1 shipped it: the model's P(yes), capped by a fact-level finding
+  combined    1 - P(supported) of the monotone combination of every signal (engine.evidence.support.verification.
+              combination): the model's answer, the claim's words and numbers the record never uses, an age the
+              record never gives, a fact-level finding — the sentence's least supported claim. With ``--fit`` on the
+              development split its weights and thresholds are fitted and written to the shipped file; the test
+              split reads the shipped file.
+The categories: ``removed``, ``edit:*`` (one fact of a note sentence changed), ``natural:*`` (what summarizers add:
+a history, a finding, a pertinent negative, a second value, a dose) and the natural-like group (``natural:*`` with
+``edit:age`` and ``edit:setting``), each against the same supported sentences.
 Figures: sentence-level AUROC over supported vs unsupported (removed + edits), per category, and on the
 reference sentences that state what the conversation never gave (labelled by rule, reported on their own);
 precision and recall at the shipped threshold; summary-level AUROC (per conversation, its supported sentences
@@ -44,13 +52,17 @@ from wrapped_backend import WrappedBackend  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
 from engine.evidence.text.lexical import content_stems  # noqa: E402
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
+from engine.evidence.support.verification.claims import split_claims  # noqa: E402
+from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination,  # noqa: E402
+                                                               fit_monotone, shipped_combination)
+from engine.evidence.support.verification.signals import FEATURES, RecordWords, claim_signals  # noqa: E402
 from engine.llm.backends import NextToken  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 CONFIGS = {
-    "sentence": VerifyParams(claims=False, excerpt=False, finding_cap=None),
-    "claims": VerifyParams(claims=True, excerpt=False, finding_cap=None),
-    "claims+excerpt": VerifyParams(claims=True, excerpt=True, finding_cap=None),
+    "sentence": VerifyParams(claims=False, excerpt=False, finding_cap=None, combine=False),
+    "claims": VerifyParams(claims=True, excerpt=False, finding_cap=None, combine=False),
+    "claims+excerpt": VerifyParams(claims=True, excerpt=True, finding_cap=None, combine=False),
 }
 
 
@@ -132,9 +144,59 @@ def auroc(labels, scores):
     return roc_auc_score(ys, [s for _, s in pairs])
 
 
-def figures(items, answers, cap, threshold):
+NATURAL_LIKE = ("edit:age", "edit:setting")
+
+
+def natural_like(category: str) -> bool:
+    return category.startswith("natural:") or category in NATURAL_LIKE
+
+
+def signal_rows(items, answers) -> list:
+    """Per item, the sentence's signal vector: the model's answer and, over its claims, the largest of each other
+    signal (a sentence is as unsupported as its least supported claim)."""
+    records: dict[str, RecordWords] = {}
+    out = []
+    for k, it in enumerate(items):
+        rw = records.get(it.record)
+        if rw is None:
+            rw = records[it.record] = RecordWords(Case("c", "", (Note("record", it.record),)))
+        p = answers[k][0]
+        vecs = [claim_signals(c.text, rw, p).vector() for c in split_claims(it.sentence)] or \
+            [claim_signals(it.sentence, rw, p).vector()]
+        out.append([max(v[j] for v in vecs) for j in range(len(FEATURES))])
+    return out
+
+
+def combined_scores(rows, comb: Combination) -> list:
+    import math
+    return [1.0 / (1.0 + math.exp(-(comb.intercept + sum(w * x for w, x in zip(comb.weights, r))))) for r in rows]
+
+
+def fit_combination(items, rows) -> Combination:
+    """Weights on the development split's main items, each category weighing the same in all (the supported
+    sentences as much as all the others together), so no kind of error is traded for a commoner one; thresholds on
+    P(supported) from its supported sentences: unsupported below the level that flags at most 5 % of them,
+    uncertain up to the level that flags 15 %."""
+    main = [k for k, it in enumerate(items) if it.category != "reference-unsupported"]
+    count = defaultdict(int)
+    for k in main:
+        count[items[k].category] += 1
+    kinds = len([c for c in count if c != "supported"])
+    weight = [(kinds if items[k].category == "supported" else 1.0) / count[items[k].category] for k in main]
+    b0, w = fit_monotone([rows[k] for k in main], [items[k].label for k in main], sample_weight=weight)
+    comb = Combination("verify-combination-v1", FEATURES, round(b0, 4), tuple(round(x, 4) for x in w), 0.5, 0.5,
+                       "bench/verify_bench.py development split (real conversations)")
+    sup = sorted(1 - x for x in combined_scores([rows[k] for k in main if items[k].label == 0], comb))
+    low = sup[int(0.05 * len(sup))]
+    high = max(sup[int(0.15 * len(sup))], low)
+    return Combination(comb.version, FEATURES, comb.intercept, comb.weights, round(low, 4), round(high, 4),
+                       comb.chosen_on)
+
+
+def figures(items, answers, cap, threshold, rows=None, comb=None):
     main = [k for k, it in enumerate(items) if it.category != "reference-unsupported"]
     y = [items[k].label for k in main]
+    combined = combined_scores(rows, comb) if comb is not None else None
     scores = {
         "lexical": [lexical_absent(items[k].sentence, items[k].record) for k in main],
         "facts": [float(answers[k][1]) for k in main],
@@ -142,6 +204,8 @@ def figures(items, answers, cap, threshold):
         "model+facts": [None if answers[k][0] is None else 1 - p_shipped(answers[k][0], answers[k][1], cap)
                         for k in main],
     }
+    if combined is not None:
+        scores["combined"] = [combined[k] for k in main]
     res = {name: {"AUROC": auroc(y, s)} for name, s in scores.items()}
     cats = sorted({it.category for it in items} - {"supported", "reference-unsupported"})
     sup = [k for k in main if items[k].category == "supported"]
@@ -150,11 +214,15 @@ def figures(items, answers, cap, threshold):
         for cat in cats:
             ck = [k for k in main if items[k].category == cat]
             res[name][cat] = auroc([0] * len(sup) + [1] * len(ck), [sk[k] for k in sup] + [sk[k] for k in ck])
+        nk = [k for k in main if natural_like(items[k].category)]
+        res[name]["natural-like"] = auroc([0] * len(sup) + [1] * len(nk), [sk[k] for k in sup] + [sk[k] for k in nk])
         ref = [k for k, it in enumerate(items) if it.category == "reference-unsupported"]
         if name == "lexical":
             rs = [lexical_absent(items[k].sentence, items[k].record) for k in ref]
         elif name == "facts":
             rs = [float(answers[k][1]) for k in ref]
+        elif name == "combined":
+            rs = [combined[k] for k in ref]
         else:
             rs = [None if answers[k][0] is None else 1 - (answers[k][0] if name == "model" else
                                                           p_shipped(answers[k][0], answers[k][1], cap)) for k in ref]
@@ -167,6 +235,8 @@ def figures(items, answers, cap, threshold):
     res["at_threshold"] = {"threshold": threshold, "precision": tp / (tp + fp) if tp + fp else float("nan"),
                            "recall": tp / (tp + fn) if tp + fn else float("nan"),
                            "unscored": sum(p is None for p in pred)}
+    if combined is not None:
+        res["combined_at_thresholds"] = at_bands([1 - combined[k] for k in main], y, comb)
     # summary level: per conversation, supported sentences vs the same plus its edits (against the full record)
     conv = defaultdict(lambda: {"sup": [], "edit": []})
     for k, it in enumerate(items):
@@ -187,6 +257,8 @@ def figures(items, answers, cap, threshold):
                         vals.append(lexical_absent(items[k].sentence, items[k].record))
                     elif name == "facts":
                         vals.append(float(answers[k][1]))
+                    elif name == "combined":
+                        vals.append(combined[k])
                     elif answers[k][0] is not None:
                         vals.append(1 - (answers[k][0] if name == "model" else
                                          p_shipped(answers[k][0], answers[k][1], cap)))
@@ -196,6 +268,23 @@ def figures(items, answers, cap, threshold):
     res["n"] = {"sentences": len(main), "unsupported": sum(y), "summaries": len(sl),
                 "reference-unsupported": sum(1 for it in items if it.category == "reference-unsupported")}
     return res
+
+
+def at_bands(p_supported, y, comb: Combination) -> dict:
+    """Precision and recall of *unsupported*, and how many of each class fall in the *uncertain* band; precision
+    also at a prevalence of 5 % unsupported sentences (the bench's classes reweighted)."""
+    verdict = [comb.verdict(p) for p in p_supported]
+    tp = sum(v == "unsupported" and t for v, t in zip(verdict, y))
+    fp = sum(v == "unsupported" and not t for v, t in zip(verdict, y))
+    pos, neg = sum(y), len(y) - sum(y)
+    rec, fpr = tp / pos if pos else float("nan"), fp / neg if neg else float("nan")
+    prev = 0.05
+    return {"unsupported_below": comb.unsupported_below, "supported_from": comb.supported_from,
+            "precision": tp / (tp + fp) if tp + fp else float("nan"), "recall": rec,
+            "supported_marked_unsupported": fp / neg if neg else float("nan"),
+            "precision_at_5pct": (rec * prev) / (rec * prev + fpr * (1 - prev)) if rec + fpr else float("nan"),
+            "uncertain": {"unsupported": sum(v == "uncertain" and t for v, t in zip(verdict, y)),
+                          "supported": sum(v == "uncertain" and not t for v, t in zip(verdict, y))}}
 
 
 def choose(items, answers):
@@ -232,6 +321,8 @@ def main():
     ap.add_argument("--aci", type=int, default=5, help="ACI-BENCH encounters per split")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default="", help="also write the figures here")
+    ap.add_argument("--fit", action="store_true", help="(development split) fit the combination and write it to "
+                                                        "the shipped file")
     a = ap.parse_args()
     if not verify_set.REALDEV.exists():
         sys.exit(f"no development data at {verify_set.REALDEV} (the bench reads the realdev folder of the shared "
@@ -249,18 +340,31 @@ def main():
             cap, thr, auc_d, f1 = choose(items, answers[c])
             print(f"\n[{c}] chosen on dev: finding cap {cap}, threshold {thr} (dev AUROC {auc_d:.3f}, F1 {f1:.3f})")
         else:
-            cap, thr = DEFAULT_PARAMS.finding_cap, DEFAULT_PARAMS.threshold
-        fig = figures(items, answers[c], cap, thr)
+            cap, thr = 0.05, 0.65  # verify-v1's shipped cap and threshold
+        t_sig = time.perf_counter()
+        rows = signal_rows(items, answers[c])
+        report["signal_seconds_per_sentence"] = (time.perf_counter() - t_sig) / max(len(items), 1)
+        print(f"signals without the model: {report['signal_seconds_per_sentence'] * 1000:.1f} ms per sentence "
+              "(the records' words read once each included)")
+        if a.fit and a.split == "dev" and c == "sentence":
+            comb = fit_combination(items, rows)
+            COMBINATION_PATH.write_text(json.dumps(comb.to_dict(), indent=1) + "\n", encoding="utf-8")
+            shipped_combination.cache_clear()
+            print(f"fitted on dev and written to {COMBINATION_PATH.name}: {json.dumps(comb.to_dict())}")
+        comb = shipped_combination() if COMBINATION_PATH.exists() else None
+        fig = figures(items, answers[c], cap, thr, rows, comb)
         report["configs"][c] = fig
         print(f"\n== {a.split} · {a.model} · {c} · n = {fig['n']}")
         cats = [k for k in fig["model"] if k not in ("AUROC",)]
         print(f"{'score':12} {'AUROC':>6} " + " ".join(f"{k:>14}" for k in cats))
-        for name in ("lexical", "facts", "model", "model+facts"):
+        for name in [n for n in ("lexical", "facts", "model", "model+facts", "combined") if n in fig]:
             row = fig[name]
             print(f"{name:12} {row['AUROC']:6.3f} " + " ".join(f"{row[k]:14.3f}" for k in cats))
         t = fig["at_threshold"]
-        print(f"at threshold {t['threshold']}: precision {t['precision']:.3f}, recall {t['recall']:.3f}, "
-              f"unscored {t['unscored']}")
+        print(f"model+facts at threshold {t['threshold']}: precision {t['precision']:.3f}, recall "
+              f"{t['recall']:.3f}, unscored {t['unscored']}")
+        if "combined_at_thresholds" in fig:
+            print("combined: " + json.dumps(fig["combined_at_thresholds"]))
     q = [s for s, n in cached.calls if n < 400]
     r = [(s, n) for s, n in cached.calls if n >= 400]
     if q:

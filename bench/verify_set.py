@@ -11,6 +11,12 @@ Items (a note sentence checked against a version of its conversation; label 1 = 
                  taken out (its content words drop to at most half) — fact-controlled leave-N-out          (1)
   edit:<kind>    a supported sentence with one fact changed, against the full conversation: number, side,
                  negation, drug, an added age, an added setting                                           (1)
+  natural:<kind> what real summarizers add, against the full conversation (label 1): a history the
+                 conversation never gives (``history``), a finding never reported (``finding``), a pertinent
+                 negative on a topic never raised (``negative``), a second value or a relative's value changed
+                 (``second-value``), a dose and frequency the conversation leaves open (``dose``). Drawn with
+                 their own seeded generator per conversation, so the other items stay as they were. The
+                 ``edit:age`` and ``edit:setting`` items (added demographics and settings) count as natural-like.
   reference-unsupported  a note sentence that states a number or an age the conversation never gives: the
                  clinician wrote it from other knowledge. Labelled by that rule, kept out of the main figures
                  and reported on its own (label 1).
@@ -150,6 +156,98 @@ def edit(sentence: str, conv: str, kind: str, rng: random.Random) -> str | None:
 EDIT_KINDS = ("number", "side", "negation", "drug", "age", "setting")
 
 
+HISTORIES = ("hypertension", "type 2 diabetes", "hyperlipidemia", "asthma", "hypothyroidism", "atrial fibrillation",
+             "chronic kidney disease", "depression")
+FINDINGS = (("ecg", "an ECG showed normal sinus rhythm"), ("x-ray", "a chest X-ray was clear"),
+            ("murmur", "no murmur was heard on exam"), ("edema", "there was mild pitting edema of both ankles"),
+            ("hemoglobin", "hemoglobin was 11.2"))
+NEGATIVES = (("chest pain", "chest pain"), ("fever", "fever"), ("short", "shortness of breath"),
+             ("nausea", "nausea or vomiting"), ("headache", "headaches"), ("weight", "weight loss"))
+RELATIVES = r"\b(?:mother|father|sister|brother|son|daughter|wife|husband|mom|dad|grandmother|grandfather)\b"
+DOSE_DRUGS = frozenset("""lisinopril metformin ibuprofen naproxen tylenol acetaminophen advil motrin aleve prednisone
+gabapentin omeprazole amlodipine atorvastatin albuterol levothyroxine synthroid aspirin sertraline metoprolol losartan
+hydrochlorothiazide furosemide lasix tramadol cyclobenzaprine flexeril meloxicam celebrex zoloft prozac fluoxetine
+lexapro escitalopram xanax lorazepam ativan ambien coumadin warfarin eliquis plavix clopidogrel lipitor crestor
+simvastatin pravastatin norvasc nexium prilosec zantac singulair montelukast zyrtec claritin benadryl keflex
+amoxicillin augmentin azithromycin cipro ciprofloxacin doxycycline bactrim flomax tamsulosin finasteride wellbutrin
+bupropion trazodone topamax topiramate depakote keppra lamictal lyrica norco vicodin percocet oxycodone morphine
+dilaudid medrol methotrexate humira plaquenil allopurinol colchicine glipizide januvia jardiance ozempic
+insulin""".split())
+FREQUENCIES = ("twice daily", "once daily", "three times a day", "every 8 hours", "at bedtime")
+NATURAL_KINDS = ("history", "finding", "negative", "second-value", "dose")
+
+
+def _clause(sentence: str, clause: str) -> str | None:
+    body = sentence.rstrip()
+    if not body.endswith("."):
+        return None
+    return body[:-1] + clause + "."
+
+
+def natural(sentence: str, conv: str, kind: str, rng: random.Random) -> str | None:
+    """``sentence`` with content a summarizer might add that the conversation never gives (None: not applicable)."""
+    low = conv.lower()
+    if kind == "history":
+        choices = [h for h in HISTORIES if h.split()[-1] not in low and h not in sentence.lower()]
+        return _clause(sentence, f", with a history of {rng.choice(choices)}") if choices else None
+    if kind == "finding":
+        choices = [text for topic, text in FINDINGS if topic not in low]
+        return _clause(sentence, f"; {rng.choice(choices)}") if choices else None
+    if kind == "negative":
+        choices = [text for topic, text in NEGATIVES if topic not in low]
+        return _clause(sentence, f", and the patient denies {rng.choice(choices)}") if choices else None
+    if kind == "second-value":
+        conv_nums = numbers(conv, generous=True)
+        found = list(re.finditer(r"\b\d+(?:\.\d+)?\b", sentence))
+        relative = re.search(RELATIVES, sentence, re.I)
+        if relative:
+            found = [m for m in found if m.start() > relative.start()] or found
+        elif len(found) >= 2:
+            found = found[1:]
+        else:
+            return None
+        for m in found:
+            v = float(m.group(0))
+            new = v + 10 if v >= 10 else v + 2
+            txt = str(int(new)) if new == int(new) else f"{new:g}"
+            if txt not in conv_nums:
+                return sentence[:m.start()] + txt + sentence[m.end():]
+        return None
+    if kind == "dose":
+        for m in re.finditer(r"[A-Za-z]+", sentence):
+            w = m.group(0)
+            if w.lower() not in DOSE_DRUGS:
+                continue
+            after = sentence[m.end():m.end() + 25]
+            if re.match(r"\s*\d", after) or re.search(r"\b(?:daily|twice|times|every|mg)\b", low):
+                return None
+            conv_nums = numbers(conv, generous=True)
+            dose = next((d for d in rng.sample([5, 10, 20, 25, 40, 50, 100], 7) if str(d) not in conv_nums), None)
+            if dose is None:
+                return None
+            return sentence[:m.end()] + f" {dose} mg {rng.choice(FREQUENCIES)}" + sentence[m.end():]
+        return None
+    raise ValueError(kind)
+
+
+def _natural_items(conv_id: str, source: str, conv: str, sents: list[str], n: int) -> list[Item]:
+    """Up to ``n`` natural-like items per kind for the conversation, from its supported-looking sentences, with a
+    generator seeded by the conversation id."""
+    rng = random.Random(int(hashlib.sha256(("natural:" + conv_id).encode()).hexdigest(), 16) % (1 << 32))
+    good = [s for s in sents if not _foreign(s, conv)]
+    out: list[Item] = []
+    for kind in NATURAL_KINDS:
+        made = 0
+        for s in rng.sample(good, len(good)):
+            if made >= n:
+                break
+            e = natural(s, conv, kind, rng)
+            if e and e != s:
+                out.append(Item(conv_id, split_of(conv_id), source, conv, "full", e, 1, f"natural:{kind}"))
+                made += 1
+    return out
+
+
 def _note_sentences(text: str) -> list[str]:
     out = []
     for s in split_sentences(text):
@@ -160,7 +258,7 @@ def _note_sentences(text: str) -> list[str]:
 
 
 def _conversation_items(conv_id: str, source: str, conv: str, sents: list[str], rng: random.Random,
-                        n_supported: int, n_removed: int, n_edits: int) -> list[Item]:
+                        n_supported: int, n_removed: int, n_edits: int, n_natural: int = 1) -> list[Item]:
     split = split_of(conv_id)
     lines = [ln for ln in conv.splitlines() if ln.strip()]
     items: list[Item] = []
@@ -199,7 +297,7 @@ def _conversation_items(conv_id: str, source: str, conv: str, sents: list[str], 
                 items.append(Item(conv_id, split, source, conv, "full", e, 1, f"edit:{k}"))
                 made += 1
                 break
-    return items
+    return items + _natural_items(conv_id, source, conv, sents, n_natural)
 
 
 def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:

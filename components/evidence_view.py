@@ -326,6 +326,9 @@ def cut_around(primary: Sequence[tuple[int, int, str, str]], secondary: Sequence
     return out
 
 
+VERDICT_SIGNS = {"unsupported": "✗", "uncertain": "~", "unscored": "?"}
+
+
 def render_verification(view, case) -> None:
     """A summary's claim verification (an ``engine.evidence.support.verification.view.VerificationView``): headline,
     smoke-test mark, one row per claim (unsupported first) and the picked claim's passage in its note."""
@@ -336,9 +339,9 @@ def render_verification(view, case) -> None:
     if res.smoke_test:
         smoke_badge(res.model, "verification probabilities")
     render_table([{"sentence": r.sentence, "claim": r.claim, "verdict": r.verdict, "P(supported)": r.p_supported,
-                   "fact check": r.notes_say, "checked against": r.checked_against, "reason": r.reason}
-                  for r in view.rows], key="verification_claims")
-    labels = [f"{'✗' if r.verdict == 'unsupported' else ('?' if r.verdict == 'unscored' else '✓')} "
+                   "why": r.why, "fact check": r.notes_say, "checked against": r.checked_against,
+                   "reason": r.reason} for r in view.rows], key="verification_claims")
+    labels = [f"{VERDICT_SIGNS.get(r.verdict, '✓')} "
               f"{r.sentence}\\. {untrusted.md_inline(r.claim, 100)}" for r in view.rows]
     pick = st.selectbox("Show a claim's passage in its note", labels, key="verification_pick")
     k = labels.index(pick)
@@ -351,7 +354,8 @@ def render_verification(view, case) -> None:
             return
         st.markdown(f"**Note {untrusted.md(nid)}** — the lines the claim was checked against, outlined")
         render_focus_note(text, [], 260, (a, b), "verification")
-    st.caption("P(supported) is the judge model's probability of answering *yes* to “does the record state this?”, "
-               "read from its first answer token; a fact-level check (a number, side, age or drug the record "
-               "contradicts or never gives) caps it. Chosen and measured on real conversations (docs/evidence.md, *Claim "
-               "verification*).")
+    st.caption("P(supported) joins the judge model's probability of answering *yes* to “does the record state "
+               "this?” with what the claim says that the record never does (words, numbers, an age) and the "
+               "fact-level checks, in a combination fitted on real conversations; each marked claim says what drove "
+               "it. Orange: unsupported; blue: uncertain, near the line — read it, it is not a finding "
+               "(docs/evidence.md, *Claim verification*).")

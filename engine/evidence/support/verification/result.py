@@ -1,7 +1,7 @@
 """Typed verification results — per claim, per sentence and per summary — and their stored form.
 
-A claim is *supported* or *unsupported* by its probability against the shipped threshold, or *unscored* with
-the reason (no log-probabilities, an answer that is neither yes nor no, a record the context cannot hold): an
+A claim is *supported*, *uncertain* or *unsupported* by its probability against the shipped bands (or, in results
+of ``verify-v1``, *supported* or *unsupported* against one threshold), or *unscored* with the reason (no log-probabilities, an answer that is neither yes nor no, a record the context cannot hold): an
 unscored claim never gets a guessed probability. A sentence's probability is that of its least supported scored
 claim; a sentence whose claims are all unscored is unscored. A summary with no sentence is unscored as a whole.
 """
@@ -12,7 +12,7 @@ from typing import Optional
 
 from engine.evidence.support.verification.passages import PassageRef
 
-VERDICTS = ("supported", "unsupported", "unscored")
+VERDICTS = ("supported", "uncertain", "unsupported", "unscored")
 
 
 @dataclass(frozen=True)
@@ -28,18 +28,20 @@ class ClaimCheck:
     notes_say: tuple[str, ...] = ()  # fact-level findings: what the notes say instead
     top: tuple[str, ...] = ()  # the model's likeliest answer tokens
     p_cited: Optional[float] = None  # P(yes) that the sentence's cited notes alone support it (None: not asked)
+    drivers: tuple[str, ...] = ()  # what drove the probability down, largest part first, in words
 
     def to_dict(self) -> dict:
         return {"text": self.text, "start": self.start, "end": self.end, "p_supported": self.p_supported,
                 "verdict": self.verdict, "p_model": self.p_model, "reason": self.reason,
                 "passage": [p.to_dict() for p in self.passage], "notes_say": list(self.notes_say),
-                "top": list(self.top), "p_cited": self.p_cited}
+                "top": list(self.top), "p_cited": self.p_cited, "drivers": list(self.drivers)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ClaimCheck":
         return cls(d["text"], int(d["start"]), int(d["end"]), d.get("p_supported"), d["verdict"], d.get("p_model"),
                    d.get("reason", ""), tuple(PassageRef(**p) for p in d.get("passage", [])),
-                   tuple(d.get("notes_say", [])), tuple(d.get("top", [])), d.get("p_cited"))
+                   tuple(d.get("notes_say", [])), tuple(d.get("top", [])), d.get("p_cited"),
+                   tuple(d.get("drivers", [])))
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class VerificationResult:
     model: str  # the model file
     model_sha256: str
     smoke_test: bool  # checked by the smoke-test model: not evidence about the summary
-    threshold: float  # below it a claim is unsupported
+    threshold: float  # below it a claim is unsupported (verify-v2: from it up to the params' supported_from, uncertain)
     sentences: tuple[SentenceCheck, ...] = ()
     reason: str = ""  # why the summary as a whole is unscored ("" when it is not)
     questions: int = 0
@@ -90,6 +92,10 @@ class VerificationResult:
     @property
     def unsupported(self) -> list[SentenceCheck]:
         return [s for s in self.sentences if s.verdict == "unsupported"]
+
+    @property
+    def uncertain(self) -> list[SentenceCheck]:
+        return [s for s in self.sentences if s.verdict == "uncertain"]
 
     @property
     def unsupported_claims(self) -> list[ClaimCheck]:

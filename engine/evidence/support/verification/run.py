@@ -6,10 +6,14 @@ method version, prompt version, model, parameters, notes and summary; :func:`com
 :func:`verification_job` wraps that as a cancellable background job with progress.
 
 The model is asked about each whole sentence once (P(yes), :mod:`.ask`); the sentence's claims
-(:mod:`.claims`) share that answer and each carries its own fact-level findings (:func:`fact_findings`: what the
-record contradicts or never gives), which cap that claim's probability at :attr:`VerifyParams.finding_cap`; below
-:attr:`VerifyParams.threshold` a claim is unsupported, and a sentence is as supported as its least supported
-claim. The defaults were chosen on the development split of ``bench/verify_bench.py`` (real conversations):
+(:mod:`.claims`) share that answer. Each claim's own signals — words and numbers the record never uses, an age it
+never gives, a fact-level finding (:mod:`.signals`) — join the answer in the shipped monotone combination
+(:mod:`.combination`, :attr:`VerifyParams.combine`), which gives the claim's P(supported) and its verdict:
+*unsupported*, *uncertain* (near the line: shown apart, never as unsupported) or *supported*; the claim keeps what
+drove its probability down, in words (:attr:`~.result.ClaimCheck.drivers`). A sentence is as supported as its least
+supported claim. Without the combination (``verify-v1``), a fact-level finding (:func:`fact_findings`) caps the
+model's probability at :attr:`VerifyParams.finding_cap` and below :attr:`VerifyParams.threshold` a claim is
+unsupported. The defaults were chosen on the development split of ``bench/verify_bench.py`` (real conversations):
 whole sentences ranked better than per-claim questions (AUROC 0.81 vs 0.78) and the best-matching lines in the
 question did not help (0.75); per-claim questions remain a parameter.
 """
@@ -33,12 +37,14 @@ from engine.evidence.text.sentences import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
 from engine.evidence.support.verification.claims import split_claims
+from engine.evidence.support.verification.combination import Combination, shipped_combination
 from engine.evidence.support.verification.passages import LineIndex, record_lines
+from engine.evidence.support.verification.signals import RecordWords, Signals, claim_signals, novel_words
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 from engine.llm.backends import Backend, BackendError
 from engine.llm.modelfiles import is_smoke_test_model
 
-METHOD_VERSION = "verify-v1"
+METHOD_VERSION = "verify-v2"  # v2: the monotone combination of every signal, with an uncertain band
 METHOD_KEY = "verification"  # the evidence kind's key
 QUESTION_BUDGET = 384  # tokens kept free in the context for one question and its answer
 _AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3} ?y/?o)\b", re.I)
@@ -51,6 +57,7 @@ class VerifyParams:
     finding_cap: Optional[float] = 0.05  # a fact-level finding caps the claim's probability here (None: ignored)
     threshold: float = 0.65  # below it a claim is unsupported
     citations: bool = True  # also ask whether a cited sentence's notes alone support each of its claims
+    combine: bool = True  # the shipped combination of every signal gives P(supported) and the verdict (False: v1)
 
 
 DEFAULT_PARAMS = VerifyParams()
@@ -82,6 +89,7 @@ class RecordReader:
         self.case, self.backend = case, backend
         self.index = LineIndex(record_lines(case))
         self.numbers = frozenset(numbers(case.source_text, generous=True))
+        self.words = RecordWords(case)
         whole = record_message(case)
         room = backend.n_ctx - QUESTION_BUDGET
         self.tokens = (backend.count_tokens(whole) if backend.capabilities.tokenizer else len(whole) // 3 + 1)
@@ -118,9 +126,12 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
     t0 = time.perf_counter()
     desc = backend.describe()
     model = str(desc.get("model_file") or desc.get("model") or backend.name)
-    base = dict(summary_id=summary.summary_id, method_version=METHOD_VERSION, model=model,
+    comb = shipped_combination() if params.combine else None
+    extra = {"combination": comb.to_dict()} if comb is not None else {}
+    base = dict(summary_id=summary.summary_id, method_version=METHOD_VERSION if comb else "verify-v1", model=model,
                 model_sha256=model_sha256, smoke_test=is_smoke_test_model(model, model_sha256),
-                threshold=params.threshold, params={**asdict(params), "prompt": PROMPT_VERSION})
+                threshold=comb.unsupported_below if comb else params.threshold,
+                params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
     if not backend.capabilities.next_token:
         return VerificationResult(**base, reason=f"the backend {backend.name} cannot answer in one step with "
                                                  "log-probabilities")
@@ -149,18 +160,49 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
             else:
                 ans = whole
             found = tuple(fact_findings(c.text, case, reader.numbers))
-            checks.append(_claim_check(c, ans, found, passage, params))
+            checks.append(_claim_check(c, ans, found, passage, params, comb, reader.words))
         if cited_known(s.citations, case) and params.citations and reader.whole is not None:
             checks, n = _check_citations(backend, record, s, checks, params)
             asked += n
         scored = [c.p_supported for c in checks if c.p_supported is not None]
         p = min(scored) if scored else None
-        verdict = "unscored" if p is None else ("unsupported" if p < params.threshold else "supported")
+        verdict = ("unscored" if p is None else comb.verdict(p) if comb is not None else
+                   "unsupported" if p < params.threshold else "supported")
         cv, detail = citation_verdict(s.citations, checks, case, params.threshold)
         out.append(SentenceCheck(s.index, s.start, s.end, s.clean, p, verdict, tuple(checks), tuple(s.citations),
                                  cv, detail))
     return VerificationResult(**base, sentences=tuple(out), questions=asked, seconds=time.perf_counter() - t0,
                               record_tokens=reader.tokens if reader.whole is not None else 0)
+
+
+def rescored(case: Case, summary: Summary, stored: VerificationResult,
+             params: VerifyParams = DEFAULT_PARAMS) -> VerificationResult:
+    """``stored`` decided again under ``params`` from its own model answers (each claim's P(yes), each cited
+    sentence's P(cited)): no question is asked again. The claims, passages and citations stay as they were."""
+    comb = shipped_combination() if params.combine else None
+    words = RecordWords(case)
+    record_numbers = frozenset(numbers(case.source_text, generous=True))
+    sents = []
+    for s in stored.sentences:
+        checks = []
+        for c in s.claims:
+            if c.p_model is None:
+                checks.append(c)
+                continue
+            found = tuple(fact_findings(c.text, case, record_numbers))
+            new = _claim_check(c, Answer(c.p_model, "", c.top), found, c.passage, params, comb, words)
+            checks.append(replace(new, p_cited=c.p_cited))
+        scored = [c.p_supported for c in checks if c.p_supported is not None]
+        p = min(scored) if scored else None
+        verdict = ("unscored" if p is None else comb.verdict(p) if comb is not None else
+                   "unsupported" if p < params.threshold else "supported")
+        cv, detail = citation_verdict(s.cited, checks, case, params.threshold)
+        sents.append(replace(s, p_supported=p, verdict=verdict, claims=tuple(checks), citation_verdict=cv,
+                             citation_detail=detail))
+    extra = {"combination": comb.to_dict()} if comb is not None else {}
+    return replace(stored, method_version=METHOD_VERSION if comb else "verify-v1", sentences=tuple(sents),
+                   threshold=comb.unsupported_below if comb else params.threshold,
+                   params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
 
 
 def _check_citations(backend: Backend, record: str, s, checks: list[ClaimCheck], params: VerifyParams
@@ -213,9 +255,17 @@ def citation_verdict(cited: Sequence[str], checks: Sequence[ClaimCheck], case: C
                      f"(P {c.p_cited:.2f}){where}")
 
 
-def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: VerifyParams) -> ClaimCheck:
+def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: VerifyParams,
+                 comb: Optional[Combination] = None, words: Optional[RecordWords] = None) -> ClaimCheck:
     if ans.p_yes is None:
         return ClaimCheck(c.text, c.start, c.end, None, "unscored", None, ans.reason, passage, found, ans.top)
+    if comb is not None and words is not None:
+        sig = claim_signals(c.text, words, ans.p_yes)
+        p = comb.p_supported(sig)
+        verdict = comb.verdict(p)
+        why = drivers(comb, sig, c.text, words, found) if verdict != "supported" else ()
+        return ClaimCheck(c.text, c.start, c.end, round(p, 4), verdict, ans.p_yes, "; ".join(why), passage, found,
+                          ans.top, drivers=why)
     p, reason = ans.p_yes, ""
     if found and params.finding_cap is not None and p > params.finding_cap:
         p, reason = params.finding_cap, "a fact-level check: " + "; ".join(found)
@@ -223,18 +273,60 @@ def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: Verify
     return ClaimCheck(c.text, c.start, c.end, p, verdict, ans.p_yes, reason, passage, found, ans.top)
 
 
+def drivers(comb: Combination, sig: Signals, claim: str, words: RecordWords, found: Sequence[str]) -> tuple[str, ...]:
+    """What lowered a claim's P(supported), in words, the largest part first."""
+    out = []
+    for name, _part in comb.drivers(sig):
+        if name == "model":
+            out.append(f"the model's answer (P(yes) {1 - sig.model:.2f})")
+        elif name == "novel_words":
+            new = novel_words(claim, words)
+            if new:
+                out.append("words the record never uses: " + ", ".join(new[:6]))
+        elif name == "novel_numbers":
+            new = sorted(claimed_numbers(claim) - words.numbers - {"0", "1"})
+            if new:
+                out.append("a number the record never states: " + ", ".join(new[:4]))
+        elif name == "no_age":
+            out.append("an age, and the record gives none")
+        elif name == "fact_check":
+            out.append("a fact check: " + "; ".join(found) if found else "a fact check")
+    return tuple(out)
+
+
 def verification_key(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> str:
-    return json_key({"v": METHOD_VERSION, "prompt": PROMPT_VERSION, "model": model_sha256, "params": asdict(params),
+    comb = shipped_combination().to_dict() if params.combine else None
+    return json_key({"v": METHOD_VERSION if comb else "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256,
+                     "params": asdict(params), "combination": comb, "notes": [asdict(n) for n in case.notes],
+                     "summary": summary.text})
+
+
+def v1_key(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> str:
+    """The key ``verify-v1`` stored its result of these answers under (the same questions, decided without the
+    combination)."""
+    old = {k: v for k, v in asdict(params).items() if k != "combine"}
+    return json_key({"v": "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256, "params": old,
                      "notes": [asdict(n) for n in case.notes], "summary": summary.text})
 
 
 def stored_verification(store, dataset: str, case: Case, summary: Summary, model_sha256: str,
                         params: VerifyParams = DEFAULT_PARAMS) -> Optional[VerificationResult]:
+    """The stored result under ``params``; with the combination, else a ``verify-v1`` result of the same questions
+    decided again (:func:`rescored`, no question asked) and stored under the current key."""
     if store is None:
         return None
-    hit = store.get_evidence(dataset, METHOD_KEY, verification_key(case, summary, model_sha256, params),
-                             summary.summary_id)
-    return VerificationResult.from_dict(json.loads(hit)) if hit is not None else None
+    key = verification_key(case, summary, model_sha256, params)
+    hit = store.get_evidence(dataset, METHOD_KEY, key, summary.summary_id)
+    if hit is not None:
+        return VerificationResult.from_dict(json.loads(hit))
+    if not params.combine:
+        return None
+    old = store.get_evidence(dataset, METHOD_KEY, v1_key(case, summary, model_sha256, params), summary.summary_id)
+    if old is None:
+        return None
+    res = rescored(case, summary, VerificationResult.from_dict(json.loads(old)), params)
+    store.put_evidence(dataset, METHOD_KEY, key, summary.summary_id, "complete", json.dumps(res.to_dict()))
+    return res
 
 
 @dataclass

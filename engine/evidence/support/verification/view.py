@@ -1,9 +1,11 @@
 """What the pages show of a summary's claim verification: marks on the summary, one row per claim, a headline.
 
 :func:`summary_view` turns a stored :class:`~.result.VerificationResult` into a :class:`VerificationView`: each
-unsupported claim is a mark on the summary text (found inside its sentence's span; the whole sentence where the
-claim cannot be found verbatim) whose hover text gives the probability, what a fact-level check found and the
-record's lines it was checked against; rows list every claim, unsupported first.
+unsupported, uncertain or unscored claim is a mark on the summary text in its own colour (found inside its
+sentence's span; the whole sentence where the claim cannot be found verbatim) whose hover text gives the
+probability, what drove it down (a word or number the record never uses, the model's answer, a fact check), what a
+fact-level check found and the record's lines it was checked against; rows list every claim, unsupported first,
+then uncertain.
 """
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ from typing import Optional
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 
 UNSUPPORTED_COLOUR = "rgba(255,140,0,0.38)"
+UNCERTAIN_COLOUR = "rgba(96,165,250,0.22)"  # pale blue: near the line, to read, not a finding
 UNSCORED_COLOUR = "rgba(140,149,159,0.25)"
+COLOURS = {"unsupported": UNSUPPORTED_COLOUR, "uncertain": UNCERTAIN_COLOUR, "unscored": UNSCORED_COLOUR}
+HEADS = {"unsupported": "Unsupported", "uncertain": "Uncertain (near the line: read it, not a finding)",
+         "unscored": "Unscored"}
+ORDER = {"unsupported": 0, "uncertain": 1, "unscored": 2}
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class ClaimRow:
     notes_say: str
     checked_against: str  # the best-matching record lines, with their note ids
     reason: str
+    why: str = ""  # what drove the probability down, in words
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,9 @@ def _passage_text(c: ClaimCheck) -> str:
 
 def _title(c: ClaimCheck) -> str:
     p = "no probability" if c.p_supported is None else f"P(supported) {c.p_supported:.2f}"
-    parts = [f"{'Unsupported' if c.verdict == 'unsupported' else 'Unscored'} claim ({p}): {c.text}"]
+    parts = [f"{HEADS.get(c.verdict, c.verdict)} claim ({p}): {c.text}"]
+    if c.drivers:
+        parts.append("Why: " + "; ".join(c.drivers))
     if c.notes_say:
         parts.append("Fact check: " + "; ".join(c.notes_say))
     if c.reason and c.verdict == "unscored":
@@ -78,23 +88,26 @@ def summary_view(result: Optional[VerificationResult], summary_text: str) -> Ver
     marks, rows, focus = [], [], []
     for s in result.sentences:
         for c in s.claims:
-            if c.verdict in ("unsupported", "unscored"):
+            if c.verdict in COLOURS:
                 a, b = _mark(summary_text, s, c)
-                marks.append((a, b, UNSUPPORTED_COLOUR if c.verdict == "unsupported" else UNSCORED_COLOUR,
-                              _title(c)))
+                marks.append((a, b, COLOURS[c.verdict], _title(c)))
             rows.append(ClaimRow(s.index + 1, c.text, c.verdict, c.p_supported, c.p_model, "; ".join(c.notes_say),
-                                 _passage_text(c), c.reason))
+                                 _passage_text(c), c.reason if c.verdict == "unscored" else "",
+                                 "; ".join(c.drivers)))
             one_note = c.passage and all(p.note_id == c.passage[0].note_id for p in c.passage)
             last = c.passage[-1] if one_note else (c.passage[0] if c.passage else None)
             focus.append((c.passage[0].note_id, c.passage[0].start, last.end) if c.passage else None)
-    order = sorted(range(len(rows)), key=lambda i: ({"unsupported": 0, "unscored": 1}.get(rows[i].verdict, 2),
-                                                   rows[i].sentence))
+    order = sorted(range(len(rows)), key=lambda i: (ORDER.get(rows[i].verdict, 3), rows[i].sentence))
     n_claims = len(rows)
     n_uns = sum(r.verdict == "unsupported" for r in rows)
+    n_unc = sum(r.verdict == "uncertain" for r in rows)
     n_unscored = sum(r.verdict == "unscored" for r in rows)
+    band = result.params.get("combination") or {}
+    line = (f"unsupported below P {result.threshold:.2f}, uncertain below {float(band['supported_from']):.2f}"
+            if band else f"threshold {result.threshold:.2f}")
     head = (f"{n_uns} of {n_claims} claims unsupported in {len(result.unsupported)} of {len(result.sentences)} "
-            f"sentences" + (f"; {n_unscored} unscored" if n_unscored else "")
-            + f" · model {result.model} · threshold {result.threshold:.2f}")
+            f"sentences" + (f"; {n_unc} uncertain" if n_unc else "") + (f"; {n_unscored} unscored" if n_unscored else "")
+            + f" · model {result.model} · {line}")
     cites = {s.start: (s.citation_verdict, s.citation_detail) for s in result.sentences if s.citation_verdict}
     wrong = sum(v == "wrong" for v, _ in cites.values())
     if cites:

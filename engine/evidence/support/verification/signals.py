@@ -1,0 +1,113 @@
+"""What a claim says that its record does not, read without the model, and the model's answer beside it.
+
+A small model asked about a whole sentence says *yes* to most plausible clinical statements; an added history, a
+finding never reported or a pertinent negative on a topic never raised are words the record never uses. Per claim:
+
+* ``novel_words``  the rarity-weighted share of the claim's content words (Porter stems) that the record never uses
+  (:func:`engine.evidence.text.lexical.lexical_support` over :func:`engine.evidence.text.lexical.content_stems`),
+  both sides read through :func:`engine.evidence.text.abbreviations.expand` ("DCCV" meets "cardioversion") and
+  without the words of :data:`NEVER_NOVEL` (how summaries talk: "reports", "presents", "follow-up");
+* ``novel_numbers``  how many numbers the claim states that the record never does
+  (:func:`engine.evidence.text.lexical.claimed_numbers`: no list numbers, dates or unit numbers), at most 2;
+* ``no_age``  the claim gives an age and the record mentions none;
+* ``fact_check``  a fact-level check finds a value, side or term the notes give otherwise
+  (:func:`engine.evidence.support.specifics.check_sentence`);
+* ``model``  1 − the model's P(yes) for the sentence, that P capped at :data:`FINDING_CAP` when one of the checks
+  above finds something (a number, an age or a fact the record does not give: the model's *yes* does not outweigh
+  it); ``None`` when the question was not answered.
+
+:class:`Signals` holds them; :func:`claim_signals` reads them for one claim against a :class:`RecordWords`, which
+reads the record once per case.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from engine.core.models import Case
+from engine.evidence.support import specifics
+from engine.evidence.text.abbreviations import expand
+from engine.evidence.text.lexical import claimed_numbers, content_stems, lexical_support, numbers
+
+NEVER_NOVEL = frozenset(("report", "state", "note", "present", "describ", "complain", "continu", "follow", "plan",
+                         "recommend", "discuss", "advis", "seen", "visit", "today", "current", "prior", "histori",
+                         "evalu", "assess", "manag", "symptom", "concern", "treatment", "also", "includ", "significant",
+                         "given", "remain", "start", "stop", "use", "take", "taken", "recent", "ongo", "known",
+                         "diagnos", "well", "month", "week", "year", "day", "time", "mention", "indic", "admit"))
+AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3} ?y/?o)\b", re.I)
+MAX_NUMBERS = 2
+MODEL_LOGIT_CAP = 6.0
+FINDING_CAP = 0.05  # the model's P(yes) when a check finds a number, an age or a fact the record does not give
+
+
+def model_logit(model: Optional[float]) -> float:
+    """log(model / (1 − model)) within ±:data:`MODEL_LOGIT_CAP` (``model`` = 1 − P(yes)); 0 when there is none."""
+    if model is None:
+        return 0.0
+    m = min(max(model, 1e-6), 1 - 1e-6)
+    return max(-MODEL_LOGIT_CAP, min(MODEL_LOGIT_CAP, math.log(m / (1 - m))))
+
+
+@dataclass(frozen=True)
+class Signals:
+    """One claim's signals, each higher when the claim is less likely supported (see the module docstring)."""
+
+    novel_words: float
+    novel_numbers: int
+    no_age: bool
+    fact_check: bool
+    model: Optional[float] = None
+
+    def vector(self) -> list[float]:
+        """The features in the order of :data:`FEATURES`: the model's answer on the log-odds scale
+        (log((1 − P(yes)) / P(yes)), within ±:data:`MODEL_LOGIT_CAP`; a missing answer counts as 0, undecided),
+        the others as they are."""
+        return [model_logit(self.model), self.novel_words, float(self.novel_numbers), float(self.no_age),
+                float(self.fact_check)]
+
+
+FEATURES = ("model", "novel_words", "novel_numbers", "no_age", "fact_check")
+
+
+class RecordWords:
+    """The words, numbers and notes of one case's record, read once."""
+
+    def __init__(self, case: Case):
+        self.notes = [(n.note_id, n.text) for n in case.notes]
+        text = case.source_text
+        self.stems = frozenset(content_stems(expand(text)))
+        self.numbers = frozenset(numbers(text, generous=True))
+        self.has_age = bool(AGE_TALK.search(text) or specifics.ages(text))
+
+
+def _stems(claim: str) -> list[str]:
+    return [s for s in content_stems(expand(claim)) if s not in NEVER_NOVEL]
+
+
+def claim_signals(claim: str, record: RecordWords, p_yes: Optional[float] = None) -> Signals:
+    """The signals of ``claim`` against ``record``, with the model's P(yes) for its sentence when asked."""
+    stems = _stems(claim)
+    novel = 1.0 - lexical_support(stems, record.stems) if stems else 0.0
+    ages = specifics.ages(claim)
+    foreign = claimed_numbers(claim) - record.numbers - {str(a) for a in ages} - {"0", "1"}
+    no_age = bool(ages) and not record.has_age
+    fact = bool(specifics.check_sentence(claim, record.notes))
+    if p_yes is not None and (foreign or no_age or fact):
+        p_yes = min(p_yes, FINDING_CAP)
+    return Signals(round(float(novel), 4), min(len(foreign), MAX_NUMBERS), no_age, fact,
+                   None if p_yes is None else 1.0 - p_yes)
+
+
+def novel_words(claim: str, record: RecordWords) -> list[str]:
+    """The claim's words (as written) whose stems the record never uses, for a mark's reason."""
+    from engine.evidence.text.lexical import rouge_scorer
+
+    missing = {s for s in _stems(claim) if s not in record.stems}
+    out = []
+    for w in re.findall(r"[A-Za-z][A-Za-z-]+", claim):
+        toks = rouge_scorer().tokens(w)
+        if toks and toks[0] in missing and w.lower() not in (x.lower() for x in out):
+            out.append(w)
+    return out
