@@ -87,9 +87,10 @@ with right:
                               "prompt": s.prompt_variant}, evidence_view.cut_around(summary_marks, verified.marks),
                              [(f.end, f.kind, f.title) for f in view.sentence_flags])
     if verified.marks:
-        st.caption(f"Orange: claims the record does not support ({untrusted.md_inline(verified.headline)}); hover "
-                   "a mark for the probability and the lines it was checked against, or see the Claim verification "
-                   "tab.")
+        st.caption(f"Orange: claims the record does not support; blue: uncertain, near the line — read them, they "
+                   f"are not findings ({untrusted.md_inline(verified.headline)}). Hover a mark for what drove it "
+                   "(a word or number the record never uses, the model's answer, a fact check) and the lines it was "
+                   "checked against, or see the Claim verification tab.")
     if sstig is not None and sstig.summary_hits:
         st.caption(f"Stigmatizing language in the summary: {len(sstig.carried)} carried forward from the notes, "
                    f"{len(sstig.introduced)} introduced by the summary (see the Evidence tab).")

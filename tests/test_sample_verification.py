@@ -9,19 +9,19 @@ from conftest import ROOT
 from engine.data.loading import load_paths
 from engine.evidence.verification_defects import check_manifest
 from engine.evidence.support.verification.result import VerificationResult
+from engine.evidence.support.verification.combination import shipped_combination
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_key
 from engine.llm.modelfiles import DEFAULT_EMBEDDED, embedded_sha256
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest
 
 TIMEOUT = 120
-# measured with the shipped results (README, Claim verification): every documented fabricated or falsified fact is
-# an unsupported claim (21 of the 22 through a fact-level check, 5 by the model's answer alone); the model's
-# citation check (a second opinion) flags these 6 of the 10 documented wrong citations
+# measured with the shipped results (docs/evidence.md, Claim verification): 21 of the 22 documented fabricated or
+# falsified facts are unsupported claims (the contrast allergy of card-02-s3 is not: P 0.54, above the uncertain
+# band); the model's citation check (a second opinion) flags these 6 of the 10 documented wrong citations
 FOUND_FACTS = {
     ('card-01-s2', 'LVEF normalized to 55%'),
     ('card-01-s3', 'he was started on amiodarone 200 mg daily to maintain sinus rhythm'),
     ('card-02-s2', 'she now takes aspirin with prasugrel 10 mg daily'),
-    ('card-02-s3', 'a documented iodinated contrast allergy requiring premedication before catheterization'),
     ('endo-01-s3', 'FNA cytology was benign (Bethesda II)'),
     ('endo-01-s3', 'she was started on levothyroxine 50 mcg daily for fatigue'),
     ('endo-02-s3', 'most recent A1c 6.9%'),
@@ -73,7 +73,8 @@ def test_every_sample_summary_ships_a_current_verification_by_the_default_judge(
         s = ds.summary(sid)
         assert key == verification_key(ds.case(s.case_id), s, sha, DEFAULT_PARAMS), sid  # current, not stale
         assert res.model_sha256 == sha and not res.smoke_test and not res.reason
-        assert all(x.verdict in ("supported", "unsupported") for x in res.sentences)  # the 1.5B answered yes/no
+        assert all(x.verdict in ("supported", "uncertain", "unsupported") for x in res.sentences)  # all answered
+        assert res.method_version == "verify-v2" and res.params["combination"] == shipped_combination().to_dict()
 
 
 def test_the_shipped_verification_surfaces_the_documented_defects_it_surfaced_when_measured():
@@ -109,6 +110,8 @@ def test_case_page_marks_the_fabricated_amiodarone_claim_and_lists_it():
     summary_html = next(m.value for m in at.markdown if "amiodarone" in m.value and "<mark" in m.value)
     assert "Unsupported claim" in summary_html and "amiodarone" in summary_html.split("Unsupported claim", 1)[1]
     assert any(c.value.startswith("Orange: claims the record does not support") for c in at.caption)
+    why = summary_html.split("Unsupported claim", 1)[1]
+    assert "Why: " in why  # the mark names what drove it
     table = next(d.value for d in at.dataframe if "P(supported)" in d.value.columns)
     assert (table["verdict"] == "unsupported").any()
     assert table["verdict"].iloc[0] == "unsupported"  # unsupported first

@@ -75,8 +75,14 @@ def test_a_finding_caps_the_probability_and_says_what_the_notes_say():
     s = Summary("x", "c1", "Started metoprolol 50 mg daily. <NoteID:1>")
     r = verify_summary(CASE, s, AnswerBackend(lambda m: {"Yes": math.log(0.95), "No": math.log(0.05)}))
     c = r.sentences[0].claims[0]
-    assert c.p_model == pytest.approx(0.95) and c.p_supported == DEFAULT_PARAMS.finding_cap
+    assert c.p_model == pytest.approx(0.95) and c.p_supported < r.threshold
     assert c.verdict == "unsupported" and any("25" in x for x in c.notes_say)
+    # the model said yes: the number and the fact check drove it, and the mark says so
+    assert c.drivers == ("a number the record never states: 50",
+                         "a fact check: metoprolol 50: the notes give metoprolol 25 (note 1)")
+    v1 = verify_summary(CASE, s, AnswerBackend(lambda m: {"Yes": math.log(0.95), "No": math.log(0.05)}),
+                        params=VerifyParams(combine=False))
+    assert v1.sentences[0].claims[0].p_supported == DEFAULT_PARAMS.finding_cap
 
 
 def test_an_age_the_record_never_gives_and_a_foreign_number_are_findings():
@@ -100,6 +106,16 @@ def test_list_numbers_dates_and_units_are_never_claimed_numbers():
     # a value the record never states is still found, list number or not
     assert "the record never states 20" in fact_findings("2. Nexium 20 mg once daily.", record, nums)
     assert claimed_numbers("2. Nexium 20 mg; 3/12/2024; eGFR 48 mL/min/1.73 m2") == {"20", "48"}
+
+
+def test_a_summary_written_as_a_numbered_plan_is_not_marked_for_its_list_numbers():
+    case = Case("p", "Gastroenterology", (Note("1", "Plan: Nexium 40 mg once daily. Continue lisinopril for HTN. "
+                                                    "Recheck labs in March 2025."),))
+    plan = Summary("p-s1", "p", "1. Nexium 40 mg once daily.\n2. Continue lisinopril for hypertension.\n"
+                                "3. Recheck labs in March 2025.")
+    r = verify_summary(case, plan, AnswerBackend(lambda m: {"yes": math.log(0.9), "no": math.log(0.1)}))
+    assert len(r.sentences) == 3 and all(s.verdict == "supported" for s in r.sentences), r.sentences
+    assert not any(c.notes_say or c.drivers for s in r.sentences for c in s.claims)
 
 
 def test_a_citation_is_wrong_when_the_cited_note_alone_does_not_support_the_claim():

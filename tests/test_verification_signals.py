@@ -1,13 +1,14 @@
 """The signals claim verification reads without the model, the abbreviations both sides are read through, and the
 monotone combination that turns them into one probability with an uncertain band."""
 import json
+import math
 
 import pytest
 
 from engine.core.models import Case, Note
 from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination, fit_monotone,
                                                                shipped_combination)
-from engine.evidence.support.verification.signals import FEATURES, RecordWords, Signals, claim_signals, novel_words
+from engine.evidence.support.verification.signals import FEATURES, FINDING_CAP, RecordWords, Signals, claim_signals, novel_words
 from engine.evidence.text.abbreviations import ABBREVIATIONS, expand
 
 RECORD = RecordWords(Case("c", "", (Note("1", "DCCV 3/12/2024: successful, restored sinus rhythm. HTN on "
@@ -25,7 +26,7 @@ def test_abbreviations_meet_their_words_and_ambiguous_or_lower_case_words_stay_w
 
 def test_what_the_record_states_in_other_forms_adds_no_novel_word():
     for claim in ("Cardioversion restored sinus rhythm.", "Brain MRI showed no metastases.",
-                  "Hypertension treated with lisinopril.", "Acute kidney injury resolved.",
+                  "Hypertension, on lisinopril.", "Acute kidney injury resolved.",
                   "2. Continue lisinopril for HTN."):
         s = claim_signals(claim, RECORD, 0.9)
         assert s.novel_words == 0 and s.novel_numbers == 0 and not s.no_age, (claim, s)
@@ -38,8 +39,10 @@ def test_added_history_negatives_values_and_ages_are_read():
     assert claim_signals("Her mother is 63.", RECORD).novel_numbers == 1
     assert claim_signals("A 74-year-old woman.", RECORD).no_age
     assert claim_signals("Her mother is 53.", RECORD).novel_numbers == 0
-    assert claim_signals("x", RECORD, 0.8).vector()[0] == pytest.approx(0.2)
-    assert claim_signals("x", RECORD).vector()[0] == 0.5  # no answer: undecided
+    assert claim_signals("Sinus rhythm.", RECORD, 0.8).vector()[0] == pytest.approx(math.log(0.2 / 0.8))
+    assert claim_signals("Sinus rhythm.", RECORD).vector()[0] == 0.0  # no answer: undecided
+    # a finding caps the model's yes: its answer cannot outweigh a number the record never gives
+    assert claim_signals("Her mother is 63.", RECORD, 0.99).model == pytest.approx(1 - FINDING_CAP)
 
 
 def test_the_monotone_fit_never_gives_a_negative_weight():

@@ -96,6 +96,7 @@ _NOT_CLAIMED = re.compile(
     r"|\b(?:problem|item|section|step|part|diagnosis|issue)\s+#?\d{1,2}\s*[:.)]"  # "Problem 5:"
     r"|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b\d{4}-\d{1,2}-\d{1,2}\b"  # dates: 3/12/2024, 3/12, 2024-03-12
     rf"|\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?\b"  # March 12, 2024
+    rf"|\b(?:{_MONTHS})\.?,?\s+\d{{4}}\b|\b(?:19|20)\d\d\b"  # January 2024; a year
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?"  # 12 March 2024
     r"|/\s?1\.73\s?m(?:2|\u00b2)|\bx\s?10\^?\d+|\b10\^\d+|/\s?24\s?h(?:rs?|ours?)?\b",  # units
     re.I)
@@ -104,7 +105,7 @@ _NOT_CLAIMED = re.compile(
 def claimed_numbers(text: str) -> set[str]:
     """The numbers a summary's sentence claims (:func:`numbers`), leaving out what only structures or dates it:
     list and problem numbers ("2. Nexium 40 mg", "#4 Hypertension", "Problem 5:"), dates and their parts
-    ("3/12/2024", "2024-03-12", "March 12, 2024") and numbers inside units ("mL/min/1.73 m2", "x10^9/L",
+    ("3/12/2024", "2024-03-12", "March 12, 2024", "January 2024", a year such as 2019) and numbers inside units ("mL/min/1.73 m2", "x10^9/L",
     "/24 h")."""
     return numbers(_NOT_CLAIMED.sub(" ", text))
 

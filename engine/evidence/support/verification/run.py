@@ -274,23 +274,26 @@ def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: Verify
 
 
 def drivers(comb: Combination, sig: Signals, claim: str, words: RecordWords, found: Sequence[str]) -> tuple[str, ...]:
-    """What lowered a claim's P(supported), in words, the largest part first."""
+    """What lowered a claim's P(supported), in words: the findings that cap the model's answer first (a number or
+    an age the record never gives, a fact check), then the words the record never uses, then the model's answer
+    when no finding capped it."""
     out = []
-    for name, _part in comb.drivers(sig):
-        if name == "model":
-            out.append(f"the model's answer (P(yes) {1 - sig.model:.2f})")
-        elif name == "novel_words":
-            new = novel_words(claim, words)
-            if new:
-                out.append("words the record never uses: " + ", ".join(new[:6]))
-        elif name == "novel_numbers":
-            new = sorted(claimed_numbers(claim) - words.numbers - {"0", "1"})
-            if new:
-                out.append("a number the record never states: " + ", ".join(new[:4]))
-        elif name == "no_age":
-            out.append("an age, and the record gives none")
-        elif name == "fact_check":
-            out.append("a fact check: " + "; ".join(found) if found else "a fact check")
+    new_numbers = sorted(claimed_numbers(claim) - words.numbers - {"0", "1"}) if sig.novel_numbers else []
+    if new_numbers:
+        out.append("a number the record never states: " + ", ".join(new_numbers[:4]))
+    if sig.no_age:
+        out.append("an age, and the record gives none")
+    if sig.fact_check:
+        facts = [f for f in found if "never states" not in f and "gives no age" not in f]
+        out.append("a fact check: " + "; ".join(facts) if facts else "a fact check")
+    parts = dict(comb.drivers(sig))
+    if parts.get("novel_words"):
+        new = novel_words(claim, words)
+        if new:
+            out.append("words the record never uses: " + ", ".join(new[:6]))
+    capped = bool(new_numbers or sig.no_age or sig.fact_check)
+    if parts.get("model") and not capped:
+        out.append(f"the model's answer (P(yes) {1 - sig.model:.2f})")
     return tuple(out)
 
 

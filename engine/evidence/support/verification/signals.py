@@ -35,7 +35,12 @@ NEVER_NOVEL = frozenset(("report", "state", "note", "present", "describ", "compl
                          "recommend", "discuss", "advis", "seen", "visit", "today", "current", "prior", "histori",
                          "evalu", "assess", "manag", "symptom", "concern", "treatment", "also", "includ", "significant",
                          "given", "remain", "start", "stop", "use", "take", "taken", "recent", "ongo", "known",
-                         "diagnos", "well", "month", "week", "year", "day", "time", "mention", "indic", "admit"))
+                         "diagnos", "well", "month", "week", "year", "day", "time", "mention", "indic", "admit",
+                         # who the patient is, which notes write as "F", "M" or "y/o"
+                         "woman", "man", "femal", "male", "women", "men", "ladi", "gentleman", "girl", "boy",
+                         # the months of a date (a date is not a claimed fact of its own)
+                         "januari", "februari", "march", "april", "may", "june", "juli", "august", "septemb",
+                         "octob", "novemb", "decemb"))
 AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3} ?y/?o)\b", re.I)
 MAX_NUMBERS = 2
 MODEL_LOGIT_CAP = 6.0
