@@ -51,6 +51,20 @@ def main(path: Path = SAMPLE_VERIFY) -> dict:
             if entry.get("quality_group") == "high" and s.verdict in ("unsupported", "uncertain"):
                 why = "; ".join(d for c in s.claims for d in c.drivers)
                 out["high_quality_marks"].append(f"{sid} [{s.verdict}, P {s.p_supported:.2f}] {s.text} — {why}")
+    cites = [c for c in checks if c.kind == "wrong_citation"]
+    out["wrong_citations"], out["wrong_citations_found"] = len(cites), sum(bool(c.found) for c in cites)
+    wrong_spans = {(c.summary_id, c.span) for c in cites}
+    flagged = checked = 0
+    for sid, res in results.items():
+        text = ds.summary(sid).text
+        spans = [(text.find(sp), text.find(sp) + len(sp)) for k, sp in wrong_spans if k == sid and sp in text]
+        for s in res.sentences:
+            if s.citation_verdict and not any(a < s.end and b > s.start for a, b in spans):
+                checked += 1
+                flagged += s.citation_verdict in ("wrong", "unknown")
+    out["other_citations_checked"], out["other_citations_flagged"] = checked, flagged
+    print(f"the model's citation check: documented wrong citations flagged {out['wrong_citations_found']} of "
+          f"{out['wrong_citations']}; other checked citations flagged {flagged} of {checked}")
     missed = [f"{c.summary_id}: {c.span} ({c.evidence})" for c in facts if not c.found]
     print(f"documented fabricated/falsified facts found: {out['found']} of {out['documented_facts']}")
     for m in missed:

@@ -2,8 +2,10 @@
 
 The record is cut into lines: a transcript into its turns, a note into its sentences (:func:`record_lines`).
 A claim's passage is the few lines that share the most of its content words, each word weighted by its rarity
-(the support background's idf, :func:`engine.evidence.text.lexical.idf_weights`), with the line before each for
-context (a question before its answer), in record order. It is shown beside every answer, and it is what the
+(the support background's idf, :func:`engine.evidence.text.lexical.idf_weights`), both sides read through the
+clinical abbreviations (:func:`engine.evidence.text.abbreviations.expand`: "DCCV" meets "cardioversion"), with the
+line before each for context (a question before its answer), in record order; a sentence that cites notes also
+gets the best-matching line of each cited note (:meth:`LineIndex.passage` with ``notes``). It is shown beside every answer, and it is what the
 model reads instead of the record when the whole record does not fit the model's context.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from engine.core.models import Case
+from engine.evidence.text.abbreviations import expand
 from engine.evidence.text.lexical import content_stems, idf_weights, numbers
 from engine.evidence.text.salience import is_dialogue
 from engine.evidence.text.sentences import split_sentences
@@ -62,11 +65,11 @@ class LineIndex:
 
     def __init__(self, lines: Sequence[Line]):
         self.lines = list(lines)
-        self.stems = [frozenset(content_stems(x.text)) for x in self.lines]
+        self.stems = [frozenset(content_stems(expand(x.text))) for x in self.lines]
         self.nums = [frozenset(numbers(x.text, generous=True)) for x in self.lines]
 
     def scores(self, claim: str) -> list[float]:
-        stems = content_stems(claim)
+        stems = content_stems(expand(claim))
         nums = numbers(claim)
         w = dict(zip(stems, idf_weights(stems))) if stems else {}
         total = sum(w.values()) + len(nums) or 1.0
@@ -79,10 +82,18 @@ class LineIndex:
         order = sorted(range(len(sc)), key=lambda i: (-sc[i], i))
         return [i for i in order[:k] if sc[i] > 0]
 
-    def passage(self, claim: str, k: int = TOP_LINES, context: int = 1) -> list[int]:
-        """The best lines with ``context`` lines before each (same note), in record order."""
+    def passage(self, claim: str, k: int = TOP_LINES, context: int = 1, notes: Sequence[str] = ()) -> list[int]:
+        """The best lines with ``context`` lines before each (same note), in record order; with ``notes`` (the
+        note ids a sentence cites) also the best-matching line of each of those notes."""
         keep: set[int] = set()
-        for i in self.best(claim, k):
+        best = self.best(claim, k)
+        if notes:
+            sc = self.scores(claim)
+            for nid in notes:
+                mine = [i for i, ln in enumerate(self.lines) if ln.note_id == nid and sc[i] > 0]
+                if mine and not any(self.lines[i].note_id == nid for i in best):
+                    best.append(max(mine, key=lambda i: (sc[i], -i)))
+        for i in best:
             for j in range(i - context, i + 1):
                 if j >= 0 and self.lines[j].note_id == self.lines[i].note_id:
                     keep.add(j)

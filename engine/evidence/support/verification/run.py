@@ -147,7 +147,7 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
         checks: list[ClaimCheck] = []
         whole = None  # the sentence's own answer, shared by its claims (params.claims False)
         for c in parts:
-            passage = tuple(reader.index.refs(reader.index.passage(c.text)))
+            passage = tuple(reader.index.refs(reader.index.passage(c.text, notes=cited_ids(s.citations, case))))
             if record is None:
                 checks.append(ClaimCheck(c.text, c.start, c.end, None, "unscored", reason=why, passage=passage))
                 continue
@@ -178,9 +178,11 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
 def rescored(case: Case, summary: Summary, stored: VerificationResult,
              params: VerifyParams = DEFAULT_PARAMS) -> VerificationResult:
     """``stored`` decided again under ``params`` from its own model answers (each claim's P(yes), each cited
-    sentence's P(cited)): no question is asked again. The claims, passages and citations stay as they were."""
+    sentence's P(cited)): no question is asked again. The claims stay as they were; their passages are found
+    again (they are what the page shows, not what the model read)."""
     comb = shipped_combination() if params.combine else None
     words = RecordWords(case)
+    index = LineIndex(record_lines(case))
     record_numbers = frozenset(numbers(case.source_text, generous=True))
     sents = []
     for s in stored.sentences:
@@ -190,7 +192,8 @@ def rescored(case: Case, summary: Summary, stored: VerificationResult,
                 checks.append(c)
                 continue
             found = tuple(fact_findings(c.text, case, record_numbers))
-            new = _claim_check(c, Answer(c.p_model, "", c.top), found, c.passage, params, comb, words)
+            passage = tuple(index.refs(index.passage(c.text, notes=cited_ids(s.cited, case))))
+            new = _claim_check(c, Answer(c.p_model, "", c.top), found, passage, params, comb, words)
             checks.append(replace(new, p_cited=c.p_cited))
         scored = [c.p_supported for c in checks if c.p_supported is not None]
         p = min(scored) if scored else None
@@ -224,6 +227,12 @@ def _check_citations(backend: Backend, record: str, s, checks: list[ClaimCheck],
         return checks, 0
     a = _ask(backend, record, question_message(s.clean, s.clean, cited=s.citations))
     return [replace(c, p_cited=a.p_yes) if c.p_supported is not None else c for c in checks], 1
+
+
+def cited_ids(cited: Sequence[str], case: Case) -> tuple[str, ...]:
+    """The cited note ids the case has."""
+    ids = {n.note_id for n in case.notes}
+    return tuple(c for c in cited if c in ids)
 
 
 def cited_known(cited: Sequence[str], case: Case) -> bool:
