@@ -57,3 +57,24 @@ def test_items_keep_reference_sentences_with_foreign_numbers_out_of_the_supporte
     for i in items:
         assert (i.label == 0) == (i.category == "supported")
         assert not (i.category == "supported" and _foreign(i.sentence, i.record))
+
+
+def test_natural_items_add_what_the_conversation_never_gives_and_leave_the_other_items_as_they_were():
+    from verify_set import NATURAL_KINDS, _natural_items, natural
+
+    r = ROWS[2]
+    conv = r["dialogue"]
+    rng = random.Random(3)
+    s = "She uses Salmeterol for her asthma, and her mother is 53 and her father 58."
+    assert "history of" in natural(s, conv, "history", rng) and natural(s, conv, "history", rng).startswith(s[:-1])
+    assert natural(s, conv, "negative", rng).startswith(s[:-1] + ", and the patient denies")
+    changed = natural(s, conv, "second-value", rng)
+    assert changed is not None and "53" not in changed and "58" in changed  # the relative's value, not the next one
+    assert natural("No numbers here at all.", conv, "second-value", rng) is None
+    sents = _note_sentences(r["section_text"])
+    base = _conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1, n_natural=0)
+    more = _conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1)
+    assert more[:len(base)] == base  # drawn with their own generator: the other items are unchanged
+    extra = more[len(base):]
+    assert extra and all(i.label == 1 and i.category.split(":")[1] in NATURAL_KINDS for i in extra)
+    assert all(i.record == conv and i.sentence not in sents for i in extra)

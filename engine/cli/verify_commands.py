@@ -57,7 +57,9 @@ def cmd_verify(args) -> int:
     print_jsonl([batch.results[sid].to_line() for sid in ids if sid in batch.results], args.out)
     if not args.quiet:
         unsupported = sum(len(r.unsupported_claims) for r in batch.results.values())
+        uncertain = sum(c.verdict == "uncertain" for r in batch.results.values() for s in r.sentences
+                        for c in s.claims)
         say(f"{len(batch.results)} summaries ({batch.computed} verified now, the rest stored): {unsupported} "
-            "unsupported claims", file=sys.stderr)
+            f"unsupported claims, {uncertain} uncertain", file=sys.stderr)
     return 0
 
