@@ -340,7 +340,7 @@ def main():
             cap, thr, auc_d, f1 = choose(items, answers[c])
             print(f"\n[{c}] chosen on dev: finding cap {cap}, threshold {thr} (dev AUROC {auc_d:.3f}, F1 {f1:.3f})")
         else:
-            cap, thr = 0.05, 0.65  # verify-v1's shipped cap and threshold
+            cap, thr = DEFAULT_PARAMS.finding_cap, DEFAULT_PARAMS.threshold  # verify-v1 (combine=False)
         t_sig = time.perf_counter()
         rows = signal_rows(items, answers[c])
         report["signal_seconds_per_sentence"] = (time.perf_counter() - t_sig) / max(len(items), 1)

@@ -32,7 +32,7 @@ from engine.core.models import Case, Dataset, Summary
 from engine.core.stamps import json_key
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
-from engine.evidence.text.lexical import claimed_numbers, numbers
+from engine.evidence.text.lexical import claimed_numbers
 from engine.evidence.text.sentences import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
@@ -77,6 +77,24 @@ def fact_findings(claim: str, case: Case, record_numbers: frozenset) -> list[str
     return list(dict.fromkeys(out))
 
 
+def _method(params: VerifyParams) -> tuple[Optional[Combination], dict]:
+    """The combination ``params`` decide with (None: ``verify-v1``) and the provenance fields of a result."""
+    comb = shipped_combination() if params.combine else None
+    extra = {"combination": comb.to_dict()} if comb is not None else {}
+    return comb, dict(method_version=METHOD_VERSION if comb else "verify-v1",
+                      threshold=comb.unsupported_below if comb else params.threshold,
+                      params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
+
+
+def _sentence_verdict(checks: Sequence[ClaimCheck], comb: Optional[Combination], params: VerifyParams
+                      ) -> tuple[Optional[float], str]:
+    """A sentence's P(supported) (its least supported scored claim's) and verdict."""
+    scored = [c.p_supported for c in checks if c.p_supported is not None]
+    p = min(scored) if scored else None
+    return p, ("unscored" if p is None else comb.verdict(p) if comb is not None else
+               "unsupported" if p < params.threshold else "supported")
+
+
 def summary_sentences(summary: Summary, style: cit.CitationStyle = cit.DEFAULT_STYLE):
     """The sentences a verification asks about: every sentence but section headings."""
     return [s for s in split_sentences(summary.text, style) if not is_heading(s.clean)]
@@ -88,8 +106,7 @@ class RecordReader:
     def __init__(self, case: Case, backend: Backend):
         self.case, self.backend = case, backend
         self.index = LineIndex(record_lines(case))
-        self.numbers = frozenset(numbers(case.source_text, generous=True))
-        self.words = RecordWords(case)
+        self.words = RecordWords(case)  # its words and numbers, read once
         whole = record_message(case)
         room = backend.n_ctx - QUESTION_BUDGET
         self.tokens = (backend.count_tokens(whole) if backend.capabilities.tokenizer else len(whole) // 3 + 1)
@@ -126,12 +143,9 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
     t0 = time.perf_counter()
     desc = backend.describe()
     model = str(desc.get("model_file") or desc.get("model") or backend.name)
-    comb = shipped_combination() if params.combine else None
-    extra = {"combination": comb.to_dict()} if comb is not None else {}
-    base = dict(summary_id=summary.summary_id, method_version=METHOD_VERSION if comb else "verify-v1", model=model,
-                model_sha256=model_sha256, smoke_test=is_smoke_test_model(model, model_sha256),
-                threshold=comb.unsupported_below if comb else params.threshold,
-                params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
+    comb, method = _method(params)
+    base = dict(summary_id=summary.summary_id, model=model, model_sha256=model_sha256,
+                smoke_test=is_smoke_test_model(model, model_sha256), **method)
     if not backend.capabilities.next_token:
         return VerificationResult(**base, reason=f"the backend {backend.name} cannot answer in one step with "
                                                  "log-probabilities")
@@ -159,15 +173,12 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
                 whole = ans if not params.claims else None
             else:
                 ans = whole
-            found = tuple(fact_findings(c.text, case, reader.numbers))
+            found = tuple(fact_findings(c.text, case, reader.words.numbers))
             checks.append(_claim_check(c, ans, found, passage, params, comb, reader.words))
         if cited_known(s.citations, case) and params.citations and reader.whole is not None:
             checks, n = _check_citations(backend, record, s, checks, params)
             asked += n
-        scored = [c.p_supported for c in checks if c.p_supported is not None]
-        p = min(scored) if scored else None
-        verdict = ("unscored" if p is None else comb.verdict(p) if comb is not None else
-                   "unsupported" if p < params.threshold else "supported")
+        p, verdict = _sentence_verdict(checks, comb, params)
         cv, detail = citation_verdict(s.citations, checks, case, params.threshold)
         out.append(SentenceCheck(s.index, s.start, s.end, s.clean, p, verdict, tuple(checks), tuple(s.citations),
                                  cv, detail))
@@ -180,10 +191,9 @@ def rescored(case: Case, summary: Summary, stored: VerificationResult,
     """``stored`` decided again under ``params`` from its own model answers (each claim's P(yes), each cited
     sentence's P(cited)): no question is asked again. The claims stay as they were; their passages are found
     again (they are what the page shows, not what the model read)."""
-    comb = shipped_combination() if params.combine else None
+    comb, method = _method(params)
     words = RecordWords(case)
     index = LineIndex(record_lines(case))
-    record_numbers = frozenset(numbers(case.source_text, generous=True))
     sents = []
     for s in stored.sentences:
         checks = []
@@ -191,21 +201,15 @@ def rescored(case: Case, summary: Summary, stored: VerificationResult,
             if c.p_model is None:
                 checks.append(c)
                 continue
-            found = tuple(fact_findings(c.text, case, record_numbers))
+            found = tuple(fact_findings(c.text, case, words.numbers))
             passage = tuple(index.refs(index.passage(c.text, notes=cited_ids(s.cited, case))))
             new = _claim_check(c, Answer(c.p_model, "", c.top), found, passage, params, comb, words)
             checks.append(replace(new, p_cited=c.p_cited))
-        scored = [c.p_supported for c in checks if c.p_supported is not None]
-        p = min(scored) if scored else None
-        verdict = ("unscored" if p is None else comb.verdict(p) if comb is not None else
-                   "unsupported" if p < params.threshold else "supported")
+        p, verdict = _sentence_verdict(checks, comb, params)
         cv, detail = citation_verdict(s.cited, checks, case, params.threshold)
         sents.append(replace(s, p_supported=p, verdict=verdict, claims=tuple(checks), citation_verdict=cv,
                              citation_detail=detail))
-    extra = {"combination": comb.to_dict()} if comb is not None else {}
-    return replace(stored, method_version=METHOD_VERSION if comb else "verify-v1", sentences=tuple(sents),
-                   threshold=comb.unsupported_below if comb else params.threshold,
-                   params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
+    return replace(stored, sentences=tuple(sents), **method)
 
 
 def _check_citations(backend: Backend, record: str, s, checks: list[ClaimCheck], params: VerifyParams
