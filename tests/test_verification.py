@@ -157,6 +157,27 @@ def test_results_round_trip_and_the_view_marks_unsupported_claims():
     assert v.rows[0].verdict == "unsupported" and "claims unsupported" in v.headline
 
 
+def test_an_answer_near_the_line_is_uncertain_in_its_own_colour_and_never_counted_unsupported():
+    from engine.evidence.support.verification.combination import shipped_combination
+    from engine.evidence.support.verification.view import UNCERTAIN_COLOUR, UNSUPPORTED_COLOUR
+
+    comb = shipped_combination()
+    # find the model's P(yes) that lands a plain, fully stated sentence inside the uncertain band
+    s = Summary("u", "c1", "Echo ordered.")
+    p_yes = next(p / 100 for p in range(1, 100)
+                 if comb.verdict(verify_summary(CASE, s, AnswerBackend(
+                     lambda m, q=p / 100: {"Yes": math.log(q), "No": math.log(1 - q)})).sentences[0].p_supported)
+                 == "uncertain")
+    r = verify_summary(CASE, s, AnswerBackend(lambda m: {"Yes": math.log(p_yes), "No": math.log(1 - p_yes)}))
+    c = r.sentences[0].claims[0]
+    assert c.verdict == "uncertain" and r.sentences[0].verdict == "uncertain" and not r.unsupported
+    assert c.drivers == (f"the model's answer (P(yes) {p_yes:.2f})",)  # every word is the record's: the model drove it
+    v = summary_view(r, s.text)
+    assert [m[2] for m in v.marks] == [UNCERTAIN_COLOUR] and UNSUPPORTED_COLOUR not in [m[2] for m in v.marks]
+    assert "Uncertain" in v.marks[0][3] and "Why: the model's answer" in v.marks[0][3]
+    assert "0 of 1 claims unsupported" in v.headline and "1 uncertain" in v.headline and v.rows[0].why
+
+
 # ----------------------------------------------------------------------------------------------- real model
 @pytest.fixture(scope="module")
 def smoke():
