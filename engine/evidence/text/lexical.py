@@ -105,8 +105,8 @@ _NOT_CLAIMED = re.compile(
 def claimed_numbers(text: str) -> set[str]:
     """The numbers a summary's sentence claims (:func:`numbers`), leaving out what only structures or dates it:
     list and problem numbers ("2. Nexium 40 mg", "#4 Hypertension", "Problem 5:"), dates and their parts
-    ("3/12/2024", "2024-03-12", "March 12, 2024", "January 2024", a year such as 2019) and numbers inside units ("mL/min/1.73 m2", "x10^9/L",
-    "/24 h")."""
+    ("3/12/2024", "2024-03-12", "March 12, 2024", "January 2024", a year such as 2019) and numbers inside units
+    ("mL/min/1.73 m2", "x10^9/L", "/24 h")."""
     return numbers(_NOT_CLAIMED.sub(" ", text))
 
 

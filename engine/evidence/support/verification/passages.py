@@ -1,12 +1,12 @@
 """The record's lines that best match a claim.
 
-The record is cut into lines: a transcript into its turns, a note into its sentences (:func:`record_lines`).
-A claim's passage is the few lines that share the most of its content words, each word weighted by its rarity
-(the support background's idf, :func:`engine.evidence.text.lexical.idf_weights`), both sides read through the
-clinical abbreviations (:func:`engine.evidence.text.abbreviations.expand`: "DCCV" meets "cardioversion"), with the
-line before each for context (a question before its answer), in record order; a sentence that cites notes also
-gets the best-matching line of each cited note (:meth:`LineIndex.passage` with ``notes``). It is shown beside every answer, and it is what the
-model reads instead of the record when the whole record does not fit the model's context.
+The record is cut into lines: a transcript into its turns, a note into its sentences (:func:`record_lines`). A
+claim's passage is the few lines that share the most of its content words, each word weighted by its rarity (the
+support background's idf, :func:`engine.evidence.text.lexical.idf_weights`), both sides read through the clinical
+abbreviations (:func:`engine.evidence.text.abbreviations.expand`: "DCCV" meets "cardioversion"), with the line
+before each for context (a question before its answer), in record order; a sentence that cites notes also gets the
+best-matching line of each cited note (:meth:`LineIndex.passage` with ``notes``). It is shown beside every answer,
+and it is what the model reads instead of the record when the whole record does not fit the model's context.
 """
 from __future__ import annotations
 

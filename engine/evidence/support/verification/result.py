@@ -1,9 +1,10 @@
 """Typed verification results — per claim, per sentence and per summary — and their stored form.
 
-A claim is *supported*, *uncertain* or *unsupported* by its probability against the shipped bands (or, in results
-of ``verify-v1``, *supported* or *unsupported* against one threshold), or *unscored* with the reason (no log-probabilities, an answer that is neither yes nor no, a record the context cannot hold): an
-unscored claim never gets a guessed probability. A sentence's probability is that of its least supported scored
-claim; a sentence whose claims are all unscored is unscored. A summary with no sentence is unscored as a whole.
+A claim is *supported*, *uncertain* or *unsupported* by its probability against the shipped bands (or, in results of
+``verify-v1``, *supported* or *unsupported* against one threshold), or *unscored* with the reason (no
+log-probabilities, an answer that is neither yes nor no, a record the context cannot hold): an unscored claim never
+gets a guessed probability. A sentence's probability is that of its least supported scored claim; a sentence whose claims
+are all unscored is unscored. A summary with no sentence is unscored as a whole.
 """
 from __future__ import annotations
 

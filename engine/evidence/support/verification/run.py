@@ -20,7 +20,6 @@ question did not help (0.75); per-claim questions remain a parameter.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Optional, Sequence
@@ -30,16 +29,15 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Case, Dataset, Summary
 from engine.core.stamps import json_key
-from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
-from engine.evidence.text.lexical import claimed_numbers
 from engine.evidence.text.sentences import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
 from engine.evidence.support.verification.claims import split_claims
 from engine.evidence.support.verification.combination import Combination, shipped_combination
 from engine.evidence.support.verification.passages import LineIndex, record_lines
-from engine.evidence.support.verification.signals import RecordWords, Signals, claim_signals, novel_words
+from engine.evidence.support.verification.signals import (AGE_TALK, RecordWords, Signals, checked, claim_signals,
+                                                          described, novel_words)
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
 from engine.llm.backends import Backend, BackendError
 from engine.llm.modelfiles import is_smoke_test_model
@@ -47,7 +45,6 @@ from engine.llm.modelfiles import is_smoke_test_model
 METHOD_VERSION = "verify-v2"  # v2: the monotone combination of every signal, with an uncertain band
 METHOD_KEY = "verification"  # the evidence kind's key
 QUESTION_BUDGET = 384  # tokens kept free in the context for one question and its answer
-_AGE_TALK = re.compile(r"\b(?:years? old|year-old|how old|aged?|birthday|\d{1,3} ?y/?o)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -67,14 +64,9 @@ def fact_findings(claim: str, case: Case, record_numbers: frozenset) -> list[str
     """What the record contradicts or never gives in ``claim``: the fact-level checks of
     :func:`engine.evidence.support.specifics.check_sentence`, an age when the record mentions none, and a number the
     record never states (digits or words; never a list number, a date or a unit's number:
-    :func:`engine.evidence.text.lexical.claimed_numbers`)."""
+    :func:`engine.evidence.text.lexical.claimed_numbers`) — :func:`.signals.checked`, in words."""
     notes = [(n.note_id, n.text) for n in case.notes]
-    out = [f.describe() for f in specifics.check_sentence(claim, notes)]
-    if specifics.ages(claim) and not any(_AGE_TALK.search(t) for _, t in notes):
-        out.append("the record gives no age")
-    foreign = sorted(claimed_numbers(claim) - record_numbers - {str(a) for a in specifics.ages(claim)})
-    out.extend(f"the record never states {x}" for x in foreign if x not in ("1", "0"))
-    return list(dict.fromkeys(out))
+    return described(*checked(claim, notes, record_numbers, any(AGE_TALK.search(t) for _, t in notes)))
 
 
 def _method(params: VerifyParams) -> tuple[Optional[Combination], dict]:
@@ -173,8 +165,7 @@ def verify_summary(case: Case, summary: Summary, backend: Backend, model_sha256:
                 whole = ans if not params.claims else None
             else:
                 ans = whole
-            found = tuple(fact_findings(c.text, case, reader.words.numbers))
-            checks.append(_claim_check(c, ans, found, passage, params, comb, reader.words))
+            checks.append(_claim_check(c, ans, case, passage, params, comb, reader.words))
         if cited_known(s.citations, case) and params.citations and reader.whole is not None:
             checks, n = _check_citations(backend, record, s, checks, params)
             asked += n
@@ -201,9 +192,8 @@ def rescored(case: Case, summary: Summary, stored: VerificationResult,
             if c.p_model is None:
                 checks.append(c)
                 continue
-            found = tuple(fact_findings(c.text, case, words.numbers))
             passage = tuple(index.refs(index.passage(c.text, notes=cited_ids(s.cited, case))))
-            new = _claim_check(c, Answer(c.p_model, "", c.top), found, passage, params, comb, words)
+            new = _claim_check(c, Answer(c.p_model, "", c.top), case, passage, params, comb, words)
             checks.append(replace(new, p_cited=c.p_cited))
         p, verdict = _sentence_verdict(checks, comb, params)
         cv, detail = citation_verdict(s.cited, checks, case, params.threshold)
@@ -268,15 +258,18 @@ def citation_verdict(cited: Sequence[str], checks: Sequence[ClaimCheck], case: C
                      f"(P {c.p_cited:.2f}){where}")
 
 
-def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: VerifyParams,
-                 comb: Optional[Combination] = None, words: Optional[RecordWords] = None) -> ClaimCheck:
+def _claim_check(c, ans: Answer, case: Case, passage, params: VerifyParams, comb: Optional[Combination],
+                 words: RecordWords) -> ClaimCheck:
+    """One claim's check from the model's answer: with ``comb``, the claim's signals in the combination; else
+    (``verify-v1``) the answer capped by a fact-level finding against ``params.threshold``."""
+    sig = claim_signals(c.text, words, ans.p_yes) if comb is not None else None
+    found = tuple(sig.findings()) if sig is not None else tuple(fact_findings(c.text, case, words.numbers))
     if ans.p_yes is None:
         return ClaimCheck(c.text, c.start, c.end, None, "unscored", None, ans.reason, passage, found, ans.top)
-    if comb is not None and words is not None:
-        sig = claim_signals(c.text, words, ans.p_yes)
+    if sig is not None:
         p = comb.p_supported(sig)
         verdict = comb.verdict(p)
-        why = drivers(comb, sig, c.text, words, found) if verdict != "supported" else ()
+        why = drivers(comb, sig, c.text, words) if verdict != "supported" else ()
         return ClaimCheck(c.text, c.start, c.end, round(p, 4), verdict, ans.p_yes, "; ".join(why), passage, found,
                           ans.top, drivers=why)
     p, reason = ans.p_yes, ""
@@ -286,26 +279,23 @@ def _claim_check(c, ans: Answer, found: tuple[str, ...], passage, params: Verify
     return ClaimCheck(c.text, c.start, c.end, p, verdict, ans.p_yes, reason, passage, found, ans.top)
 
 
-def drivers(comb: Combination, sig: Signals, claim: str, words: RecordWords, found: Sequence[str]) -> tuple[str, ...]:
+def drivers(comb: Combination, sig: Signals, claim: str, words: RecordWords) -> tuple[str, ...]:
     """What lowered a claim's P(supported), in words: the findings that cap the model's answer first (a number or
     an age the record never gives, a fact check), then the words the record never uses, then the model's answer
     when no finding capped it."""
     out = []
-    new_numbers = sorted(claimed_numbers(claim) - words.numbers - {"0", "1"}) if sig.novel_numbers else []
-    if new_numbers:
-        out.append("a number the record never states: " + ", ".join(new_numbers[:4]))
+    if sig.new_numbers:
+        out.append("a number the record never states: " + ", ".join(sig.new_numbers[:4]))
     if sig.no_age:
         out.append("an age, and the record gives none")
-    if sig.fact_check:
-        facts = [f for f in found if "never states" not in f and "gives no age" not in f]
-        out.append("a fact check: " + "; ".join(facts) if facts else "a fact check")
+    if sig.facts:
+        out.append("a fact check: " + "; ".join(sig.facts))
     parts = dict(comb.drivers(sig))
     if parts.get("novel_words"):
         new = novel_words(claim, words)
         if new:
             out.append("words the record never uses: " + ", ".join(new[:6]))
-    capped = bool(new_numbers or sig.no_age or sig.fact_check)
-    if parts.get("model") and not capped:
+    if parts.get("model") and not sig.capped:
         out.append(f"the model's answer (P(yes) {1 - sig.model:.2f})")
     return tuple(out)
 

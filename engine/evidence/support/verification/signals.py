@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 from engine.core.models import Case
 from engine.evidence.support import specifics
@@ -57,13 +57,25 @@ def model_logit(model: Optional[float]) -> float:
 
 @dataclass(frozen=True)
 class Signals:
-    """One claim's signals, each higher when the claim is less likely supported (see the module docstring)."""
+    """One claim's signals, each higher when the claim is less likely supported (see the module docstring), and
+    what the checks found, in words, for a mark's reason."""
 
     novel_words: float
     novel_numbers: int
     no_age: bool
     fact_check: bool
     model: Optional[float] = None
+    facts: tuple[str, ...] = ()  # the fact-level checks' findings
+    new_numbers: tuple[str, ...] = ()  # the claimed numbers the record never states
+
+    @property
+    def capped(self) -> bool:
+        """A check found a number, an age or a fact the record does not give (the model's answer is capped)."""
+        return bool(self.novel_numbers or self.no_age or self.fact_check)
+
+    def findings(self) -> list[str]:
+        """What the checks found, in words (:func:`described`)."""
+        return described(self.facts, self.no_age, self.new_numbers)
 
     def vector(self) -> list[float]:
         """The features in the order of :data:`FEATURES`: the model's answer on the log-odds scale
@@ -91,18 +103,33 @@ def _stems(claim: str) -> list[str]:
     return [s for s in content_stems(expand(claim)) if s not in NEVER_NOVEL]
 
 
+def checked(claim: str, notes, record_numbers, has_age: bool) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    """The fact-level checks of ``claim`` against the notes ((note id, text) pairs): the findings of
+    :func:`engine.evidence.support.specifics.check_sentence`, whether it gives an age when the record has none
+    (``has_age`` False), and the numbers it claims (:func:`engine.evidence.text.lexical.claimed_numbers`) that
+    ``record_numbers`` lacks (0 and 1, and its own ages, never count)."""
+    ages = specifics.ages(claim)
+    foreign = claimed_numbers(claim) - set(record_numbers) - {str(a) for a in ages} - {"0", "1"}
+    return (tuple(f.describe() for f in specifics.check_sentence(claim, notes)), bool(ages) and not has_age,
+            tuple(sorted(foreign)))
+
+
+def described(facts: Sequence[str], no_age: bool, new_numbers: Sequence[str]) -> list[str]:
+    """The findings of :func:`checked` in words: the fact checks, an age the record never gives, each number it
+    never states."""
+    return list(dict.fromkeys([*facts, *(["the record gives no age"] if no_age else []),
+                               *(f"the record never states {x}" for x in new_numbers)]))
+
+
 def claim_signals(claim: str, record: RecordWords, p_yes: Optional[float] = None) -> Signals:
     """The signals of ``claim`` against ``record``, with the model's P(yes) for its sentence when asked."""
     stems = _stems(claim)
     novel = 1.0 - lexical_support(stems, record.stems) if stems else 0.0
-    ages = specifics.ages(claim)
-    foreign = claimed_numbers(claim) - record.numbers - {str(a) for a in ages} - {"0", "1"}
-    no_age = bool(ages) and not record.has_age
-    fact = bool(specifics.check_sentence(claim, record.notes))
-    if p_yes is not None and (foreign or no_age or fact):
+    facts, no_age, foreign = checked(claim, record.notes, record.numbers, record.has_age)
+    if p_yes is not None and (foreign or no_age or facts):
         p_yes = min(p_yes, FINDING_CAP)
-    return Signals(round(float(novel), 4), min(len(foreign), MAX_NUMBERS), no_age, fact,
-                   None if p_yes is None else 1.0 - p_yes)
+    return Signals(round(float(novel), 4), min(len(foreign), MAX_NUMBERS), no_age, bool(facts),
+                   None if p_yes is None else 1.0 - p_yes, facts, foreign)
 
 
 def novel_words(claim: str, record: RecordWords) -> list[str]:

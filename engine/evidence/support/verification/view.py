@@ -106,7 +106,8 @@ def summary_view(result: Optional[VerificationResult], summary_text: str) -> Ver
     line = (f"unsupported below P {result.threshold:.2f}, uncertain below {float(band['supported_from']):.2f}"
             if band else f"threshold {result.threshold:.2f}")
     head = (f"{n_uns} of {n_claims} claims unsupported in {len(result.unsupported)} of {len(result.sentences)} "
-            f"sentences" + (f"; {n_unc} uncertain" if n_unc else "") + (f"; {n_unscored} unscored" if n_unscored else "")
+            f"sentences" + (f"; {n_unc} uncertain" if n_unc else "")
+            + (f"; {n_unscored} unscored" if n_unscored else "")
             + f" · model {result.model} · {line}")
     cites = {s.start: (s.citation_verdict, s.citation_detail) for s in result.sentences if s.citation_verdict}
     wrong = sum(v == "wrong" for v, _ in cites.values())
