@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 from engine.core.models import Case
 from engine.evidence.support import specifics
 from engine.evidence.text.abbreviations import expand
-from engine.evidence.text.lexical import claimed_numbers, content_stems, lexical_support, numbers
+from engine.evidence.text.lexical import claimed_numbers, content_stems, lexical_support, numbers, rouge_scorer
 
 NEVER_NOVEL = frozenset(("report", "state", "note", "present", "describ", "complain", "continu", "follow", "plan",
                          "recommend", "discuss", "advis", "seen", "visit", "today", "current", "prior", "histori",
@@ -134,8 +134,6 @@ def claim_signals(claim: str, record: RecordWords, p_yes: Optional[float] = None
 
 def novel_words(claim: str, record: RecordWords) -> list[str]:
     """The claim's words (as written) whose stems the record never uses, for a mark's reason."""
-    from engine.evidence.text.lexical import rouge_scorer
-
     missing = {s for s in _stems(claim) if s not in record.stems}
     out = []
     for w in re.findall(r"[A-Za-z][A-Za-z-]+", claim):
