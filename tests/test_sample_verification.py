@@ -15,13 +15,14 @@ from engine.llm.modelfiles import DEFAULT_EMBEDDED, embedded_sha256
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest
 
 TIMEOUT = 120
-# measured with the shipped results (docs/evidence.md, Claim verification): 21 of the 22 documented fabricated or
-# falsified facts are unsupported claims (the contrast allergy of card-02-s3 is not: P 0.54, above the uncertain
-# band); the model's citation check (a second opinion) flags these 6 of the 10 documented wrong citations
+# measured with the shipped results (docs/evidence.md, Claim verification): all 22 documented fabricated or
+# falsified facts are unsupported claims (card-02-s3's contrast allergy through the unrecorded-allergy check: the
+# model alone said yes at P 0.62); the model's citation check (a second opinion) flags these 6 of the 10 documented wrong citations
 FOUND_FACTS = {
     ('card-01-s2', 'LVEF normalized to 55%'),
     ('card-01-s3', 'he was started on amiodarone 200 mg daily to maintain sinus rhythm'),
     ('card-02-s2', 'she now takes aspirin with prasugrel 10 mg daily'),
+    ('card-02-s3', 'a documented iodinated contrast allergy requiring premedication before catheterization'),
     ('endo-01-s3', 'FNA cytology was benign (Bethesda II)'),
     ('endo-01-s3', 'she was started on levothyroxine 50 mcg daily for fatigue'),
     ('endo-02-s3', 'most recent A1c 6.9%'),

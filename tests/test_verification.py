@@ -246,6 +246,38 @@ def test_verification_is_stored_by_content_and_read_back_through_the_registry(tm
     assert other.computed == 1  # other parameters: another key, computed again
 
 
+def test_a_result_stored_before_the_allergy_check_is_decided_again_without_asking(tmp_path):
+    from engine.data.store import Store
+    from engine.evidence.support.verification.run import METHOD_KEY, earlier_keys, verification_key
+
+    case = Case("c9", "Cardiology", (Note("1", "Meds: metformin 1000 mg.\nAllergies: sulfa (rash)."),
+                                     Note("2", "LHC: DES to the LAD. Contrast 110 mL.")))
+    summary = Summary("c9-s1", "c9", "Allergies: sulfa, plus an iodinated contrast allergy.")
+    store = Store(tmp_path / "ws.sqlite")
+    ds = Dataset(name="d", cases=[case], summaries=[summary])
+    store.import_dataset(ds, name="d")
+    yes = AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
+    before = verify_summary(case, summary, yes, "sha-x")
+    # what verify-v2 stored before the fact checks carried a version: the same answers, no allergy finding
+    stale = before.to_dict()
+    for s in stale["sentences"]:
+        for c in s["claims"]:
+            c.update(p_supported=0.9, verdict="supported", reason="", notes_say=[], drivers=[])
+        s.update(p_supported=0.9, verdict="supported")
+    old_key = earlier_keys(case, summary, "sha-x")[0]
+    assert old_key != verification_key(case, summary, "sha-x")
+    store.put_evidence("d", METHOD_KEY, old_key, "c9-s1", "complete", json.dumps(stale))
+
+    def never():
+        raise AssertionError("no question is asked again")
+
+    got = compute_verification(store, "d", ds, ["c9-s1"], never, "sha-x")
+    res = got.results["c9-s1"]
+    assert got.computed == 0 and res.sentences[0].verdict == "unsupported"
+    assert "an allergy to iodinated contrast: no note records it as an allergy" in res.sentences[0].claims[0].notes_say
+    assert store.get_evidence("d", METHOD_KEY, verification_key(case, summary, "sha-x"), "c9-s1") is not None
+
+
 def test_cli_verify_writes_one_line_per_summary_with_the_smoke_test_model(tmp_path, capsys):
     from engine.cli import main
     from engine.llm.modelfiles import SMOKE_EMBEDDED, embedded_model_path

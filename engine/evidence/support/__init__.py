@@ -2,6 +2,7 @@
 
 * ``alignment`` — the source sentences that support each summary sentence;
 * ``specifics`` — fact-level checks of one sentence (numbers, doses, dates, laterality, negation, key terms);
+* ``allergies`` — allergens a sentence names that the notes never record as allergies (one of the checks);
 * ``redundancy`` — restatements inside one summary;
 * ``verification`` — claim-level verification by the judge model (a closed question per claim).
 

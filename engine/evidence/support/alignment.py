@@ -461,8 +461,8 @@ def result_from_dict(d: dict) -> AlignmentResult:
 
 
 def alignment_key(case: Case, summary: Summary, dataset_cites: bool = True) -> str:
-    """The stored result's key: code version, embedding model, the notes and the summary (and, only where no
-    citation is expected, why — so the keys of cases whose summaries cite are unchanged)."""
+    """The stored result's key: code version, embedding model, the fact checks' version, the notes and the summary
+    (and, only where no citation is expected, why — so the keys of cases whose summaries cite are unchanged)."""
     import hashlib
 
     from engine.evidence.embeddings import EMBEDDING_NAME
@@ -475,7 +475,8 @@ def alignment_key(case: Case, summary: Summary, dataset_cites: bool = True) -> s
 
     unexpected = citations_unexpected(case, dataset_cites)
     return json_key({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME, "background": bg, "weak": WEAK_SUPPORT,
-                     "notes": [asdict(n) for n in case.notes], "summary": summary.text,
+                     "checks": specifics.CHECKS_VERSION, "notes": [asdict(n) for n in case.notes],
+                     "summary": summary.text,
                      **({"citations": f"n/a: {unexpected}"} if unexpected else {})})
 
 

@@ -2,7 +2,7 @@
 
 A sentence can read as well supported (most of its words are in the notes, it is close to a note sentence) and
 still carry one false specific — a drug that was never given, a value the notes do not give for that test, the
-wrong side. This module finds three kinds, each with what the notes say instead:
+wrong side, an allergy nobody recorded. This module finds four kinds, each with what the notes say instead:
 
 * **absent term** — a specific term (a drug by its INN stem, a named finding or procedure by its Greco-Latin
   ending, a label mixing letters and digits such as T7 or 4R) that no note contains in any inflection (Porter
@@ -11,7 +11,10 @@ wrong side. This module finds three kinds, each with what the notes say instead:
   content word before it, at most :data:`ANCHOR_GAP` words away) where the notes attach numbers to that same term
   but never this one: "FEV1 62%" against notes that only say "FEV1 ... 42% predicted";
 * **side mismatch** — left / right / bilateral (OD / OS / OU) before or after a term the notes mention only with
-  another side: "left optic neuritis" against "right optic neuritis", "optic neuritis OD".
+  another side: "left optic neuritis" against "right optic neuritis", "optic neuritis OD";
+* **unrecorded allergy** — an allergen the sentence names that the notes' allergy talk never does
+  (:mod:`engine.evidence.support.allergies`: "iodinated contrast allergy" where contrast was given and sulfa is the
+  only allergy).
 
 Checks read words, never meanings; they are one part of the weak-support rule (``engine.evidence.support.alignment``) and of the
 citation check (the cited notes must give the sentence's values). The word lists and the anchor gap were set
@@ -28,8 +31,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
+from engine.evidence.support import allergies
 from engine.evidence.text.terms import (DRUG_STEMS, FINDING_ENDINGS, MONTHS, Tok, is_specific, stem, tokens)
 
+CHECKS_VERSION = "checks-2"  # 2: the unrecorded-allergy check; results decided by the checks carry it
 ANCHOR_GAP = 2  # a value belongs to the nearest content word at most this many words before it
 SIDE_WINDOW = 2  # a side word applies to the term within this many words after (or OD/OS/OU just after) it
 _ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6}
@@ -46,7 +51,7 @@ was were is are be been the a an by for per about approx approximately up down t
 class Finding:
     """One false-looking specific of a sentence."""
 
-    kind: str  # "absent term" | "value mismatch" | "side mismatch"
+    kind: str  # "absent term" | "value mismatch" | "side mismatch" | "unrecorded allergy"
     term: str  # as the summary writes it
     anchor: str = ""  # the term a value or side belongs to
     source_says: tuple[str, ...] = ()  # what the notes attach to the anchor instead
@@ -56,6 +61,8 @@ class Finding:
         where = f" (note {', '.join(self.note_ids)})" if self.note_ids else ""
         if self.kind == "absent term":
             return f"'{self.term}' appears in no note"
+        if self.kind == "unrecorded allergy":
+            return f"an allergy to {self.term}: no note records it as an allergy"
         if self.kind == "value mismatch":
             return f"{self.anchor} {self.term}: the notes give {self.anchor} {' / '.join(self.source_says)}{where}"
         return f"{self.term} {self.anchor}: the notes say {' / '.join(self.source_says)}{where}"
@@ -276,7 +283,8 @@ def check_sentence(text: str, notes: Sequence[tuple[str, str]]) -> list[Finding]
     (``(note id, text)`` pairs)."""
     index = index_for(tuple(notes))
     return (absent_terms(text, index) + value_mismatches(text, index) + side_mismatches(text, index)
-            + age_mismatches(text, notes))
+            + age_mismatches(text, notes)
+            + [Finding("unrecorded allergy", w) for w in allergies.unrecorded_allergens(text, notes)])
 
 
 def values_elsewhere(text: str, index: SourceIndex, cited: Sequence[str]) -> list[str]:

@@ -29,6 +29,7 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Case, Dataset, Summary
 from engine.core.stamps import json_key
+from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
 from engine.evidence.text.sentences import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
@@ -75,7 +76,8 @@ def _method(params: VerifyParams) -> tuple[Optional[Combination], dict]:
     extra = {"combination": comb.to_dict()} if comb is not None else {}
     return comb, dict(method_version=METHOD_VERSION if comb else "verify-v1",
                       threshold=comb.unsupported_below if comb else params.threshold,
-                      params={**asdict(params), "prompt": PROMPT_VERSION, **extra})
+                      params={**asdict(params), "prompt": PROMPT_VERSION, "checks": specifics.CHECKS_VERSION,
+                              **extra})
 
 
 def _sentence_verdict(checks: Sequence[ClaimCheck], comb: Optional[Combination], params: VerifyParams
@@ -303,36 +305,41 @@ def drivers(comb: Combination, sig: Signals, claim: str, words: RecordWords) -> 
 def verification_key(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> str:
     comb = shipped_combination().to_dict() if params.combine else None
     return json_key({"v": METHOD_VERSION if comb else "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256,
-                     "params": asdict(params), "combination": comb, "notes": [asdict(n) for n in case.notes],
-                     "summary": summary.text})
-
-
-def v1_key(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> str:
-    """The key ``verify-v1`` stored its result of these answers under (the same questions, decided without the
-    combination)."""
-    old = {k: v for k, v in asdict(params).items() if k != "combine"}
-    return json_key({"v": "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256, "params": old,
+                     "params": asdict(params), "combination": comb, "checks": specifics.CHECKS_VERSION,
                      "notes": [asdict(n) for n in case.notes], "summary": summary.text})
+
+
+def earlier_keys(case: Case, summary: Summary, model_sha256: str, params: VerifyParams = DEFAULT_PARAMS
+                 ) -> list[str]:
+    """The keys earlier methods stored their results of the same questions under, newest first: ``verify-v2``
+    before the fact checks were versioned (they had no allergy check), and ``verify-v1`` (no combination)."""
+    notes, text = [asdict(n) for n in case.notes], summary.text
+    old = {k: v for k, v in asdict(params).items() if k != "combine"}
+    comb = shipped_combination().to_dict() if params.combine else None
+    return [json_key({"v": METHOD_VERSION if comb else "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256,
+                      "params": asdict(params), "combination": comb, "notes": notes, "summary": text}),
+            json_key({"v": "verify-v1", "prompt": PROMPT_VERSION, "model": model_sha256, "params": old,
+                      "notes": notes, "summary": text})]
 
 
 def stored_verification(store, dataset: str, case: Case, summary: Summary, model_sha256: str,
                         params: VerifyParams = DEFAULT_PARAMS) -> Optional[VerificationResult]:
-    """The stored result under ``params``; with the combination, else a ``verify-v1`` result of the same questions
-    decided again (:func:`rescored`, no question asked) and stored under the current key."""
+    """The stored result under ``params``; else a result an earlier method stored for the same questions
+    (:func:`earlier_keys`) decided again (:func:`rescored`, no question asked) and stored under the current key."""
     if store is None:
         return None
     key = verification_key(case, summary, model_sha256, params)
     hit = store.get_evidence(dataset, METHOD_KEY, key, summary.summary_id)
     if hit is not None:
         return VerificationResult.from_dict(json.loads(hit))
-    if not params.combine:
-        return None
-    old = store.get_evidence(dataset, METHOD_KEY, v1_key(case, summary, model_sha256, params), summary.summary_id)
-    if old is None:
-        return None
-    res = rescored(case, summary, VerificationResult.from_dict(json.loads(old)), params)
-    store.put_evidence(dataset, METHOD_KEY, key, summary.summary_id, "complete", json.dumps(res.to_dict()))
-    return res
+    for old_key in earlier_keys(case, summary, model_sha256, params):
+        old = store.get_evidence(dataset, METHOD_KEY, old_key, summary.summary_id)
+        if old is None:
+            continue
+        res = rescored(case, summary, VerificationResult.from_dict(json.loads(old)), params)
+        store.put_evidence(dataset, METHOD_KEY, key, summary.summary_id, "complete", json.dumps(res.to_dict()))
+        return res
+    return None
 
 
 @dataclass
