@@ -12,9 +12,10 @@ import streamlit as st  # noqa: E402
 
 st.session_state["_sumcheck_app_ran"] = True  # components.state.APP_RAN: pages reached through this navigation
 
-from components import state, uploads  # noqa: E402
+from components import jobs_view, state, uploads  # noqa: E402
 from engine.core import untrusted
 from engine.data.store import StoreError  # noqa: E402
+from engine.views.runs import cancel_run, running_runs  # noqa: E402
 
 # A local file, served by this server: a ":material/…:" page icon would make the browser fetch the favicon from a
 # font CDN on every page load.
@@ -47,6 +48,12 @@ except Exception as exc:  # a broken workspace path must not take the whole app 
     st.error(f"The workspace could not be opened: {untrusted.md(exc)}. Fix the path on the Settings page, or "
              "retry in a moment if it is busy.")
 st.sidebar.caption("Offline workbench · data stays on this machine")
+with st.sidebar:  # every page: the long work running in this workspace, from any window or command
+    try:
+        jobs_view.other_runs(lambda: running_runs(state.store()), lambda job_id: cancel_run(state.store(), job_id),
+                             key="runs_sidebar", title="Running now", include_mine=True)
+    except StoreError:
+        pass  # a broken workspace is reported above
 try:
     nav.run()
 except StoreError as exc:  # the last line of defence: a page hit a busy / broken workspace outside its own guards

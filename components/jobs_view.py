@@ -7,27 +7,82 @@ stored; the outcome ("cancelled — N done, kept", "finished — …", or the er
 """
 from __future__ import annotations
 
+import uuid
 from typing import Callable, Optional
 
 import streamlit as st
 
 from engine.core import untrusted
 from engine.core.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
+from engine.data.job_records import JobRecord, start_or_join
 
 REFRESH_S = 0.5
+OTHERS_REFRESH_S = 2.0  # how often a window re-reads the runs of other windows and commands
 
 
 def _key(name: str) -> str:
     return f"job:{name}"
 
 
-def start(name: str, job: Job, label: str = "") -> Job:
+def window_id() -> str:
+    """This browser window's id (a session's), which names it as the owner of the runs it starts."""
+    if "_sumcheck_window" not in st.session_state:
+        st.session_state["_sumcheck_window"] = uuid.uuid4().hex[:8]
+    return st.session_state["_sumcheck_window"]
+
+
+def start(name: str, job: Job, label: str = "") -> Optional[Job]:
     """Start ``job`` under ``name`` (one per name and session); a previous finished job's outcome is replaced.
-    ``label`` (what the run is for: a summary and a model) heads its progress and its outcome."""
-    st.session_state[_key(name)] = job.start()
+    ``label`` (what the run is for: a summary and a model) heads its progress and its outcome. When the same work
+    already runs in this server the window attaches to that run; when it runs in another process (a command),
+    nothing starts: the page's list of other runs shows it (None is returned)."""
+    job.owner = f"browser window {window_id()}"
+    mine, other = start_or_join(job)
+    if mine is None:
+        st.info(f"The same work is already running: {untrusted.md(other.where())}. Its progress is shown below "
+                "with the other runs; it can be cancelled there.")
+        return None
+    st.session_state[_key(name)] = mine
     st.session_state[_key(name) + ":label"] = label
     st.session_state.pop(_key(name) + ":seen", None)
-    return job
+    return mine
+
+
+def _mine() -> set:
+    """The record ids of the runs this window started or attached to."""
+    return {v.record_id for k, v in st.session_state.items() if str(k).startswith("job:") and isinstance(v, Job)}
+
+
+def other_runs(read: Callable[[], list[JobRecord]], cancel: Callable[[str], None], key: str,
+               title: str = "Running in other windows or commands", include_mine: bool = False) -> None:
+    """The runs ``read()`` gives that this window did not start (``include_mine``: all of them), each with its
+    progress, who runs it and a Cancel that reaches it wherever it runs; re-read every :data:`OTHERS_REFRESH_S`
+    seconds. When one of them ends, the whole page runs again once to show what it stored."""
+    seen_key = f"_others_seen_{key}"
+
+    @st.fragment(run_every=OTHERS_REFRESH_S)
+    def _live() -> None:
+        recs = [r for r in read() if include_mine or r.job_id not in _mine()]
+        ids = {r.job_id for r in recs}
+        ended = set(st.session_state.get(seen_key, ())) - ids
+        st.session_state[seen_key] = sorted(ids)
+        if ended:
+            st.rerun()  # a run this window watched has ended: the page re-reads what it stored
+        if not recs:
+            return
+        st.markdown(f"**{untrusted.md_inline(title)}**")
+        for r in recs:
+            st.progress(min(max(r.fraction, 0.0), 1.0),
+                        text=untrusted.md_inline(f"{r.kind} — {r.where()}, started {r.started_at} · {r.text}", 500))
+            if r.cancel_requested:
+                st.caption("Cancel asked — it stops within its current model call; what is finished is kept.")
+            elif st.button("Cancel this run", key=f"{key}_cancel_{r.job_id}",
+                           help="Asks the run to stop, wherever it runs (another window, the command line); it "
+                                "stops within its current model call and keeps what it finished."):
+                cancel(r.job_id)
+                st.caption("Cancel asked — it stops within its current model call; what is finished is kept.")
+
+    _live()
 
 
 def forget(name: str) -> None:

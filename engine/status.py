@@ -9,6 +9,9 @@ from engine.core.models import RESERVED_RATER_GROUPS
 from engine.data.store import Store
 
 
+RUNS_SHOWN = 8  # the newest recorded runs a status lists
+
+
 @dataclass(frozen=True)
 class JudgeCoverage:
     label: str  # the configuration's label (model, prompt, parameters, date)
@@ -42,6 +45,7 @@ class DatasetStatus:
     adjudicated: int = 0  # summaries with at least one adjudicated item
     next_steps: list[NextStep] = field(default_factory=list)
     verified: int = 0  # summaries with a claim verification stored
+    runs: list = field(default_factory=list)  # recorded runs, newest first (engine.data.job_records.JobRecord)
 
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
@@ -49,6 +53,7 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
     from engine.judge.stored import stored_judge_results
     from engine.judge.configs import configurations
     from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
+    from engine.data.job_records import job_records
 
     ds = store.load_dataset(name)
     raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}
@@ -69,6 +74,7 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
                         len({r.summary_id for r in reviews if r.kind == SPOT_CHECK}),
                         len({r.summary_id for r in reviews if r.kind == ADJUDICATION}))
     out.verified = stored("verification")
+    out.runs = job_records(store, name, limit=RUNS_SHOWN)
     out.next_steps = next_steps(out)
     return out
 
@@ -111,4 +117,10 @@ def status_lines(s: DatasetStatus) -> list[str]:
     lines.append(f"reviews: {s.spot_checked} summaries spot-checked"
                  + (f" by {', '.join(s.reviewers)}" if s.reviewers else "") + f", {s.adjudicated} adjudicated")
     lines += [f"next: {n.text}" + (f"  ({n.command})" if n.command else "") for n in s.next_steps]
+    running = [r for r in s.runs if r.running]
+    lines += [f"running [{r.job_id}]: {r.describe()}" for r in running]
+    lines += [f"ended [{r.job_id}]: {r.describe()}" for r in s.runs if not r.running]
+    if running:
+        lines.append(f"follow a run: python -m engine status {s.name} --follow ID; cancel it: "
+                     f"python -m engine status {s.name} --cancel ID")
     return lines

@@ -12,6 +12,7 @@ from engine.evidence.coverage.omission_flags import FLAG_KINDS
 from engine.evidence.support.verification.run import verification_job
 from engine.views.case import MAX_REGIONS, case_view as build_case_view, coverage_view as build_coverage_view
 from engine.views.case import summary_check, support_view as build_support_view
+from engine.views.runs import cancel_run, running_runs
 
 NOTES_HEIGHT = 640
 
@@ -64,6 +65,9 @@ with right:
                                 state.embedder, state.medomit_facts())
             jobs_view.start(check_name, job, label=f"Check of summary {sid}")
     jobs_view.panel(check_name, live=case_view.check_parts, on_finish=lambda job: state.bump_data_version())
+    if sid is not None:
+        jobs_view.other_runs(lambda: running_runs(store, name, sid), lambda job_id: cancel_run(store, job_id),
+                             key=f"runs_{name}_{sid}", title="Running on this summary in other windows or commands")
 if view.stigma_error:
     lexicon_error.error("The stigmatizing-language lexicon could not be loaded: " + untrusted.md(view.stigma_error))
 note_marks = {nid: [_colour(m) for m in marks] for nid, marks in view.note_marks.items()}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.core.jobs import Cancelled, Job, check_cancelled
+from engine.data.job_records import recorded
 from engine.core.models import Dataset
 
 
@@ -221,4 +222,5 @@ def check_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], setu
             job.results.append(res)
         job.report(done=len(summary_ids))
 
-    return Job("Check", len(summary_ids), work, n_steps=len(keys))
+    return recorded(Job("Check", len(summary_ids), work, n_steps=len(keys)), store, dataset, summary_ids,
+                    f"{setup.model_sha256}|{setup.judge_params!r}|{setup.medomit_facts}|{setup.parts}")

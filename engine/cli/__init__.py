@@ -309,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("status", help="where a dataset stands (judged, evidence, reviews) and the next steps")
     sp.add_argument("target", help="a dataset name in the workspace")
+    sp.add_argument("--follow", metavar="ID", help="print a recorded run's progress until it ends (Ctrl-C stops "
+                    "following; the run goes on)")
+    sp.add_argument("--cancel", metavar="ID", help="ask a recorded run to cancel (it stops within its current "
+                    "model call, wherever it runs)")
     sp.set_defaults(func=cmd_status)
 
     sp = sub.add_parser("report", help="the committee report: a self-contained offline HTML file (and a PDF)")

@@ -149,3 +149,21 @@ def concurrency_arg(text: str) -> int:
     if not 1 <= n <= MAX_CONCURRENCY:
         raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}")
     return n
+
+
+def run_recorded(job, store, quiet: bool = False):
+    """Run a recorded job (:mod:`engine.data.job_records`) in the foreground, its progress on stderr, and return
+    it ended; when the same work is already running in another window or command, follow that run to its end
+    instead and return its :class:`~engine.data.job_records.JobRecord` (Ctrl-C stops following; it goes on)."""
+    from engine.core.jobs import run_in_foreground
+    from engine.data.job_records import default_owner, follow, start_or_join
+
+    job.owner = default_owner()
+    mine, other = start_or_join(job)
+    if mine is None:
+        say(f"the same work is already running: {other.describe()}", file=sys.stderr)
+        say(f"following it (Ctrl-C stops following; `python -m engine status {other.dataset} --cancel "
+            f"{other.job_id}` cancels it)", file=sys.stderr)
+        return follow(store, other.job_id, quiet=quiet)
+    run_in_foreground(mine, every_s=1e9 if quiet else 5.0)
+    return mine

@@ -170,9 +170,33 @@ def cmd_status(args) -> int:
         say(f"no dataset named {args.target!r} in the workspace; known: "
             f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
         return 1
+    if args.follow or args.cancel:
+        return _run_command(store, args)
     for line in status_lines(dataset_status(store, args.target)):
         say(line)
     return 0
+
+
+def _run_command(store, args) -> int:
+    """``status --follow ID`` / ``--cancel ID``: one recorded run of the dataset."""
+    from engine.data.job_records import follow, job_records, request_cancel
+
+    wanted = args.follow or args.cancel
+    recs = [r for r in job_records(store, args.target, limit=200) if r.job_id == wanted]
+    if not recs:
+        say(f"no recorded run {wanted!r} of {args.target!r}; `python -m engine status {args.target}` lists them",
+            file=sys.stderr)
+        return 1
+    if args.cancel:
+        if not recs[0].running:
+            say(f"run {wanted} is not running: {recs[0].describe()}")
+            return 0
+        request_cancel(store, wanted)
+        say(f"asked run {wanted} to cancel ({recs[0].where()}); it stops within its current model call")
+        if not args.follow:
+            return 0
+    rec = follow(store, wanted)
+    return 0 if rec.state in ("done", "cancelled") else 1
 
 
 def cmd_workspace_copy(args) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import dataset_and_ids, judge_settings, open_backend, print_jsonl, say
+from engine.cli.common import dataset_and_ids, judge_settings, open_backend, print_jsonl, run_recorded, say
 from engine.data.settings import SOURCE_EMBEDDED
 from engine.data.validation import DatasetInvalid
 from engine.llm.modelfiles import default_embedded_key, embedded_sha256
@@ -12,7 +12,9 @@ from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shi
 
 
 def cmd_verify(args) -> int:
-    from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.core.jobs import CACHED_COUNT, DONE
+    from engine.data.job_records import JobRecord
+    from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_job
     from engine.llm.backends import BackendError
 
     if args.concurrency is not None:
@@ -43,23 +45,25 @@ def cmd_verify(args) -> int:
     except BackendError as exc:
         say(f"error: {exc}", file=sys.stderr)
         return 1
-    total = len(ids)
-
-    def report(done=None, item=None, cached=False):
-        if not args.quiet and item is not None and done is not None:
-            say(f"[{done}/{total}] {item}{' (stored)' if cached else ''}", file=sys.stderr)
-
-    try:
-        batch = compute_verification(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS, report)
-    except BackendError as exc:
-        say(f"error: {exc}", file=sys.stderr)
+    job = run_recorded(verification_job(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS), store, args.quiet)
+    if isinstance(job, JobRecord):  # the same verification ran in another window or command and ended
+        if job.state != DONE:
+            say(f"that run ended {job.state}" + (f": {job.reason}" if job.reason else ""), file=sys.stderr)
+            return 1
+        job = run_recorded(verification_job(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS), store,
+                           True)  # what it stored, read now
+    status = job.status() if not isinstance(job, JobRecord) else None
+    if status is None or status.state != DONE:
+        say(status.final_text() if status is not None else "the same verification is running again elsewhere",
+            file=sys.stderr)
         return 1
-    print_jsonl([batch.results[sid].to_line() for sid in ids if sid in batch.results], args.out)
+    results = {r.summary_id: r for r in job.results}
+    print_jsonl([results[sid].to_line() for sid in ids if sid in results], args.out)
     if not args.quiet:
-        unsupported = sum(len(r.unsupported_claims) for r in batch.results.values())
-        uncertain = sum(c.verdict == "uncertain" for r in batch.results.values() for s in r.sentences
-                        for c in s.claims)
-        say(f"{len(batch.results)} summaries ({batch.computed} verified now, the rest stored): {unsupported} "
+        unsupported = sum(len(r.unsupported_claims) for r in results.values())
+        uncertain = sum(c.verdict == "uncertain" for r in results.values() for s in r.sentences for c in s.claims)
+        computed = len(results) - status.counts.get(CACHED_COUNT, 0)
+        say(f"{len(results)} summaries ({computed} verified now, the rest stored): {unsupported} "
             f"unsupported claims, {uncertain} uncertain", file=sys.stderr)
     return 0
 

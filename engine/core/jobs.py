@@ -226,15 +226,30 @@ class Job:
         self._live_work = 0.0  # work tokens done in this run (fresh items only)
         self._live_t: Optional[float] = None  # when this run's first token was reported
         self._live_last: Optional[float] = None  # when work was last reported done
-        self._prompt_in_item = 0.0
+        self._last_counts: dict[str, int] = {}  # the current prompt's and reply's counts so far
         self._detail = ""
+        self.owner = ""  # who runs it, in words ("browser session 3f2a…", "python -m engine verify sample")
+        self.record_id = ""  # the workspace's row of this run, once recorded (engine.data.job_records)
+        self._on_start: list[Callable[["Job"], None]] = []
+        self._on_end: list[Callable[["Job"], None]] = []
 
     # -- control
+    def on_start(self, fn: Callable[["Job"], None]) -> None:
+        """Call ``fn(job)`` in :meth:`start`, before the worker starts (an exception there stops the start)."""
+        self._on_start.append(fn)
+
+    def on_end(self, fn: Callable[["Job"], None]) -> None:
+        """Call ``fn(job)`` on the worker once the job has ended, before :meth:`wait` returns (errors are
+        ignored: the job's own outcome stands)."""
+        self._on_end.append(fn)
+
     def start(self) -> "Job":
         ctx = contextvars.copy_context()
         self._thread = threading.Thread(target=ctx.run, args=(self._run,), name=f"sumcheck-{self.kind}",
                                         daemon=True)
         self._t0 = self._base_t = time.monotonic()
+        for fn in self._on_start:
+            fn(self)
         self._thread.start()
         return self
 
@@ -257,6 +272,11 @@ class Job:
         with self._lock:
             self._state = state
             self._t_end = time.monotonic()
+        for fn in self._on_end:
+            try:
+                fn(self)
+            except Exception:  # a recorder's failure never changes how the work ended
+                self.traceback += traceback.format_exc()
 
     def cancel(self) -> None:
         self.token.cancel()
@@ -268,6 +288,9 @@ class Job:
         """True when the worker has ended within ``timeout`` seconds."""
         if self._thread is None:
             return True
+        if self._thread.ident is None:  # made, its start hooks running: not started yet
+            time.sleep(timeout or 0.0)
+            return False
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -289,18 +312,21 @@ class Job:
             now = time.monotonic()
             if self._live_t is None:
                 self._live_t = now
+            # an item may read and write several times (samples, one question per claim): counts that fall
+            # back are a new prompt or reply, and its tokens add to what the item has done
+            last = self._last_counts.get(kind, 0)
+            delta = float(done - last if done >= last else done)
+            self._last_counts[kind] = done
             if kind == "prompt":
-                before = self._in_item
-                self._prompt_in_item = float(done)
-                self._in_item = self._prompt_in_item
+                self._last_counts["decode"] = 0
                 self._detail = (f"reading the prompt: {done:,} of {total:,} new tokens"
                                 + (f" ({reused:,} reused)" if reused else ""))
             else:
-                before = self._in_item
-                self._in_item = self._prompt_in_item + done * self._decode_weight
+                delta *= self._decode_weight
                 self._detail = f"writing the answer: {done} tokens"
-            if self._in_item > before:
-                self._live_work += self._in_item - before
+            if delta > 0:
+                self._in_item += delta
+                self._live_work += delta
                 self._live_last = now
 
     # -- reporting (from the worker)
@@ -309,13 +335,12 @@ class Job:
         with self._lock:
             if done is not None:
                 if int(done) != self._done:
-                    self._in_item = self._prompt_in_item = 0.0
+                    self._in_item = 0.0
+                    self._last_counts = {}
                     self._detail = ""
                 self._done = int(done)
                 if step_index is None:
                     self._step_index = 0
-            if step_index is not None and step_index != self._step_index:
-                self._prompt_in_item = self._in_item  # the next sample reads (little) and writes again
             if item is not None:
                 self._item = item
             if step is not None:
@@ -387,12 +412,13 @@ def _count_down(eta: float, since: float, left: float) -> float:
 
 
 def run_in_foreground(job: Job, out=None, every_s: float = 2.0) -> JobStatus:
-    """Start ``job`` and print its progress line to ``out`` (stderr) whenever the item or step changes, at most
+    """Start ``job`` (unless it was started) and print its progress line to ``out`` (stderr) whenever the item or step changes, at most
     every ``every_s`` seconds; Ctrl-C cancels it (and waits for the worker to stop). Returns the final status."""
     import sys
 
     out = out or sys.stderr
-    job.start()
+    if job._thread is None:
+        job.start()
     last, last_t = None, 0.0
     try:
         while not job.wait(0.2):

@@ -327,4 +327,27 @@ MIGRATIONS += (
         CREATE INDEX assignments_by_reviewer ON assignments(dataset_id, reviewer);
     """),
 )
+MIGRATIONS += (
+    Migration(11, "jobs: long work recorded while it runs, so every window and command sees it", """
+        CREATE TABLE jobs (
+            job_id TEXT PRIMARY KEY,
+            dataset TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            work_key TEXT NOT NULL,
+            summary_ids TEXT NOT NULL,
+            label TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_at TEXT NOT NULL,
+            heartbeat REAL NOT NULL,
+            state TEXT NOT NULL,
+            progress TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            cancel_requested INTEGER NOT NULL,
+            ended_at TEXT NOT NULL
+        );
+        CREATE INDEX jobs_by_dataset ON jobs(dataset, state, started_at);
+    """),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -29,6 +29,7 @@ from engine.core.stamps import now_iso
 from engine.data.pg import is_url
 from engine.data.schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,
                                 busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)
+from engine.data.store_jobs import JobStore
 from engine.data.store_lexicon import LexiconStore
 from engine.data.store_results import ResultStore
 
@@ -55,7 +56,7 @@ class ImportResult:
     backup: Optional[str] = None  # replace: the automatic backup written first
 
 
-class Store(ResultStore, LexiconStore):
+class Store(ResultStore, LexiconStore, JobStore):
     """A workspace file. Safe to share between threads (each operation uses its own connection)."""
 
     def __init__(self, path: str | Path, migrate_to: Optional[int] = None, busy_timeout: Optional[float] = None):

@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
+from engine.data.job_records import recorded
 from engine.core.models import Dataset
 from engine.evidence.support.alignment import alignment_cached, alignment_key
 from engine.evidence.coverage.regions import coverage_cached, coverage_key
@@ -95,4 +96,5 @@ def evidence_job(store, name: str, ds: Dataset, summary_ids: Sequence[str], emb,
         if refused:
             job.count("refused by coverage", refused)
 
-    return Job("Embedding evidence", len(summary_ids), work, n_steps=len(EVIDENCE_STEPS))
+    return recorded(Job("Embedding evidence", len(summary_ids), work, n_steps=len(EVIDENCE_STEPS)), store, name,
+                    summary_ids, repr(params))

@@ -27,6 +27,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
+from engine.data.job_records import recorded
 from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import now_iso
@@ -285,7 +286,8 @@ def judge_job(judge: Judge, ds: Dataset, summary_ids: Sequence[str], store=None,
             job.count(CACHED_COUNT if res.from_cache else
                       "new" if res.status == STATUS_SCORED else res.status)
 
-    return Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples)
+    return recorded(Job("Judge", len(summary_ids), work, n_steps=judge.params.n_samples), store,
+                    dataset_name or ds.name, summary_ids, f"{judge.model_id}|{judge.params!r}|rerun={rerun}")
 
 
 def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], store, name: str,

@@ -37,6 +37,7 @@ from typing import Callable, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
+from engine.data.job_records import recorded
 from engine.core.models import Case, Summary
 from engine.core.stamps import json_key, now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
@@ -45,8 +46,7 @@ from engine.evidence.medomit import importance as imp_read
 from engine.evidence.medomit.facts import AUTO, DEFAULT_FACT_SOURCE, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
 from engine.evidence.medomit.gaps import DEFAULT_GAPS, PASSAGE_LINK, GapParams, passage_facts
 from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA, DDX_TASK, FACTS_EXAMPLE,
-                                             MAX_FACTS_PER_PART,
-                                             cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
+                                             MAX_FACTS_PER_PART, cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
                                              fenced, importance_schema, msgs, split_in_halves)
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, MedOmitResult, METHOD_VERSION, StepRecord,
                                             compare_ddx, link_fact, merge_facts, score_document)
@@ -478,7 +478,8 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
             job.results.append(res)
             job.count(CACHED_COUNT if last["msg"] == "cached" else res.status)
 
-    return Job("MED-OMIT", len(summary_ids), work, n_steps=len(medomit.steps))
+    return recorded(Job("MED-OMIT", len(summary_ids), work, n_steps=len(medomit.steps)), store, dataset_name or ds.name,
+                    summary_ids, repr((medomit.model_id, medomit.opt, medomit.decision, medomit.gaps, medomit.facts)))
 
 
 def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION,

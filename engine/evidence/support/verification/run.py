@@ -28,7 +28,9 @@ from engine.core import citations as cit
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Case, Dataset, Summary
+from engine.core.run_plan import DEFAULT_DECODE_WEIGHT
 from engine.core.stamps import json_key
+from engine.data.job_records import recorded
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
 from engine.evidence.text.sentences import split_sentences
@@ -37,6 +39,7 @@ from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answ
 from engine.evidence.support.verification.claims import split_claims
 from engine.evidence.support.verification.combination import Combination, shipped_combination
 from engine.evidence.support.verification.passages import LineIndex, record_lines
+from engine.evidence.support.verification.plan import measured_rate, verification_work
 from engine.evidence.support.verification.signals import (AGE_TALK, RecordWords, Signals, checked, claim_signals,
                                                           described, novel_words)
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
@@ -354,8 +357,7 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
     """Verification of ``summary_ids`` (ordered by case so each record is read once), each computed once and kept
     in the workspace. ``backend`` is called only when something must be computed. ``report`` gets keyword
     arguments ``done, item, cached`` (the shape of :meth:`Job.report`)."""
-    position = {sid: i for i, sid in enumerate(summary_ids)}
-    order = sorted(summary_ids, key=lambda sid: (ds.summary(sid).case_id, position[sid]))
+    order = verification_order(ds, summary_ids)
     opened: dict = {}
     readers: dict = {}
 
@@ -389,10 +391,33 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
     return batch
 
 
+def verification_order(ds: Dataset, summary_ids: Sequence[str]) -> list[str]:
+    """The order a run verifies in: by case (each record is read once), else as given."""
+    position = {sid: i for i, sid in enumerate(summary_ids)}
+    return sorted(summary_ids, key=lambda sid: (ds.summary(sid).case_id, position[sid]))
+
+
+def plan_verification(job: Job, store, dataset: str, ds: Dataset, summary_ids: Sequence[str], model_sha256: str,
+                      params: VerifyParams) -> None:
+    """Give ``job`` its plan (:mod:`.plan`): work tokens per summary without a current result, and the speed
+    measured on this model's stored verifications."""
+    order = verification_order(ds, summary_ids)
+    stored = {sid for sid in order if stored_verification(store, dataset, ds.case(ds.summary(sid).case_id),
+                                                          ds.summary(sid), model_sha256, params) is not None}
+    style = ds.citation_style()
+    work = verification_work(ds, order, stored, params.citations,
+                             lambda sid: summary_sentences(ds.summary(sid), style))
+    rate = measured_rate(store.evidence_results(dataset, METHOD_KEY).values(), model_sha256) if store else None
+    job.plan(work, rate, DEFAULT_DECODE_WEIGHT)
+
+
 def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], backend: Callable[[], Backend],
                      model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> Job:
-    """:func:`compute_verification` as a background job (not started); ``job.results`` holds the results."""
+    """:func:`compute_verification` as a background job (not started), planned (:func:`plan_verification`) so
+    its bar moves with the tokens read and written; ``job.results`` holds the results."""
     def work(job: Job) -> None:
+        plan_verification(job, store, dataset, ds, summary_ids, model_sha256, params)
+
         def report(done: Optional[int] = None, item: Optional[str] = None, cached: bool = False) -> None:
             job.report(done=done, item=item, step="verifying claims", cached=cached)
             if cached:
@@ -401,4 +426,5 @@ def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str
         batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report)
         job.results.extend(batch.results.values())
 
-    return Job("Claim verification", len(summary_ids), work)
+    return recorded(Job("Claim verification", len(summary_ids), work), store, dataset, summary_ids,
+                    json.dumps([model_sha256, asdict(params)]))

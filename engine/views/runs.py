@@ -1,0 +1,19 @@
+"""The runs a window shows: long work recorded in the workspace (:mod:`engine.data.job_records`), from this
+window, another one or the command line."""
+from __future__ import annotations
+
+from typing import Optional
+
+from engine.data.job_records import JobRecord, job_records, request_cancel
+
+
+def running_runs(store, dataset: Optional[str] = None, summary_id: Optional[str] = None) -> list[JobRecord]:
+    """The runs going on now (of one dataset, and working on one summary, when given), newest first; a run whose
+    process is gone is marked stopped and left out."""
+    recs = job_records(store, dataset, running_only=True)
+    return [r for r in recs if summary_id is None or summary_id in r.summary_ids]
+
+
+def cancel_run(store, job_id: str) -> None:
+    """Ask a run to cancel, wherever it runs (it stops within its current model call)."""
+    request_cancel(store, job_id)
