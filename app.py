@@ -49,11 +49,8 @@ except Exception as exc:  # a broken workspace path must not take the whole app 
              "retry in a moment if it is busy.")
 st.sidebar.caption("Offline workbench · data stays on this machine")
 with st.sidebar:  # every page: the long work running in this workspace, from any window or command
-    try:
-        jobs_view.other_runs(lambda: running_runs(state.store()), lambda job_id: cancel_run(state.store(), job_id),
-                             key="runs_sidebar", title="Running now", include_mine=True)
-    except StoreError:
-        pass  # a broken workspace is reported above
+    jobs_view.other_runs(lambda: running_runs(state.store()), lambda job_id: cancel_run(state.store(), job_id),
+                         key="runs_sidebar", title="Running now", include_mine=True)
 try:
     nav.run()
 except StoreError as exc:  # the last line of defence: a page hit a busy / broken workspace outside its own guards

@@ -15,6 +15,7 @@ import streamlit as st
 from engine.core import untrusted
 from engine.core.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
 from engine.data.job_records import JobRecord, start_or_join
+from engine.data.schema import StoreError
 
 REFRESH_S = 0.5
 OTHERS_REFRESH_S = 2.0  # how often a window re-reads the runs of other windows and commands
@@ -62,7 +63,10 @@ def other_runs(read: Callable[[], list[JobRecord]], cancel: Callable[[str], None
 
     @st.fragment(run_every=OTHERS_REFRESH_S)
     def _live() -> None:
-        recs = [r for r in read() if include_mine or r.job_id not in _mine()]
+        try:
+            recs = [r for r in read() if include_mine or r.job_id not in _mine()]
+        except StoreError:
+            return  # a busy or broken workspace: the page says so where it reads its own data
         ids = {r.job_id for r in recs}
         ended = set(st.session_state.get(seen_key, ())) - ids
         st.session_state[seen_key] = sorted(ids)

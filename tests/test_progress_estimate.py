@@ -1,5 +1,7 @@
 """Progress from measurements: a run's estimate comes from the work left in tokens and the speeds measured for the
 model on this machine; tokens show as they are read; no "estimating" once a speed is known."""
+import math
+import threading
 import time
 
 import pytest
@@ -161,3 +163,45 @@ def test_the_estimate_counts_down_between_batches_and_grows_only_when_the_run_sl
     clock["t"] += 30.0  # the next batch takes 40 s: the run is slower now, and only then the estimate grows
     job._tokens("prompt", 512 * 8, 10_000, 0)
     assert job.status().eta_s > steady[-1]
+
+
+def test_an_unplanned_step_moves_with_its_prompt_read():
+    """Before, a MED-OMIT run sat at 0 % while its first step read a long record."""
+    gate = threading.Event()
+    seen = []
+
+    def work(job: Job) -> None:
+        job.report(done=0, item="s1", step="extracting facts", step_index=0)
+        for k in range(5):
+            report_tokens("prompt", 512 * k, 2048)
+            seen.append(job.status().fraction)
+        gate.wait(5)
+
+    job = Job("MED-OMIT", 1, work, n_steps=6).start()
+    time.sleep(0.3)
+    assert seen[0] == 0.0 and seen == sorted(seen) and seen[-1] > 0
+    assert abs(seen[-1] - 0.5 / 6) < 1e-9  # the prompt is half of its step, the step one of six
+    gate.set()
+    job.wait(5)
+
+
+def test_a_claim_verification_run_is_planned_and_its_tokens_add_up_across_questions():
+    from fakes import AnswerBackend
+    from engine.core.models import Case, Dataset, Note, Summary
+    from engine.evidence.support.verification.plan import summary_work
+    from engine.evidence.support.verification.run import verification_job
+
+    case = Case("c1", "Cardiology", (Note("1", "Atrial fibrillation on apixaban. " * 40),))
+    s = Summary("c1-s1", "c1", "Atrial fibrillation. <NoteID:1> On apixaban.")
+    ds = Dataset(name="d", cases=[case], summaries=[s])
+    be = AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
+    job = verification_job(None, "d", ds, ["c1-s1"], lambda: be, "sha").start()
+    assert job.wait(30) and job.status().state == "done"
+    assert job.status().work_fraction == 1.0  # planned: the bar is the share of the planned tokens
+    assert summary_work(1000, ["a" * 40], 0, record_read=True) < summary_work(1000, ["a" * 40], 0, False)
+    planned = Job("x", 1, lambda j: None)
+    planned.plan([300.0])
+    planned._tokens("prompt", 100, 100, 0)  # two questions of 100 prompt tokens each: they add up in the item
+    planned._tokens("prompt", 0, 100, 0)
+    planned._tokens("prompt", 100, 100, 0)
+    assert abs(planned._work_fraction() - 200 / 300) < 1e-9

@@ -59,6 +59,7 @@ class CancelToken:
 
 _current: contextvars.ContextVar[Optional[CancelToken]] = contextvars.ContextVar("sumcheck_cancel", default=None)
 _current_job: contextvars.ContextVar[Optional["Job"]] = contextvars.ContextVar("sumcheck_job", default=None)
+PROMPT_SHARE = 0.5  # an unplanned job's step counts its prompt read as this share of the step
 LIVE_RATE_MIN_WORK = 256.0  # work tokens this run must have done before its own speed replaces the stored one
 
 
@@ -227,6 +228,7 @@ class Job:
         self._live_t: Optional[float] = None  # when this run's first token was reported
         self._live_last: Optional[float] = None  # when work was last reported done
         self._last_counts: dict[str, int] = {}  # the current prompt's and reply's counts so far
+        self._prompt_frac = 0.0  # the share of the current prompt read (an unplanned job's bar moves with it)
         self._detail = ""
         self.owner = ""  # who runs it, in words ("browser session 3f2a…", "python -m engine verify sample")
         self.record_id = ""  # the workspace's row of this run, once recorded (engine.data.job_records)
@@ -319,6 +321,7 @@ class Job:
             self._last_counts[kind] = done
             if kind == "prompt":
                 self._last_counts["decode"] = 0
+                self._prompt_frac = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
                 self._detail = (f"reading the prompt: {done:,} of {total:,} new tokens"
                                 + (f" ({reused:,} reused)" if reused else ""))
             else:
@@ -335,7 +338,7 @@ class Job:
         with self._lock:
             if done is not None:
                 if int(done) != self._done:
-                    self._in_item = 0.0
+                    self._in_item = self._prompt_frac = 0.0
                     self._last_counts = {}
                     self._detail = ""
                 self._done = int(done)
@@ -346,7 +349,10 @@ class Job:
             if step is not None:
                 self._step = step
             if step_index is not None:
-                self._step_index = min(max(int(step_index), 0), self.n_steps - 1)
+                new = min(max(int(step_index), 0), self.n_steps - 1)
+                if new != self._step_index:
+                    self._prompt_frac = 0.0
+                self._step_index = new
             if cached:
                 self._base_t, self._base_f = time.monotonic(), self._fraction()
 
@@ -355,9 +361,12 @@ class Job:
             self._counts[what] = self._counts.get(what, 0) + n
 
     def _fraction(self) -> float:
+        """Items and steps done; without a plan, half of the current step is its prompt, read as the model
+        reports it (a long record read moves the bar before the first step ends)."""
         if self.total <= 0:
             return 0.0
-        within = self._step_index / self.n_steps if self._done < self.total else 0.0
+        reading = PROMPT_SHARE * self._prompt_frac if self._work is None else 0.0
+        within = (self._step_index + reading) / self.n_steps if self._done < self.total else 0.0
         return min((self._done + within) / self.total, 1.0)
 
     # -- reading (from anywhere)
@@ -374,7 +383,8 @@ class Job:
             return JobStatus(self.kind, self._state, self.total, self._done, self._item, self._step,
                              self._step_index, self.n_steps, now - self._t0, eta, dict(self._counts), self._error,
                              self.unit, self._detail if self._state == RUNNING else "", speed_from,
-                             self._work_fraction())
+                             self._work_fraction() if self._work is not None else
+                             (f if self._prompt_frac > 0 else None))
 
     def _work_fraction(self) -> Optional[float]:
         """The share of the planned work tokens done (None without a plan or with nothing to do)."""
