@@ -242,7 +242,9 @@ def evaluate(score: Scorer, items: list[Item]) -> dict:
         for _sid, text, rate, _style in it.written:
             w = score(it, text)
             lab_x.append(w.g), lab_y.append(rate), records.append((w.raw, rate, "written"))
-    flag = METHODS[score.key].flag_threshold
+    kinds = {it.kind for it in items}  # one source kind per call: its own flag threshold
+    flag = METHODS[score.key].flag_for({"source_kind": kinds.pop()}) if len(kinds) == 1 else \
+        METHODS[score.key].flag_threshold
     return {"AUROC": roc_auc_score([0] * len(comp) + [1] * len(half), comp + half),
             "paired": float(np.mean(paired)), "graded": float(np.mean(graded)), "vs compr.": float(np.mean(vs_comp)),
             "vs rewrite": float(np.mean(vs_rew)) if vs_rew else float("nan"),

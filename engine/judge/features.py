@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS
 from engine.core.models import Dataset
 
 
@@ -91,7 +91,8 @@ def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=
         omission = flag = None
         if c and isinstance(c.get("global_score"), (int, float)):
             omission = float(c["global_score"])
-            thr = c.get("flag_threshold")
+            m = METHODS.get(c.get("method", ""))  # the current flag threshold, as the pages apply it
+            thr = m.flag_for(c.get("params") or {}) if m is not None else c.get("flag_threshold")
             flag = bool(omission > thr) if isinstance(thr, (int, float)) else None
         weak = n_sent = problems = n_cit = 0
         weak_share = cit_share = restated = None

@@ -72,3 +72,10 @@ def expand(text: str) -> str:
         return f"{tok} ({words})" if words else tok
 
     return _TOKEN.sub(one, text)
+
+
+def words_for(token: str) -> str:
+    """The words an abbreviation stands for ("" when it is not listed, or is a lower-case word that is not in
+    :data:`LOWER_CASE_TOO`)."""
+    key = token.lower()
+    return _table().get(key, "") if (token != key or key in LOWER_CASE_TOO) else ""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
+from engine.evidence.text.abbreviations import expand, words_for
+
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-/][A-Za-z0-9]+)*|\d+(?:[.,/:]\d+)*")
 
 
@@ -119,7 +121,32 @@ def summary_words(summary: str) -> tuple[frozenset, frozenset]:
 
 def missing_key_terms(passage: str, summary: str, keys: Optional[list[str]] = None) -> list[str]:
     """:func:`key_terms` of a source passage (``keys`` when the caller has them) the summary never writes
-    (case-insensitive; any inflection)."""
-    have, stems = summary_words(summary)
+    (case-insensitive; any inflection). Abbreviations count by their words on both sides
+    (:mod:`engine.evidence.text.abbreviations`: "DCCV" is written by a summary that says "cardioversion", the
+    longest word it stands for); a term the passage only names negated ("no STEMI criteria") is not content the
+    summary misses (:func:`negated_only`)."""
+    have, stems = summary_words(expand(summary))
     keys = key_terms(passage) if keys is None else keys
-    return [k for k in keys if k.lower() not in have and stem(k.lower()) not in stems]
+    return [k for k in keys if not _written(k, have, stems) and not negated_only(k, passage)]
+
+
+def _written(term: str, have: frozenset, stems: frozenset) -> bool:
+    low = term.lower()
+    if low in have or stem(low) in stems:
+        return True
+    words = [w for w in re.findall(r"[a-z]+", words_for(term).lower()) if len(w) >= 4]
+    return bool(words) and stem(max(words, key=len)) in stems
+
+
+NEGATION_CUE = re.compile(r"\b(?:no|not|without|denies|denied|deny|negative(?: for)?|free of|never|none|absent|"
+                          r"rules? out|ruled out|r/o)\b[^.;:\n]{0,40}$", re.I)
+NEGATED_AFTER = re.compile(r"^[^.;:\n]{0,20}\b(?:ruled out|excluded|negative|absent|not seen)\b", re.I)
+
+
+def negated_only(term: str, passage: str) -> bool:
+    """Every mention of ``term`` in ``passage`` is negated: a cue ("no", "without", "negative for", "ruled out"
+    …) at most 40 characters before it in the same clause, or "ruled out" / "excluded" / "negative" just after."""
+    hits = list(re.finditer(rf"(?<![A-Za-z0-9]){re.escape(term)}(?![A-Za-z0-9])", passage, re.I))
+    if not hits:
+        return False
+    return all(NEGATION_CUE.search(passage[:m.start()]) or NEGATED_AFTER.search(passage[m.end():]) for m in hits)
