@@ -121,24 +121,35 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
         st.caption("Summaries can also come in their own CSV with a text column and one of hadm_id, encounter_id, "
                    "patient_id; docs/data.md describes every format.")
 
+    options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified",
+                          summary_types=tuple(x.strip() for x in summary_codes.split(",") if x.strip()),
+                          case_by=case_by,
+                          hold_out_types=tuple(x.strip() for x in hold_out.split(",") if x.strip()))
+    target = None if into == "(new dataset)" else into
+    attempt = repr((paths, options, target, name))  # what a Validate checked: Import waits until it passes
+    failed = st.session_state.get("_data_failed")
+    blocked = bool(failed) and failed[0] == attempt
     b1, b2 = st.columns([1, 5])
     do_validate = b1.button("Validate", disabled=not paths)
-    do_import = b2.button("Import", type="primary", disabled=not paths)
+    do_import = b2.button("Import", type="primary", disabled=not paths or blocked,
+                          help="Validate found problems in these files with these settings: fix them (see the "
+                               "table below) or change the files first." if blocked else None)
+    if blocked and not do_validate:
+        _show_report(False, failed[1], shown)
     if do_validate or do_import:
-        options = LoadOptions(mapping=mapping, default_specialty=specialty or "Unspecified",
-                              summary_types=tuple(x.strip() for x in summary_codes.split(",") if x.strip()),
-                              case_by=case_by,
-                              hold_out_types=tuple(x.strip() for x in hold_out.split(",") if x.strip()))
-        target = None if into == "(new dataset)" else into
         try:
             ds, rep = data_view.validate(store, paths, options, into=target, name=name or None)
         except DatasetInvalid as exc:
+            st.session_state["_data_failed"] = (attempt, exc.report)
+            if not blocked:
+                st.rerun()  # the buttons are drawn again with Import off, the report below them
             _show_report(False, exc.report, shown)
         except StoreError as exc:
             state.show_store_error(exc)
         except (ValueError, OSError) as exc:
             st.error(untrusted.md(exc))
         else:
+            st.session_state.pop("_data_failed", None)
             _show_report(True, rep, shown)
             if do_import:
                 try:

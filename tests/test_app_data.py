@@ -89,3 +89,54 @@ def test_mimic_discharge_note_held_out_from_the_data_page(tmp_path):
     assert not at.exception
     assert any("Imported into 'discharge'" in s.value and "1 summaries" in s.value for s in at.success), \
         [s.value for s in at.success] + [e.value for e in at.error]
+
+
+def test_a_csv_no_format_matches_is_said_so_with_what_each_format_needs(tmp_path):
+    """Read before as a wide ratings export and answered with rater-and-item errors."""
+    f = tmp_path / "export.csv"
+    f.write_text("patient,comment\nP1,fine\n")
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    at.button[0].click().run()  # Validate
+    assert not at.exception
+    issues = _issues(at)
+    assert list(issues["message"]) == ["no SumCheck format matches its columns (patient, comment)"]
+    fix = issues["fix"].iloc[0]
+    assert "a notes file: case_id, note_id, text" in fix and "a dialogue CSV: encounter_id, dialogue, note" in fix
+    assert not any("rater" in m for m in issues["message"])
+
+
+def test_import_is_off_after_a_failed_validate_until_the_input_changes(tmp_path):
+    bad = tmp_path / "export.csv"
+    bad.write_text("patient,comment\nP1,fine\n")
+    at = _data_page()
+    at.text_area[0].input(str(bad)).run()
+    assert not at.button[1].disabled
+    at.button[0].click().run()  # Validate: fails
+    assert not at.exception
+    assert at.button[1].disabled  # Import waits for a passing validation
+    assert any("nothing was imported" in e.value for e in at.error)  # the report stays on screen
+    good = ROOT / "sample_data" / "formats" / "fhir"
+    at.text_area[0].input(str(good)).run()
+    assert not at.button[1].disabled
+
+
+def test_fixes_name_the_page_labels_and_the_mapping_keys(tmp_path):
+    f = tmp_path / "wide.csv"
+    f.write_text("accurate,thorough,useful\n4,3,5\n")
+    at = _data_page()
+    at.text_area[0].input(str(f)).run()
+    at.button[0].click().run()
+    fixes = " ".join(_issues(at)["fix"])
+    assert 'the "summary id" row of the column table' in fixes and "'summary_col'" in fixes
+
+
+def test_a_json_error_reads_once():
+    from engine.data.strict_json import JsonProblem, loads_strict
+
+    try:
+        loads_strict('{"a": "unterminated')
+    except JsonProblem as exc:
+        assert "starting at line 1" in str(exc) and "at at" not in str(exc)
+    else:
+        raise AssertionError("accepted a broken JSON text")

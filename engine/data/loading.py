@@ -41,7 +41,8 @@ from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, r
                                resolve_max_mb, read_text_file, split_lines)
 from engine.data.keyed_summaries import add_keyed_summaries, read_keyed_summaries
 from engine.data.mimic import read_mimic
-from engine.data.mapping import LoadOptions, RatingsMapping, TABLE_COLUMNS
+from engine.data.mapping import DIALOGUE_COLUMNS, LoadOptions, RatingsMapping, TABLE_COLUMNS
+from engine.data.strict_json import short_text
 from engine.data.readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
 from engine.data.strict_json import JsonProblem, loads_strict
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
@@ -64,6 +65,16 @@ csv.field_size_limit(2**31 - 1)
 # --------------------------------------------------------------------------- entry points
 
 DATA_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
+FORMATS_NEED = ("each format needs: " + "; ".join(
+    f"a {t} file: {', '.join(cols)}" for t, (cols, _opt) in TABLE_COLUMNS.items())
+    + f"; a dialogue CSV: {', '.join(DIALOGUE_COLUMNS)}; a wide ratings export: a summary id column, a rater id "
+      "column and one column per PDSQI-9 item; a MIMIC-IV-Note file: note_id, subject_id, hadm_id, charttime, text "
+      "(docs/data.md describes each)")
+
+
+def _mapped(mapping: Optional[RatingsMapping]) -> bool:
+    """A column mapping that says the file is a wide ratings export (it names items or id columns)."""
+    return bool(mapping and (mapping.items or mapping.summary_col or mapping.rater_col))
 
 
 def _expand(paths: Sequence[str | os.PathLike], report: ValidationReport) -> list[Path]:
@@ -260,9 +271,14 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
         elif table is not None:
             report.formats[fname] = f"bundle table '{table}'" + why + sniffed
             read_table(c, report, path, table, header, rows, opts)
-        elif fmt == "csv":
+        elif fmt == "csv" and (_mapped(opts.mapping) or RatingsMapping.guess(header).items):
             report.formats[fname] = "wide ratings CSV" + why + sniffed
             read_wide_ratings(c, report, path, header, rows, opts)
+        elif fmt == "csv":
+            report.formats[fname] = "no format matches" + sniffed
+            report.add(Issue(fname, "no SumCheck format matches its columns "
+                                    f"({short_text(', '.join(header), 300)})", line=1, hint=FORMATS_NEED))
+            c.broken.update(supplies)
         else:
             report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
                              hint="name it cases/notes/summaries/ratings.jsonl"))
@@ -289,6 +305,18 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     if not report.ok:
         raise DatasetInvalid(report)
     return ds, report
+
+
+FORMATS_NEED = ("each format needs: " + "; ".join(
+    f"a {t} file: {', '.join(cols)}" for t, (cols, _opt) in TABLE_COLUMNS.items())
+    + f"; a dialogue CSV: {', '.join(DIALOGUE_COLUMNS)}; a wide ratings export: a summary id column, a rater id column "
+      "and one column per PDSQI-9 item; a MIMIC-IV-Note file: note_id, subject_id, hadm_id, charttime, text "
+      "(docs/data.md)")
+
+
+def _mapped(mapping: Optional[RatingsMapping]) -> bool:
+    """A column mapping that says the file is a wide ratings export (it names items or id columns)."""
+    return bool(mapping and (mapping.items or mapping.summary_col or mapping.rater_col))
 
 
 def _counted(counts: Counter) -> str:

@@ -223,7 +223,9 @@ def read_wide_ratings(c: Collector, report: ValidationReport, path: Path, header
         col = getattr(mapping, attr)
         if not col:
             report.add(Issue(fname, f"no column holds the {what}", line=1,
-                             hint=f"set '{attr}' in the column mapping (columns are: {short_text(', '.join(header), 500)})"))
+                             hint=f"choose the {what} column (on the Data page: the \"{what}\" row of the column "
+                                  f"table; in a mapping file: '{attr}'); the columns are: "
+                                  f"{short_text(', '.join(header), 500)}"))
             problems = True
         elif col not in header:
             report.add(Issue(fname, f"mapped column '{col}' for the {what} is not in the file", line=1, field=col,
@@ -242,7 +244,8 @@ def read_wide_ratings(c: Collector, report: ValidationReport, path: Path, header
     unknown = [h for h in header if h and h not in used and not SURVEY_META_RE.match(h)]
     if unknown:
         report.add(Issue(fname, f"unknown column(s) {short_text(', '.join(unknown), 500)}", line=1, field=unknown[0],
-                         hint="map each to a PDSQI-9 item, or add it to 'ignore' in the column mapping"))
+                         hint="map each to a PDSQI-9 item, or ignore it (on the Data page: \"Columns to ignore\"; "
+                              "in a mapping file: 'ignore')"))
         problems = True
     default_group = (mapping.default_rater_group if mapping.default_rater_group != "unknown"
                      else opts.default_rater_group)

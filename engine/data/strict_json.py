@@ -55,7 +55,8 @@ def loads_strict(text: str) -> object:
         raise JsonProblem(f"key {short_text(exc.key)!r} appears twice in one JSON object",
                           hint="keep one of them: JSON readers disagree on which value wins") from None
     except json.JSONDecodeError as exc:
-        raise JsonProblem(f"invalid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", line=exc.lineno,
+        msg = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Unterminated string starting at"
+        raise JsonProblem(f"invalid JSON ({msg} at line {exc.lineno} column {exc.colno})", line=exc.lineno,
                           hint="the file is cut off or malformed; export it again") from None
     except RecursionError:
         raise JsonProblem(f"JSON nested far too deeply (more than {MAX_JSON_DEPTH} levels)",
