@@ -13,7 +13,7 @@ import streamlit as st
 
 from engine.core import untrusted
 from engine.core.rubric import item_label
-from engine.views.agreement import bland_altman_limits, rho_caption, trend_line
+from engine.views.agreement import INTERVAL_NOTE, bland_altman_limits, rho_caption, trend_line
 
 
 def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
@@ -53,8 +53,11 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
         xs = [lo + (hi - lo) * i / 19 for i in range(20)]
         fig.add_trace(go.Scatter(x=xs, y=[a + b * x for x in xs], mode="lines", name="linear trend",
                                  line_color="#cf222e"))
-    stat = rho_caption(rho, p)
-    fig.update_layout(title=untrusted.plot(f"{item_label(item)}: note length vs {y.replace('_', ' ')}{stat}"), showlegend=False)
+    stat = rho_caption(rho, p).removeprefix(" — ")
+    # the statistic in its own line: in a half-width chart one line cut it at "Spearman ρ = -("
+    fig.update_layout(title=dict(text=untrusted.plot(f"{item_label(item)}: note length vs {y.replace('_', ' ')}"),
+                                 subtitle=dict(text=untrusted.plot(stat or "too few summaries for Spearman ρ"))),
+                      margin=dict(t=90), showlegend=False)
     return fig, df
 
 
@@ -107,6 +110,9 @@ def confusion(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
     fig = px.imshow(m, text_auto=True, labels={"x": "LLM judge", "y": "human median (rounded)", "color": "summaries"},
                     height=360, color_continuous_scale="Blues")
     fig.update_layout(title=untrusted.plot(f"Confusion: {item_label(item)}"))
+    labels = [str(v) for v in levels]  # every score on both axes (plotly's own ticks showed only 2 and 4)
+    fig.update_xaxes(tickmode="array", tickvals=levels, ticktext=labels, side="bottom")
+    fig.update_yaxes(tickmode="array", tickvals=levels, ticktext=labels)
     return fig, m.reset_index(names="human")
 
 
@@ -160,7 +166,8 @@ def headline(humans_svg: str, llm_svg: str | None, verdicts: list[dict]) -> None
     if llm_svg:
         with c2:
             st.html(llm_svg)
-    st.caption("Bands after Koo & Li (2016): below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent.")
+    st.caption("Bands after Koo & Li (2016): below 0.5 poor, 0.5–0.75 moderate, 0.75–0.9 good, above 0.9 excellent. "
+               + INTERVAL_NOTE)
     for v in verdicts:
         st.markdown(f"**{untrusted.md(v['label'])}.** {untrusted.md(v['verdict'])}"
                     + (f" {untrusted.md(v['secondary'])} (secondary)." if v.get("secondary") else "")

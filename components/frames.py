@@ -8,6 +8,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from engine.core.numbers import column_format
+
 
 def _blank(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
@@ -35,7 +37,7 @@ def _text(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.0f}" if v == round(v) else f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return column_format([v]).format(v)
     return str(v)
 
 
@@ -57,6 +59,5 @@ def styled(df: pd.DataFrame):
     formats = {}
     for col in df.columns:
         if pd.api.types.is_numeric_dtype(df[col].dtype) and not pd.api.types.is_bool_dtype(df[col].dtype):
-            vals = df[col].dropna()
-            formats[col] = "{:.0f}" if len(vals) and (vals == vals.round()).all() else "{:.3f}"
+            formats[col] = column_format(df[col].dropna().tolist())
     return df.style.format(formats, na_rep="")

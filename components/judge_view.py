@@ -1,6 +1,8 @@
 """Rendering of judge results: per-item LLM vs human table, samples with raw output, provenance."""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
@@ -64,6 +66,16 @@ def render_conflicts(conflicts: dict[str, str]) -> None:
             f"**{untrusted.md_inline(k)}** — {untrusted.md_inline(v)}" for k, v in conflicts.items()))
 
 
+def readable_reply(raw: str) -> str:
+    """A judge's raw reply as a reader reads it: JSON indented one key per line; anything else as it came."""
+    if not raw:
+        return "(empty reply)"
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        return raw
+
+
 def render_samples(samples: list[dict]) -> None:
     for s in samples:
         label = untrusted.md_inline(f"Sample {s['index']} · T={s['temperature']} · seed {s['seed']} · " + (
@@ -73,7 +85,7 @@ def render_samples(samples: list[dict]) -> None:
                 st.error(untrusted.md(s["error"]))
             for w in s["warnings"]:
                 st.warning(untrusted.md(w))
-            st.code(s["raw"] or "(empty reply)", language="json")
+            st.code(readable_reply(s["raw"]), language="json", wrap_lines=True)
 
 
 PROVENANCE_LABELS = {"model_file": "model file", "model_sha256": "model sha256", "backend": "backend",

@@ -19,11 +19,16 @@ def what_it_does() -> None:
     st.markdown(WHAT)
 
 
-def status(counts: list[tuple[str, str]], judged: list[dict]) -> None:
-    """``counts``: (label, value) shown as metrics; ``judged``: rows of judge configurations with coverage."""
-    cols = st.columns(len(counts))
-    for col, (label, value) in zip(cols, counts):
-        col.metric(label, value)
+TILES_PER_ROW = 4  # at 1,280 px a tile this wide shows "36 of 36" whole
+
+
+def status(rows: list[list[tuple[str, str]]], judged: list[dict]) -> None:
+    """``rows``: rows of (label, value) shown as metrics, at most :data:`TILES_PER_ROW` a row, each row as wide
+    as four; ``judged``: rows of judge configurations with coverage."""
+    for counts in rows:
+        cols = st.columns(TILES_PER_ROW)
+        for col, (label, value) in zip(cols, counts[:TILES_PER_ROW]):
+            col.metric(label, value)
     if judged:
         from components.frames import show
 

@@ -17,10 +17,10 @@ st.markdown(f"#### Dataset '{untrusted.md_inline(name)}'")
 if name == SAMPLE_NAME:
     st.info(SAMPLE_ABOUT)
 start_view.status(
-    [("cases", str(s.cases)), ("summaries", str(s.summaries)), ("raters", str(s.raters)),
-     ("evidence", f"{min(s.coverage, s.support)} of {s.summaries}"),
-     ("claims verified", f"{s.verified} of {s.summaries}"), ("MED-OMIT", f"{s.medomit} of {s.summaries}"),
-     ("spot-checked", f"{s.spot_checked} of {s.summaries}")],
+    [[("cases", str(s.cases)), ("summaries", str(s.summaries)), ("raters", str(s.raters))],
+     [("evidence", f"{min(s.coverage, s.support)} of {s.summaries}"),
+      ("claims verified", f"{s.verified} of {s.summaries}"), ("MED-OMIT", f"{s.medomit} of {s.summaries}"),
+      ("spot-checked", f"{s.spot_checked} of {s.summaries}")]],
     [{"judge model": j.model + (" (smoke-test model)" if j.smoke_test else ""), "samples": j.samples,
       "summaries judged": f"{j.summaries} of {s.summaries}", "last judged (UTC)": j.judged_at,
       "configuration": j.key} for j in s.judged])

@@ -102,12 +102,13 @@ def test_scores_are_written_with_at_most_two_decimals():
                                                                                      "—"]
 
 
-def test_an_interval_past_the_coefficients_range_is_clipped_and_says_so():
-    """Before: "a Comprehensible interval starting at −1.09"."""
-    from engine.analysis.formatting import format_estimate
+def test_an_interval_past_the_coefficients_range_is_marked_and_the_mark_is_said_once():
+    """Before: "-1.00 (clipped)" in each verdict, never explained, while the table showed -1.09."""
+    from engine.analysis.formatting import CLIPPED, INTERVAL_NOTE, format_estimate
     from engine.statistics import Estimate
 
-    assert format_estimate(Estimate(-0.09, -1.09, 0.53)) == "-0.09 (95% CI -1.00 (clipped) to 0.53)"
+    assert format_estimate(Estimate(-0.09, -1.09, 0.53)) == f"-0.09 (95% CI -1.00{CLIPPED} to 0.53)"
+    assert INTERVAL_NOTE.startswith(CLIPPED) and "the tables give it as computed" in INTERVAL_NOTE
     assert format_estimate(Estimate(0.5, 0.2, 0.7)) == "0.50 (95% CI 0.20 to 0.70)"
 
 
@@ -142,3 +143,24 @@ def test_the_raters_interval_band_is_said_in_the_raters_sentence():
     for h in spanning:
         raters = h.verdict.split(" The LLM judge")[0]
         assert "their interval spans" in raters and "interval spans" not in h.warning
+
+
+def test_length_chart_keeps_its_statistic_in_a_subtitle_and_the_confusion_matrix_labels_every_score():
+    """Before: the title cut at "Spearman ρ = -(" in a half-width chart; the matrix labelled only 2 and 4."""
+    from components.agreement_view import confusion, length_scatter
+
+    rows = [{"summary_id": f"s{i}", "note_tokens": 100 * i, "accurate:llm": 1 + i % 5,
+             "accurate:human_median": 1 + (i + 1) % 5} for i in range(10)]
+    fig, _ = length_scatter(rows, "accurate", "llm", -0.1234, 0.04)
+    assert "Spearman" not in fig.layout.title.text and "Spearman ρ = -0.123" in fig.layout.title.subtitle.text
+    fig, _ = confusion(rows, "accurate")
+    assert list(fig.layout.xaxis.tickvals) == [1, 2, 3, 4, 5] == list(fig.layout.yaxis.tickvals)
+
+
+def test_a_judge_reply_is_shown_one_key_per_line():
+    """Before: the Judge page's "Sample 0" showed the raw JSON reply on one unwrapped line."""
+    from components.judge_view import readable_reply
+
+    raw = '{"citation": 4, "accurate": 5, "thorough": 3}'
+    assert readable_reply(raw).splitlines() == ["{", '  "citation": 4,', '  "accurate": 5,', '  "thorough": 3', "}"]
+    assert readable_reply("not json {") == "not json {" and readable_reply("") == "(empty reply)"

@@ -20,18 +20,25 @@ def format_p(p: Optional[float]) -> str:
 BOUNDS = (-1.0, 1.0)  # every agreement coefficient shown (ICC, α, κ, AC1/AC2) lies in [-1, 1]
 
 
+CLIPPED = "†"
+INTERVAL_NOTE = ("† An interval bound past −1 or 1 (on few summaries the F-based interval of an ICC can reach, say, "
+                 "−1.09, although the coefficient cannot) is written at the end of the range; the tables give it as "
+                 "computed.")
+
+
 def _bound(v: float, digits: int) -> str:
-    """One interval bound; one past the coefficient's range is written at the range's end, marked."""
+    """One interval bound; one past the coefficient's range is written at the range's end and marked
+    :data:`CLIPPED` (:data:`INTERVAL_NOTE` says once what that means)."""
     if v < BOUNDS[0]:
-        return f"{BOUNDS[0]:.{digits}f} (clipped)"
+        return f"{BOUNDS[0]:.{digits}f}{CLIPPED}"
     if v > BOUNDS[1]:
-        return f"{BOUNDS[1]:.{digits}f} (clipped)"
+        return f"{BOUNDS[1]:.{digits}f}{CLIPPED}"
     return f"{v:.{digits}f}"
 
 
 def format_estimate(e: Optional[rel.Estimate], digits: int = 2) -> str:
     """A coefficient with its 95% interval; an interval bound beyond [-1, 1] (the F-based ICC interval on few
-    summaries can reach -1.09) is written at -1 or 1 and marked "clipped"."""
+    summaries can reach -1.09) is written at -1 or 1 and marked :data:`CLIPPED`."""
     if e is None or e.value is None or not math.isfinite(e.value):
         return "—"
     if e.ci_low is not None and e.ci_high is not None:

@@ -27,7 +27,8 @@ from engine.core.models import RESERVED_RATER_GROUPS
 from engine.core.rubric import ITEMS, get_item
 from engine.judge.configs import JudgeConfig, sampling_words
 from engine.analysis.agreement import AgreementReport, disagreements
-from engine.analysis.formatting import format_p
+from engine.analysis.formatting import INTERVAL_NOTE, format_p
+from engine.core.numbers import formatted_rows
 from engine.analysis.headline import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
                                       mixed_model_rows)
 from engine.analysis.spot_checks import spot_check_rows
@@ -279,7 +280,7 @@ text-align:left;vertical-align:top}th{background:#f6f8fa}.muted{color:#57606a}.w
 .smoke{position:fixed;top:0;left:0;right:0;background:#cf222e;color:white;font-weight:bold;text-align:center;
 padding:3px;font-size:12px;z-index:9}.smoke-pad{height:26px}.verdict{margin:2px 0}
 .legend span{display:inline-block;padding:0 8px;margin-right:4px}
-@media print{body{margin:0 auto}h2{break-after:avoid}table,svg{break-inside:avoid}.smoke,.smoke-pad{display:none}}
+@media print{body{margin:0 auto}h2,h2+p{break-after:avoid}table,svg{break-inside:avoid}.smoke,.smoke-pad{display:none}}
 @page{margin:16mm 12mm}
 """
 SMOKE_PAGE_CSS = """@page{@top-center{content:"LLM figures from the embedded smoke-test model (Gemma 3 270M): not clinically
@@ -322,6 +323,7 @@ def _template():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
     env.filters["cell"] = lambda v: Markup(_cell(v))  # _cell escapes (engine.core.untrusted.html)
+    env.filters["numbers"] = formatted_rows  # one rule for a column's numbers, as the app's tables write them
     return env.get_template(TEMPLATE.name)
 
 
@@ -339,7 +341,7 @@ def render_html(d: ReportData) -> str:
     others = ([{"configuration": c.key, "model": c.model, "prompt": c.prompt_version, "summaries": c.n_results}
                for c in d.configs if not d.config or c.key != d.config.key] if len(d.configs) > 1 else [])
     return _template().render(
-        d=d, smoke=smoke, app_version=APP_VERSION, css=Markup(CSS),
+        d=d, smoke=smoke, app_version=APP_VERSION, css=Markup(CSS), interval_note=INTERVAL_NOTE,
         smoke_css=Markup(SMOKE_PAGE_CSS.replace(chr(10), "") if smoke else ""),
         specialties=[{"specialty": k, "summaries": v} for k, v in d.specialties],
         generators=[{"generator": k, "summaries": v} for k, v in d.generators],
