@@ -241,8 +241,12 @@ with tab_align:
                                             (best.start, best.end) if best is not None and best.note_id == nid
                                             else None, "support", scroll_page)
 
+STORED_CHOICES = ["Use the stored result", "Run it again (replaces the stored result)"]
+
 with tab_verify:
     job_name = f"verify_{name}_{sid}"
+    again_verify = st.radio("A stored verification of this summary", STORED_CHOICES, horizontal=True,
+                            key=f"again_verify_{sid}") == STORED_CHOICES[1]
     if st.button("Verify this summary's claims", disabled=jobs_view.running(job_name),
                  help="Each sentence is asked of the judge model as one yes/no question (and, when it cites "
                       "notes, whether those notes alone support it); its claims are checked for numbers, sides, "
@@ -252,13 +256,19 @@ with tab_verify:
         if loaded is not None:
             backend, sha = loaded
             jobs_view.start(job_name, verification_job(store, name, ds, [sid], lambda: backend,
-                                                       sha or backend.describe().get("model_file", "endpoint")),
+                                                       sha or backend.describe().get("model_file", "endpoint"),
+                                                       rerun=again_verify),
                             label=f"Claim verification of summary {sid}")
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
     evidence_view.render_verification(verified, case)
 
 with tab_medomit:
     job_name = f"medomit_{name}_{sid}"
+    again_medomit = st.radio("A stored MED-OMIT result of this summary", STORED_CHOICES, horizontal=True,
+                             key=f"again_medomit_{sid}",
+                             help="Run again: the result is worked out again and replaces the stored one; the "
+                                  "model's steps come from the step cache (its greedy replies are the same).") \
+        == STORED_CHOICES[1]
     if st.button("Run MED-OMIT on this summary", disabled=jobs_view.running(job_name),
                  help="Facts, DDx, importance and clusters are shared by the case's summaries and cached (importance "
                       "read in one step is read once per fact, for the facts a summary leaves out); with the "
@@ -267,7 +277,7 @@ with tab_medomit:
         if loaded is not None:
             backend, sha = loaded
             mo = MedOmit(backend, sha, cache=store, embedder=state.embedder(), facts=state.medomit_facts())
-            jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name))
+            jobs_view.start(job_name, medomit_job(mo, ds, [sid], store=store, dataset_name=name, rerun=again_medomit))
     jobs_view.panel(job_name, on_finish=lambda job: state.bump_data_version())
     res = view.medomit
     if res is None:

@@ -324,3 +324,33 @@ def test_triage_and_calibration_read_the_unsupported_share_but_never_a_smoke_tes
     store.put_evidence("d", METHOD_KEY, verification_key(CASE, other, "sha-smoke"), "c1-s2", "complete",
                        json.dumps(smoke.to_dict()))  # the newest result is a smoke-test one: not evidence
     assert evidence_for(store, "d", ds)["c1-s2"].features.unsupported is None
+
+
+def test_run_it_again_asks_again_and_replaces_the_stored_result(tmp_path):
+    """Before: "Verify this summary's claims" only ever returned the stored result."""
+    from engine.data.store import Store
+    from engine.evidence.support.verification.run import verification_job
+
+    store = Store(tmp_path / "ws.sqlite")
+    ds = Dataset(name="d", cases=[CASE], summaries=[SUMMARY])
+    store.import_dataset(ds, name="d")
+    calls = []
+
+    def backend():
+        calls.append(1)
+        return AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
+
+    compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
+    assert compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x").computed == 0
+    again = verification_job(store, "d", ds, ["c1-s1"], backend, "sha-x", rerun=True).start()
+    assert again.wait(30) and again.status().state == "done"
+    assert len(calls) == 2 and again.status().counts.get("from the workspace", 0) == 0
+
+
+def test_the_case_page_offers_to_run_each_model_evidence_again():
+    from conftest import _run
+
+    at = _run("pages/case.py")
+    labels = {r.label: r.options for r in at.radio}
+    for kind in ("A stored verification of this summary", "A stored MED-OMIT result of this summary"):
+        assert "Run it again (replaces the stored result)" in labels[kind]

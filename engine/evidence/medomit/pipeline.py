@@ -414,10 +414,11 @@ def _incomplete(case: Case, summary: Summary, records: list[StepRecord], prov: d
 
 def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, dataset_name: Optional[str] = None,
                 progress: Callable[[int, int, str, str], None] = lambda done, total, sid, msg: None,
-                should_stop: Callable[[], bool] = lambda: False):
+                should_stop: Callable[[], bool] = lambda: False, rerun: bool = False):
     """MED-OMIT over several summaries through the one cached batch loop (:func:`engine.core.batch.run_cached`):
-    results are stored per (model, content) and reused (resume); an incomplete result is run again, its
-    successful steps coming from the step cache."""
+    results are stored per (model, content) and reused (resume; with ``rerun`` every summary runs again and its
+    stored result is replaced — give ``medomit`` no step cache to ask every step again); an incomplete result is
+    run again, its successful steps coming from the step cache."""
     name = dataset_name or ds.name
     total = len(summary_ids)
 
@@ -432,7 +433,7 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
         return placed[sid]
 
     def lookup(sid: str) -> Optional[MedOmitResult]:
-        if store is None:
+        if store is None or rerun:
             return None
         cached = store.get_evidence(name, "medomit", place(sid)[2], sid)
         res = MedOmitResult.from_json(cached) if cached is not None else None
@@ -459,7 +460,7 @@ ONE_STEP_STEPS = ("extracting facts", "differential diagnosis", "clusters", "omi
 
 
 def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
-                dataset_name: Optional[str] = None) -> Job:
+                dataset_name: Optional[str] = None, rerun: bool = False) -> Job:
     """:func:`run_medomit` as a background :class:`~engine.core.jobs.Job` (not started), one step per pipeline step.
     Its cancel stops the in-process model within the current LLM call; summaries finished before are stored and
     every finished step is in the step cache, so a new run resumes where this one stopped."""
@@ -468,18 +469,17 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
 
         def progress(done: int, total: int, sid: str, msg: str) -> None:
             last["msg"] = msg
-            if msg in medomit.steps:
-                job.report(done=done, item=sid, step=msg, step_index=medomit.steps.index(msg))
-            else:
-                job.report(done=done, item=sid, step=msg, cached=msg == "cached")
+            job.report(done=done, item=sid, step=msg, step_index=medomit.steps.index(msg) if msg in medomit.steps
+                       else None, cached=msg == "cached")
 
         for res in run_medomit(medomit, ds, summary_ids, store=store, dataset_name=dataset_name, progress=progress,
-                               should_stop=job.should_stop):
+                               should_stop=job.should_stop, rerun=rerun):
             job.results.append(res)
             job.count(CACHED_COUNT if last["msg"] == "cached" else res.status)
 
     return recorded(Job("MED-OMIT", len(summary_ids), work, n_steps=len(medomit.steps)), store, dataset_name or ds.name,
-                    summary_ids, repr((medomit.model_id, medomit.opt, medomit.decision, medomit.gaps, medomit.facts)))
+                    summary_ids, repr((medomit.model_id, medomit.opt, medomit.decision, medomit.gaps, medomit.facts,
+                                       rerun)))
 
 
 def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION,

@@ -353,7 +353,7 @@ class VerifyBatch:
 
 def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence[str],
                          backend: Callable[[], Backend], model_sha256: str, params: VerifyParams = DEFAULT_PARAMS,
-                         report: Callable[..., None] = lambda **kw: None) -> VerifyBatch:
+                         report: Callable[..., None] = lambda **kw: None, rerun: bool = False) -> VerifyBatch:
     """Verification of ``summary_ids`` (ordered by case so each record is read once), each computed once and kept
     in the workspace. ``backend`` is called only when something must be computed. ``report`` gets keyword
     arguments ``done, item, cached`` (the shape of :meth:`Job.report`)."""
@@ -362,6 +362,8 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
     readers: dict = {}
 
     def lookup(sid: str) -> Optional[VerificationResult]:
+        if rerun:  # asked again: the stored result is replaced
+            return None
         s = ds.summary(sid)
         return stored_verification(store, dataset, ds.case(s.case_id), s, model_sha256, params)
 
@@ -398,12 +400,13 @@ def verification_order(ds: Dataset, summary_ids: Sequence[str]) -> list[str]:
 
 
 def plan_verification(job: Job, store, dataset: str, ds: Dataset, summary_ids: Sequence[str], model_sha256: str,
-                      params: VerifyParams) -> None:
-    """Give ``job`` its plan (:mod:`.plan`): work tokens per summary without a current result, and the speed
-    measured on this model's stored verifications."""
+                      params: VerifyParams, rerun: bool = False) -> None:
+    """Give ``job`` its plan (:mod:`.plan`): work tokens per summary without a current result (every summary with
+    ``rerun``), and the speed measured on this model's stored verifications."""
     order = verification_order(ds, summary_ids)
-    stored = {sid for sid in order if stored_verification(store, dataset, ds.case(ds.summary(sid).case_id),
-                                                          ds.summary(sid), model_sha256, params) is not None}
+    stored = set() if rerun else {
+        sid for sid in order if stored_verification(store, dataset, ds.case(ds.summary(sid).case_id),
+                                                    ds.summary(sid), model_sha256, params) is not None}
     style = ds.citation_style()
     work = verification_work(ds, order, stored, params.citations,
                              lambda sid: summary_sentences(ds.summary(sid), style))
@@ -412,19 +415,20 @@ def plan_verification(job: Job, store, dataset: str, ds: Dataset, summary_ids: S
 
 
 def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], backend: Callable[[], Backend],
-                     model_sha256: str, params: VerifyParams = DEFAULT_PARAMS) -> Job:
+                     model_sha256: str, params: VerifyParams = DEFAULT_PARAMS, rerun: bool = False) -> Job:
     """:func:`compute_verification` as a background job (not started), planned (:func:`plan_verification`) so
-    its bar moves with the tokens read and written; ``job.results`` holds the results."""
+    its bar moves with the tokens read and written; ``job.results`` holds the results. ``rerun``: ask again and
+    replace what is stored."""
     def work(job: Job) -> None:
-        plan_verification(job, store, dataset, ds, summary_ids, model_sha256, params)
+        plan_verification(job, store, dataset, ds, summary_ids, model_sha256, params, rerun)
 
         def report(done: Optional[int] = None, item: Optional[str] = None, cached: bool = False) -> None:
             job.report(done=done, item=item, step="verifying claims", cached=cached)
             if cached:
                 job.count(CACHED_COUNT)
 
-        batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report)
+        batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report, rerun)
         job.results.extend(batch.results.values())
 
     return recorded(Job("Claim verification", len(summary_ids), work), store, dataset, summary_ids,
-                    json.dumps([model_sha256, asdict(params)]))
+                    json.dumps([model_sha256, asdict(params), rerun]))
