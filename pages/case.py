@@ -301,7 +301,7 @@ with tab_medomit:
                     st.code(raw)
         evidence_view.render_medomit_summary(res.document_weight, res.omission_count,
                                              res.ddx_comparison.difference if res.ddx_comparison else None,
-                                             len(res.facts))
+                                             res.facts_in_notes)
         rows = view.omitted_rows
         if rows:
             cons = view.medomit_consensus

@@ -178,3 +178,23 @@ def test_statement_labels_quote_the_note_and_the_summary():
         assert pertinent and all(k.lower() in summary.text.lower() for k in pertinent[0]["key_terms"])
         assert e["summary_id"] not in {sid for sid, s in manifest["summaries"].items()
                                        if any(d.get("source_span") == e["source_span"] for d in s["defects"])}
+
+
+def test_the_header_counts_the_facts_the_list_counts_and_an_omission_names_its_threshold():
+    """Before: the header said 122 facts (the not-found fact among them), the text 121; dapagliflozin read
+    "P(omitted) 0.49" and was listed omitted with nothing saying the line is 0.40."""
+    from engine.evidence.medomit.rows import omitted_fact_rows
+
+    rows = [json.loads(x) for x in SAMPLE_MEDOMIT.read_text().splitlines() if x.strip()]
+    seen = 0
+    for r in rows:
+        res = MedOmitResult._from_json(r["result"])
+        assert res.facts_in_notes == len(res.facts) - len(res.not_found)
+        for row in omitted_fact_rows(res):
+            if row["P(omitted)"] is not None:
+                assert f"omitted when P(omitted) ≥ 0.40 (this fact: {row['P(omitted)']:.2f} ≥ 0.40)" in row["explanation"]
+                seen += 1
+    assert seen >= 20
+    unlinked = MedOmitResult._from_json(rows[0]["result"])
+    unlinked.facts[0] = type(unlinked.facts[0])(**{**unlinked.facts[0].__dict__, "link": "unlinked"})
+    assert unlinked.facts_in_notes == len(unlinked.facts) - 1  # a fact not found in the notes is not counted

@@ -167,6 +167,11 @@ class MedOmitResult:
         return [f for f in self.facts if f.link == "unlinked"]
 
     @property
+    def facts_in_notes(self) -> int:
+        """The facts linked to the notes: the ones the decision and the weights count (the header's number)."""
+        return len(self.facts) - len(self.not_found)
+
+    @property
     def smoke_test(self) -> bool:
         """Computed with the embedded smoke-test model: its figures are not clinically meaningful."""
         from engine.llm.modelfiles import is_smoke_test_model

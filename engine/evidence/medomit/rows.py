@@ -32,9 +32,20 @@ def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -
                      "regions": [(a, b) for _, a, b in s.regions(f)], "weight": s.score, "importance": s.importance,
                      "importance P": s.importance_p, "importance weight": s.importance_weight,
                      "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
-                     "uniqueness": s.uniqueness, "clusters": s.clusters, "explanation": s.explanation,
+                     "uniqueness": s.uniqueness, "clusters": s.clusters,
+                     "explanation": with_threshold(s.explanation, s.p_omitted, result),
                      "note_id": f.note_id, "start": f.start, "end": f.end, "link": f.link})
     return rows
+
+
+def with_threshold(explanation: str, p_omitted: Optional[float], result: MedOmitResult) -> str:
+    """A fact's explanation with the line it was decided against ("P(omitted) 0.49 ≥ 0.40, the decision's
+    threshold"), so a number under ½ next to "omitted" reads as what it is."""
+    thr = (result.provenance.get("decision") or {}).get("threshold") if isinstance(result.provenance, dict) else None
+    if p_omitted is None or not isinstance(thr, (int, float)):
+        return explanation
+    side = "≥" if p_omitted >= thr else "<"
+    return f"{explanation} — omitted when P(omitted) ≥ {thr:.2f} (this fact: {p_omitted:.2f} {side} {thr:.2f})"
 
 
 SAME_WEIGHT_SHARE = 0.8  # the share of a result's facts with one weight from which the weights are said not to rank
