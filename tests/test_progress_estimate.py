@@ -205,3 +205,20 @@ def test_a_claim_verification_run_is_planned_and_its_tokens_add_up_across_questi
     planned._tokens("prompt", 0, 100, 0)
     planned._tokens("prompt", 100, 100, 0)
     assert abs(planned._work_fraction() - 200 / 300) < 1e-9
+
+
+def test_a_run_that_stops_early_is_planned_with_the_samples_such_runs_took():
+    """Before: 5 samples planned while early stopping took 2, and the estimate read 11 min for a run of 1 min 41 s."""
+    from engine.core.run_plan import expected_samples
+
+    def took(n):
+        r = judge_result("s", "c", {}, n_samples=5)
+        r.samples = r.samples[:1] * n
+        return r
+
+    mine = [took(2), took(2), took(3)]
+    sha = mine[0].provenance.model_sha256
+    assert expected_samples(mine, sha, 5, early_stop=True) == 2.0
+    assert expected_samples(mine, sha, 5, early_stop=False) == 5.0
+    assert expected_samples(mine, sha, 3, early_stop=True) == 3.0  # no stored run asked for 3: as asked
+    assert expected_samples([], sha, 5, early_stop=True) == 5.0

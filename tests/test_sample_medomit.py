@@ -192,7 +192,8 @@ def test_the_header_counts_the_facts_the_list_counts_and_an_omission_names_its_t
         assert res.facts_in_notes == len(res.facts) - len(res.not_found)
         for row in omitted_fact_rows(res):
             if row["P(omitted)"] is not None:
-                assert f"omitted when P(omitted) ≥ 0.40 (this fact: {row['P(omitted)']:.2f} ≥ 0.40)" in row["explanation"]
+                want = f"omitted when P(omitted) ≥ 0.40 (this fact: {row['P(omitted)']:.2f} ≥ 0.40)"
+                assert want in row["explanation"]
                 seen += 1
     assert seen >= 20
     unlinked = MedOmitResult._from_json(rows[0]["result"])

@@ -50,6 +50,18 @@ def measured_speeds(results: Iterable, model_sha256: Optional[str]) -> Optional[
                   statistics.median(r.timing.decode_tokens / len(r.samples) for r in rs), len(rs))
 
 
+def expected_samples(results: Iterable, model_sha256: Optional[str], n_samples: int, early_stop: bool) -> float:
+    """How many samples a summary will take: ``n_samples``, or with early stopping the median number the stored
+    results of this model asked for ``n_samples`` took (a run that stops early after 2 of 5 samples was planned as
+    5, and its estimate read more than twice the time it took). ``n_samples`` when nothing is stored."""
+    if not early_stop or n_samples <= 1 or not model_sha256:
+        return float(n_samples)
+    took = [len(r.samples) for r in results if r.status == "scored" and r.samples
+            and r.provenance.model_sha256 == model_sha256
+            and isinstance(r.provenance.params, dict) and r.provenance.params.get("n_samples") == n_samples]
+    return float(min(n_samples, statistics.median(took[-RECENT:]))) if took else float(n_samples)
+
+
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
     for x, y in zip(a, b):
@@ -59,7 +71,7 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def work_tokens(prompts: Sequence[Optional[Sequence[int]]], n_samples: int, speeds: Optional[Speeds],
+def work_tokens(prompts: Sequence[Optional[Sequence[int]]], n_samples: float, speeds: Optional[Speeds],
                 batch: int = 1) -> list[float]:
     """Work per summary, in prompt-token units: ``prompts`` holds each summary's prompt tokens in run order (None
     for a summary already stored: no work); the prefix shared with the previous prompt read is reused (cut to a

@@ -295,7 +295,7 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
     """Give ``job`` its plan (:mod:`engine.core.run_plan`) when the backend tokenizes in process (llama.cpp): each
     summary's prompt tokens, none for one already stored, and this model's speeds measured on the workspace's
     results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""
-    from engine.core.run_plan import measured_speeds, work_tokens
+    from engine.core.run_plan import expected_samples, measured_speeds, work_tokens
 
     caps = judge.backend.capabilities
     if not caps.tokenizer:
@@ -315,7 +315,8 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
         prompts.append(judge.backend.tokenize(plan.prompt))
     stored = stored_judge_results(store, name) if store else []
     speeds = measured_speeds(stored, judge.model_sha256)
-    job.plan(work_tokens(prompts, judge.params.n_samples, speeds, caps.reuse_batch),
+    samples = expected_samples(stored, judge.model_sha256, judge.params.n_samples, judge.params.early_stop)
+    job.plan(work_tokens(prompts, samples, speeds, caps.reuse_batch),
              speeds.prompt_tps if speeds else None, speeds.decode_weight if speeds else 5.0)
 
 
