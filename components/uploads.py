@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
+from engine.core.processes import pid_alive
+
 PREFIX = "sumcheck-upload-"
 
 _live: set[str] = set()
@@ -66,18 +68,6 @@ def private_copies(files: Iterable[tuple[str, bytes]], tmp_root: Optional[str] =
         remove(folder)
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale(tmp_root: Optional[str] = None) -> list[str]:
     """Remove ``sumcheck-upload-*`` folders owned by this user that no running process of ours holds: those of
     dead processes (a killed server) and those of older versions (no pid in the name). Returns what went."""
@@ -99,7 +89,7 @@ def sweep_stale(tmp_root: Optional[str] = None) -> list[str]:
         rest = p.name[len(PREFIX):]
         pid_part = rest.split("-", 1)[0]
         with _lock:
-            if pid_part.isdigit() and "-" in rest and _pid_alive(int(pid_part)):
+            if pid_part.isdigit() and "-" in rest and pid_alive(int(pid_part)):
                 if int(pid_part) != os.getpid() or str(p) in _live:
                     continue  # another live process's, or one of ours in use
             shutil.rmtree(p, ignore_errors=True)

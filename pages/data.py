@@ -126,7 +126,8 @@ with copies as paths:  # uploaded copies are deleted when this block ends (also 
                           case_by=case_by,
                           hold_out_types=tuple(x.strip() for x in hold_out.split(",") if x.strip()))
     target = None if into == "(new dataset)" else into
-    attempt = repr((paths, options, target, name))  # what a Validate checked: Import waits until it passes
+    inputs = [(u.name, u.size, u.file_id) for u in ups] if ups else paths  # an upload's copy is new each run
+    attempt = repr((inputs, options, target, name))  # what a Validate checked: Import waits until it passes
     failed = st.session_state.get("_data_failed")
     blocked = bool(failed) and failed[0] == attempt
     b1, b2 = st.columns([1, 5])

@@ -224,9 +224,9 @@ def test_a_server_without_logprobs_gives_unscored_claims_with_the_reason():
 
 
 # ----------------------------------------------------------------------------------------------- stored, CLI
-def test_verification_is_stored_by_content_and_read_back_through_the_registry(tmp_path):
+def _counted_workspace(tmp_path):
+    """A workspace holding CASE and SUMMARY, and a backend factory that counts how often it is opened."""
     from engine.data.store import Store
-    from engine.evidence.kinds import stored_results
 
     store = Store(tmp_path / "ws.sqlite")
     ds = Dataset(name="d", cases=[CASE], summaries=[SUMMARY])
@@ -237,6 +237,13 @@ def test_verification_is_stored_by_content_and_read_back_through_the_registry(tm
         calls.append(1)
         return AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
 
+    return store, ds, calls, backend
+
+
+def test_verification_is_stored_by_content_and_read_back_through_the_registry(tmp_path):
+    from engine.evidence.kinds import stored_results
+
+    store, ds, calls, backend = _counted_workspace(tmp_path)
     first = compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
     again = compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
     assert first.computed == 1 and again.computed == 0 and len(calls) == 1
@@ -328,18 +335,9 @@ def test_triage_and_calibration_read_the_unsupported_share_but_never_a_smoke_tes
 
 def test_run_it_again_asks_again_and_replaces_the_stored_result(tmp_path):
     """Before: "Verify this summary's claims" only ever returned the stored result."""
-    from engine.data.store import Store
     from engine.evidence.support.verification.run import verification_job
 
-    store = Store(tmp_path / "ws.sqlite")
-    ds = Dataset(name="d", cases=[CASE], summaries=[SUMMARY])
-    store.import_dataset(ds, name="d")
-    calls = []
-
-    def backend():
-        calls.append(1)
-        return AnswerBackend(lambda m: {"Yes": math.log(0.9), "No": math.log(0.1)})
-
+    store, ds, calls, backend = _counted_workspace(tmp_path)
     compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x")
     assert compute_verification(store, "d", ds, ["c1-s1"], backend, "sha-x").computed == 0
     again = verification_job(store, "d", ds, ["c1-s1"], backend, "sha-x", rerun=True).start()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 from engine.core.jobs import FAILED, RUNNING, Job, JobStatus, format_duration
+from engine.core.processes import pid_alive
 from engine.data.schema import StoreError
 
 STOPPED = "stopped"  # a run whose process ended without saying how
@@ -157,23 +158,9 @@ def _beat(store, job: Job) -> None:
             continue  # busy: the next beat writes
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a process that ended but was not yet collected by its parent is gone too
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _gone(rec: JobRecord, now: float) -> str:
     """Why a running row's process is gone ("" when it may still run)."""
-    if rec.host == HOST and rec.pid != os.getpid() and not _pid_alive(rec.pid):
+    if rec.host == HOST and rec.pid != os.getpid() and not pid_alive(rec.pid):
         return f"its process ({rec.pid}) ended before the run finished"
     if now - rec.heartbeat > STALE_S:
         return f"no sign of life for {format_duration(now - rec.heartbeat)}"

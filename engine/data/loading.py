@@ -307,18 +307,6 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     return ds, report
 
 
-FORMATS_NEED = ("each format needs: " + "; ".join(
-    f"a {t} file: {', '.join(cols)}" for t, (cols, _opt) in TABLE_COLUMNS.items())
-    + f"; a dialogue CSV: {', '.join(DIALOGUE_COLUMNS)}; a wide ratings export: a summary id column, a rater id column "
-      "and one column per PDSQI-9 item; a MIMIC-IV-Note file: note_id, subject_id, hadm_id, charttime, text "
-      "(docs/data.md)")
-
-
-def _mapped(mapping: Optional[RatingsMapping]) -> bool:
-    """A column mapping that says the file is a wide ratings export (it names items or id columns)."""
-    return bool(mapping and (mapping.items or mapping.summary_col or mapping.rater_col))
-
-
 def _counted(counts: Counter) -> str:
     """"12 notes, 3 summaries, 2 skipped (content application/pdf)" for the import report."""
     return ", ".join(f"{n:,} {what}" for what, n in counts.items() if n) or "nothing read"
