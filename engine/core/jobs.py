@@ -232,6 +232,7 @@ class Job:
         self._detail = ""
         self.owner = ""  # who runs it, in words ("browser session 3f2a…", "python -m engine verify sample")
         self.record_id = ""  # the workspace's row of this run, once recorded (engine.data.job_records)
+        self.record_spec: Optional[dict] = None  # what the row records (set by engine.data.job_records.recorded)
         self._on_start: list[Callable[["Job"], None]] = []
         self._on_end: list[Callable[["Job"], None]] = []
 

@@ -207,7 +207,7 @@ def request_cancel(store, job_id: str) -> None:
 def start_or_join(job: Job) -> tuple[Optional[Job], Optional[JobRecord]]:
     """Start ``job``, unless the same work is running: (the job of this process that runs it, its record) or
     (None, the record of the run in another process); else (``job`` started, None)."""
-    spec = getattr(job, "record_spec", None)
+    spec = job.record_spec
     if spec is not None:
         for rec in job_records(spec["store"], spec["dataset"], running_only=True):
             if rec.work_key == spec["key"] and rec.kind == job.kind:
