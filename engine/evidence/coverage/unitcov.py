@@ -150,7 +150,7 @@ def key_share(unit_text: str, summary_text: str) -> float:
     keys = key_terms(unit_text)
     if not keys:
         return 1.0
-    return 1.0 - len(missing_key_terms(unit_text, summary_text, keys)) / len(keys)
+    return 1.0 - len(missing_key_terms(unit_text, summary_text, keys, skip_negated=False)) / len(keys)
 
 
 def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParams):

@@ -40,7 +40,10 @@ import numpy as np
 from engine.llm.backends import Backend
 from engine.llm.prompt_fence import Fence
 
-DECISION_VERSION = "omit-decision-v4"  # v3: a fact of several statements decided part by part; v4: the model only clears
+# v5: the coverage reads key terms through the abbreviation list and skips a term named only negated (coverage-v8);
+# results stored under v4 are decided again from their stored answers (engine.evidence.medomit.redecide)
+DECISION_VERSION = "omit-decision-v5"
+EARLIER_DECISION_VERSIONS = ("omit-decision-v4",)  # v3: a fact of several statements decided part by part; v4: the model only clears
 PROMPT_VERSION = "omit-prompt-v1"
 KEEP = 3  # messages kept evaluated: instructions, summary, acknowledgement
 
@@ -62,8 +65,8 @@ class DecisionParams:
     by_parts: bool = True  # a fact of several statements is decided statement by statement (fact_parts)
     model_clears_only: bool = True  # the model is asked only about facts coverage would report (model_decides)
 
-    def key(self) -> dict:
-        return {"decision": DECISION_VERSION, "prompt": PROMPT_VERSION, **asdict(self)}
+    def key(self, version: str = DECISION_VERSION) -> dict:
+        return {"decision": version, "prompt": PROMPT_VERSION, **asdict(self)}
 
 
 DEFAULT_DECISION = DecisionParams()

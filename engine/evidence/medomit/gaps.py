@@ -70,7 +70,7 @@ def gap_units(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAP
         on = [f for f in linked if _overlaps(f, u.note_id, u.start, u.end)]
         said = " ".join(f.text for f in on)
         carried = len(words & lexical_set(said)) / len(words) if on else 0.0
-        if carried < params.min_carried or (params.key_terms and missing_key_terms(u.text, said)):
+        if carried < params.min_carried or (params.key_terms and missing_key_terms(u.text, said, skip_negated=False)):
             out.append(u)
     return out
 

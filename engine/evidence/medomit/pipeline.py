@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Optional, Sequence
 
@@ -39,17 +39,19 @@ from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
 from engine.data.job_records import recorded
 from engine.core.models import Case, Summary
-from engine.core.stamps import json_key, now_iso
+from engine.core.stamps import now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
 from engine.evidence.medomit import importance as imp_read
-from engine.evidence.medomit.facts import AUTO, DEFAULT_FACT_SOURCE, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
+from engine.evidence.medomit.facts import AUTO, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
 from engine.evidence.medomit.gaps import DEFAULT_GAPS, PASSAGE_LINK, GapParams, passage_facts
 from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA, DDX_TASK, FACTS_EXAMPLE,
                                              MAX_FACTS_PER_PART, cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
                                              fenced, importance_schema, msgs, split_in_halves)
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, MedOmitResult, METHOD_VERSION, StepRecord,
                                             compare_ddx, link_fact, merge_facts, score_document)
+from engine.evidence.medomit.keys import earlier_result_keys, result_key
+from engine.evidence.medomit.redecide import stored_or_redecided
 from engine.evidence.medomit.statements import statement_facts
 from engine.llm import case_record
 from engine.llm.backends import Backend
@@ -269,6 +271,10 @@ class MedOmit:
         return [Cluster(c["diagnosis"], c["polarity"], c["mechanism"].strip(), sorted(set(c["facts"])))
                 for c in r.value["clusters"] if c["facts"]]
 
+    def earlier_keys(self, case: Case, summary: Summary) -> list[str]:
+        """The keys earlier decision versions stored this summary's result under."""
+        return earlier_result_keys(self.model_id, case, summary, self.decision, self.gaps, self.facts)
+
     def embedder(self):
         """The embedding model for the coverage signal: the one given, else the bundled model loaded once."""
         if self._embedder is None:
@@ -435,8 +441,9 @@ def run_medomit(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None, 
     def lookup(sid: str) -> Optional[MedOmitResult]:
         if store is None or rerun:
             return None
-        cached = store.get_evidence(name, "medomit", place(sid)[2], sid)
-        res = MedOmitResult.from_json(cached) if cached is not None else None
+        case, summary, key = place(sid)
+        res = stored_or_redecided(store, name, sid, key, summary.text, medomit.embedder,
+                                  medomit.earlier_keys(case, summary))
         return res if res is not None and res.status == "complete" else None
 
     def compute(done: int, sid: str) -> MedOmitResult:
@@ -480,17 +487,6 @@ def medomit_job(medomit: "MedOmit", ds, summary_ids: Sequence[str], store=None,
     return recorded(Job("MED-OMIT", len(summary_ids), work, n_steps=len(medomit.steps)), store, dataset_name or ds.name,
                     summary_ids, repr((medomit.model_id, medomit.opt, medomit.decision, medomit.gaps, medomit.facts,
                                        rerun)))
-
-
-def result_key(model_id: str, case: Case, summary: Summary, decision: DecisionParams = DEFAULT_DECISION,
-               gaps: GapParams = DEFAULT_GAPS, facts: str = DEFAULT_FACT_SOURCE) -> str:
-    material = {"method": METHOD_VERSION, "model": model_id, "decision": decision.key(), "passages": gaps.key(),
-                "notes": [asdict(n) for n in case.notes], "specialty": case.target_specialty, "summary": summary.text}
-    if facts != DEFAULT_FACT_SOURCE:  # the default's keys stay those stored before fact sources existed
-        material["facts"] = facts
-    if FACT_SOURCES[facts].one_step:
-        material["one_step"] = ONE_STEP_VERSION
-    return json_key(material)
 
 
 def _diagnoses(r, records: list[StepRecord]) -> Optional[list[Diagnosis]]:

@@ -119,15 +119,17 @@ def summary_words(summary: str) -> tuple[frozenset, frozenset]:
     return frozenset(have), frozenset(stem(w) for w in have)
 
 
-def missing_key_terms(passage: str, summary: str, keys: Optional[list[str]] = None) -> list[str]:
+def missing_key_terms(passage: str, summary: str, keys: Optional[list[str]] = None,
+                      skip_negated: bool = True) -> list[str]:
     """:func:`key_terms` of a source passage (``keys`` when the caller has them) the summary never writes
     (case-insensitive; any inflection). Abbreviations count by their words on both sides
     (:mod:`engine.evidence.text.abbreviations`: "DCCV" is written by a summary that says "cardioversion", the
-    longest word it stands for); a term the passage only names negated ("no STEMI criteria") is not content the
-    summary misses (:func:`negated_only`)."""
+    longest word it stands for). With ``skip_negated`` a term the passage only names negated ("no STEMI criteria")
+    is not listed (:func:`negated_only`): a reader looks for what happened, not for what did not. A coverage
+    score keeps it (``skip_negated=False``): "no hydronephrosis" is a finding a summary can leave out."""
     have, stems = summary_words(expand(summary))
     keys = key_terms(passage) if keys is None else keys
-    return [k for k in keys if not _written(k, have, stems) and not negated_only(k, passage)]
+    return [k for k in keys if not _written(k, have, stems) and not (skip_negated and negated_only(k, passage))]
 
 
 def _written(term: str, have: frozenset, stems: frozenset) -> bool:
