@@ -1,6 +1,7 @@
 """A run started from the command line, seen and cancelled from a browser window: the Case page of a second
 session shows its progress (and the sidebar lists it on every page), and its Cancel stops the command."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -35,6 +36,12 @@ def test_a_cli_run_shows_on_the_case_page_of_another_session_and_is_cancelled_th
             body = page.inner_text("body")
             assert "python -m engine verify sample" in body and "Claim verification" in body
             assert "Running now" in body  # the sidebar lists it too
+            # the verification is planned in tokens: an estimate while the first record is read (before: "0 %" and
+            # "estimating time left…" for the whole first summary), and a bar that has moved
+            page.get_by_text(re.compile(r"about \d+ (?:s|min \d+ s) left")).first.wait_for(timeout=60_000)
+            moved = page.wait_for_function("""() => [...document.querySelectorAll('[role="progressbar"]')]
+                .some(e => Number(e.getAttribute('aria-valuenow')) > 0)""", timeout=60_000)
+            assert moved
             page.get_by_role("button", name="Cancel this run").first.click()
             page.get_by_text("Cancel asked").first.wait_for(timeout=30_000)
             browser.close()
