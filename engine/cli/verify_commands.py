@@ -45,13 +45,15 @@ def cmd_verify(args) -> int:
     except BackendError as exc:
         say(f"error: {exc}", file=sys.stderr)
         return 1
-    job = run_recorded(verification_job(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS), store, args.quiet)
+    def verification():
+        return verification_job(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS)
+
+    job = run_recorded(verification(), store, args.quiet)
     if isinstance(job, JobRecord):  # the same verification ran in another window or command and ended
         if job.state != DONE:
             say(f"that run ended {job.state}" + (f": {job.reason}" if job.reason else ""), file=sys.stderr)
             return 1
-        job = run_recorded(verification_job(store, name, ds, ids, backend, model_id, DEFAULT_PARAMS), store,
-                           True)  # what it stored, read now
+        job = run_recorded(verification(), store, True)  # what it stored, read now
     status = job.status() if not isinstance(job, JobRecord) else None
     if status is None or status.state != DONE:
         say(status.final_text() if status is not None else "the same verification is running again elsewhere",

@@ -143,6 +143,8 @@ def recorded(job: Job, store, dataset: str, summary_ids: Sequence[str], config: 
                 break
             except StoreError:
                 time.sleep(1.0)
+        with _LOCAL_LOCK:
+            _LOCAL.pop(j.record_id, None)  # ended: nothing left to join or cancel here
 
     job.on_start(register)
     job.on_end(finish)
@@ -178,16 +180,20 @@ def job_records(store, dataset: Optional[str] = None, running_only: bool = False
         if rec.running:
             why = _gone(rec, now)
             if why:
-                store.end_job(rec.job_id, STOPPED, why)
+                try:
+                    store.end_job(rec.job_id, STOPPED, why)
+                except StoreError:
+                    pass  # a read-only or busy workspace: shown stopped all the same, written by a later reader
                 rec = replace(rec, state=STOPPED, reason=why)
         if rec.running or not running_only:
             out.append(rec)
     return out
 
 
-def running_for(store, dataset: str, summary_id: str) -> list[JobRecord]:
-    """The runs working on this summary now."""
-    return [r for r in job_records(store, dataset, running_only=True) if summary_id in r.summary_ids]
+def running_for(store, dataset: Optional[str] = None, summary_id: Optional[str] = None) -> list[JobRecord]:
+    """The runs going on now (of one dataset, and working on one summary, when given)."""
+    return [r for r in job_records(store, dataset, running_only=True)
+            if summary_id is None or summary_id in r.summary_ids]
 
 
 def local_job(job_id: str) -> Optional[Job]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from engine.data.job_records import JobRecord, job_records, request_cancel
+from engine.data.job_records import JobRecord, request_cancel, running_for
 
 
 def running_runs(store, dataset: Optional[str] = None, summary_id: Optional[str] = None) -> list[JobRecord]:
     """The runs going on now (of one dataset, and working on one summary, when given), newest first; a run whose
     process is gone is marked stopped and left out."""
-    recs = job_records(store, dataset, running_only=True)
-    return [r for r in recs if summary_id is None or summary_id in r.summary_ids]
+    return running_for(store, dataset, summary_id)
 
 
 def cancel_run(store, job_id: str) -> None:

@@ -44,10 +44,9 @@ def verification_work(ds: Dataset, order: Sequence[str], stored: set, citations:
             continue
         case = ds.case(ds.summary(sid).case_id)
         sents = list(sentences(sid))
-        cited = [x for x in sents if x.citations] if citations else []
-        out.append(summary_work(len(case.source_text), [x.clean for x in cited + [x for x in sents
-                                                                                  if not x.citations]],
-                                len(cited), case.case_id in read))
+        cited = [x.clean for x in sents if citations and x.citations]  # asked twice: of the record, of its notes
+        rest = [x.clean for x in sents if not (citations and x.citations)]
+        out.append(summary_work(len(case.source_text), cited + rest, len(cited), case.case_id in read))
         read.add(case.case_id)
     return out
 

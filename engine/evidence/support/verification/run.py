@@ -353,10 +353,12 @@ class VerifyBatch:
 
 def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence[str],
                          backend: Callable[[], Backend], model_sha256: str, params: VerifyParams = DEFAULT_PARAMS,
-                         report: Callable[..., None] = lambda **kw: None, rerun: bool = False) -> VerifyBatch:
+                         report: Callable[..., None] = lambda **kw: None, rerun: bool = False,
+                         known: Optional[dict] = None) -> VerifyBatch:
     """Verification of ``summary_ids`` (ordered by case so each record is read once), each computed once and kept
     in the workspace. ``backend`` is called only when something must be computed. ``report`` gets keyword
-    arguments ``done, item, cached`` (the shape of :meth:`Job.report`)."""
+    arguments ``done, item, cached`` (the shape of :meth:`Job.report`). ``known``: the stored results a caller
+    already looked up (summary id -> result or None), not looked up again."""
     order = verification_order(ds, summary_ids)
     opened: dict = {}
     readers: dict = {}
@@ -364,6 +366,8 @@ def compute_verification(store, dataset: str, ds: Dataset, summary_ids: Sequence
     def lookup(sid: str) -> Optional[VerificationResult]:
         if rerun:  # asked again: the stored result is replaced
             return None
+        if known is not None and sid in known:
+            return known[sid]
         s = ds.summary(sid)
         return stored_verification(store, dataset, ds.case(s.case_id), s, model_sha256, params)
 
@@ -400,18 +404,20 @@ def verification_order(ds: Dataset, summary_ids: Sequence[str]) -> list[str]:
 
 
 def plan_verification(job: Job, store, dataset: str, ds: Dataset, summary_ids: Sequence[str], model_sha256: str,
-                      params: VerifyParams, rerun: bool = False) -> None:
+                      params: VerifyParams, rerun: bool = False) -> dict:
     """Give ``job`` its plan (:mod:`.plan`): work tokens per summary without a current result (every summary with
-    ``rerun``), and the speed measured on this model's stored verifications."""
+    ``rerun``), and the speed measured on this model's stored verifications. Returns the stored results it looked
+    up (summary id -> result or None; empty with ``rerun``), for the run to use."""
     order = verification_order(ds, summary_ids)
-    stored = set() if rerun else {
-        sid for sid in order if stored_verification(store, dataset, ds.case(ds.summary(sid).case_id),
-                                                    ds.summary(sid), model_sha256, params) is not None}
+    found = {} if rerun else {
+        sid: stored_verification(store, dataset, ds.case(ds.summary(sid).case_id), ds.summary(sid), model_sha256,
+                                 params) for sid in order}
     style = ds.citation_style()
-    work = verification_work(ds, order, stored, params.citations,
+    work = verification_work(ds, order, {sid for sid, r in found.items() if r is not None}, params.citations,
                              lambda sid: summary_sentences(ds.summary(sid), style))
     rate = measured_rate(store.evidence_results(dataset, METHOD_KEY).values(), model_sha256) if store else None
     job.plan(work, rate, DEFAULT_DECODE_WEIGHT)
+    return found
 
 
 def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str], backend: Callable[[], Backend],
@@ -420,14 +426,15 @@ def verification_job(store, dataset: str, ds: Dataset, summary_ids: Sequence[str
     its bar moves with the tokens read and written; ``job.results`` holds the results. ``rerun``: ask again and
     replace what is stored."""
     def work(job: Job) -> None:
-        plan_verification(job, store, dataset, ds, summary_ids, model_sha256, params, rerun)
+        found = plan_verification(job, store, dataset, ds, summary_ids, model_sha256, params, rerun)
 
         def report(done: Optional[int] = None, item: Optional[str] = None, cached: bool = False) -> None:
             job.report(done=done, item=item, step="verifying claims", cached=cached)
             if cached:
                 job.count(CACHED_COUNT)
 
-        batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report, rerun)
+        batch = compute_verification(store, dataset, ds, summary_ids, backend, model_sha256, params, report, rerun,
+                                     found)
         job.results.extend(batch.results.values())
 
     return recorded(Job("Claim verification", len(summary_ids), work), store, dataset, summary_ids,
