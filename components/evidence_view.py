@@ -175,7 +175,10 @@ def render_fact_detail(fact: dict, note_text: str | None) -> None:
         st.markdown(f"*Model's explanation:* {untrusted.md(fact['explanation'])}")
     if fact.get("left out"):
         st.markdown("The summary states this fact only in part. **Left out:** "
-                    + " · ".join(f"“{untrusted.md_inline(t)}”" for t in fact["left out"]))
+                    + " · ".join(f"“{untrusted.md_inline(t)}”" for t in fact["left out"])
+                    + ("  \n**Written:** " + " · ".join(f"“{untrusted.md_inline(t)}”" for t in fact["written"])
+                       + " *(the parts read from the summary's words; the fact was decided whole)*"
+                       if fact.get("written") else ""))
     if fact["clusters"]:
         st.markdown("Clusters: " + "; ".join(untrusted.md_inline(c) for c in fact["clusters"]))
     if note_text is not None and fact["start"] is not None:

@@ -186,7 +186,8 @@ def case_view(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[
         view.medomit = read_stored(stored, case)  # a fact the notes write is never "not found in the notes"
         view.medomit_consensus = consensus(view.medomit,
                                            stored_case_results(ds, s.case_id, medomit, known=[view.medomit]))
-        view.omitted_rows = omitted_fact_rows(view.medomit, view.medomit_consensus)
+        view.omitted_rows = omitted_fact_rows(view.medomit, view.medomit_consensus, s.text,
+                                             {n.note_id: n.text for n in case.notes})
         view.not_found_rows = not_found_rows(view.medomit)
         view.medomit_same_weight = same_weight_note(view.medomit, compared=view.medomit_consensus is not None)
         view.medomit_cost = cost_line(view.medomit.seconds_by_step())

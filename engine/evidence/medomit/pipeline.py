@@ -49,7 +49,8 @@ from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA
                                              MAX_FACTS_PER_PART, cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
                                              fenced, importance_schema, msgs, split_in_halves)
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, MedOmitResult, METHOD_VERSION, StepRecord,
-                                            compare_ddx, link_fact, merge_facts, score_document)
+                                            compare_ddx, merge_facts, score_document)
+from engine.evidence.medomit.linking import link_fact
 from engine.evidence.medomit.keys import earlier_result_keys, result_key
 from engine.evidence.medomit.redecide import stored_or_redecided
 from engine.evidence.medomit.statements import statement_facts

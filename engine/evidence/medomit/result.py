@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import difflib
-from functools import lru_cache
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -319,109 +318,6 @@ def compare_ddx(source: Sequence[Diagnosis], summary: Sequence[Diagnosis]) -> Dd
     total = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in source)
     diff = sum(LIKELIHOOD_WEIGHT.get(d.likelihood, 0.0) for d in missing) / total if total else 0.0
     return DdxComparison([d.name for d in missing], added, round(diff, 4))
-
-
-def _sentences_with_spans(text: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for m in re.finditer(r"[.!?](?=\s)|\n", text):
-        end = m.end()
-        if text[start:end].strip():
-            spans.append((start, end))
-        start = end
-    if text[start:].strip():
-        spans.append((start, len(text)))
-    return spans
-
-
-@lru_cache(maxsize=32)  # a case's notes are searched for every fact: each note is squeezed once
-def _squeezed(text: str) -> tuple[str, tuple[int, ...]]:
-    """``text`` lower-cased without any white space, with each kept character's index in ``text``."""
-    keep = [(i, c.lower()) for i, c in enumerate(text) if not c.isspace()]
-    return "".join(c for _, c in keep), tuple(i for i, _ in keep)
-
-
-MIN_VERBATIM = 5  # characters (white space not counted) from which a probe is found anywhere in the squeezed note
-MIN_TOKEN = 2  # a shorter probe is found only as a token of its own (find_token); one character is never placed
-
-
-def find_token(note: str, probe: str) -> Optional[tuple[int, int]]:
-    """Where a short ``probe`` ("HTN", "T2DM", "Cr 1") stands in ``note`` as a token of its own: not run on from a
-    letter or digit at either end, so punctuation, white space or the text's ends bound it ("HTN," and "(HTN)"
-    count; "pHTN" and "HTNs" do not; a number is not the start or end of a longer one: "Cr 1" is not in
-    "Cr 1.1"), white space inside it matched loosely. A probe whose letters are all capitals
-    (an abbreviation) is matched in its own case ("HTN" is not "htn"), any other ignoring case. There is no
-    expansion of abbreviations: "HTN" is not found in a note that writes only "hypertension". (start, end) or
-    None."""
-    words = probe.split()
-    if len("".join(words)) < MIN_TOKEN:
-        return None
-    first, last = words[0][0], words[-1][-1]
-    pattern = ((r"(?<![^\W_])" if first.isalnum() else "") + (r"(?<!\d[.,])" if first.isdigit() else "")
-               + r"\s*".join(re.escape(w) for w in words)
-               + (r"(?![^\W_])" if last.isalnum() else "") + (r"(?![.,]\d)" if last.isdigit() else ""))
-    letters = [c for c in probe if c.isalpha()]
-    m = re.search(pattern, note, 0 if letters and all(c.isupper() for c in letters) else re.IGNORECASE)
-    return (m.start(), m.end()) if m else None
-
-
-def find_verbatim(note: str, probe: str) -> Optional[tuple[int, int]]:
-    """Where ``probe`` stands in ``note`` word for word, ignoring case and white space ("Wt 85.7 kg" in
-    "wt  85.7kg"; a trailing full stop, semicolon, comma or colon of the probe not needed): (start, end) or None.
-    A probe of fewer than :data:`MIN_VERBATIM` characters (white space not counted) would be found inside any
-    longer word ("HTN" in "pHTN"), so it is found only where the note writes it as a token (:func:`find_token`)."""
-    hay, idx = _squeezed(note)
-    whole = probe.strip().strip('"').strip()
-    for candidate in dict.fromkeys((whole, whole.rstrip(".;,:"))):
-        p, _ = _squeezed(candidate)
-        if len(p) < MIN_VERBATIM:
-            span = find_token(note, candidate)
-            if span is not None:
-                return span
-            continue
-        i = hay.find(p)
-        if i >= 0:
-            return idx[i], idx[i + len(p) - 1] + 1
-    return None
-
-
-def link_verbatim(text: str, notes: dict[str, str], prefer: Optional[str] = None) -> Optional[tuple[str, int, int]]:
-    """The first note (``prefer`` first, then the notes in order) where ``text`` stands word for word
-    (:func:`find_verbatim`), as (note id, start, end); None when no note does."""
-    for nid in ([prefer] if prefer in notes else []) + [n for n in notes if n != prefer]:
-        span = find_verbatim(notes[nid], text) if text.strip() else None
-        if span is not None:
-            return nid, span[0], span[1]
-    return None
-
-
-def link_fact(text: str, quote: str, notes: dict[str, str], prefer: Optional[str]) -> tuple[
-        Optional[str], Optional[int], Optional[int], str, float]:
-    """Find where a fact came from: the quote, else the fact's own text, standing word for word in a note
-    (:func:`find_verbatim`: case and white space ignored, a short one as a token of its own) — a fact the notes
-    state verbatim is always linked —
-    else the most similar sentence (difflib ratio ≥ 0.55, on quote and fact text). Returns note id, start, end,
-    link kind, score."""
-    order = ([prefer] if prefer in notes else []) + [n for n in notes if n != prefer]
-    q = quote.strip().strip('"').strip()
-    for probe in (q, text):
-        hit = link_verbatim(probe, notes, prefer)
-        if hit is not None:
-            return hit[0], hit[1], hit[2], "exact", 1.0
-    best = (None, None, None, 0.0)
-    for nid in order:
-        t = notes[nid]
-        for s, e in _sentences_with_spans(t):
-            sent = t[s:e].strip().lower()
-            for probe in (q.lower(), text.lower()):
-                if not probe:
-                    continue
-                r = difflib.SequenceMatcher(None, probe, sent, autojunk=False).ratio()
-                if r > best[3]:
-                    lead = len(t[s:e]) - len(t[s:e].lstrip())
-                    best = (nid, s + lead, s + lead + len(t[s:e].strip()), r)
-    if best[0] is not None and best[3] >= 0.55:
-        return best[0], best[1], best[2], "fuzzy", round(best[3], 3)
-    return None, None, None, "unlinked", round(best[3], 3)
 
 
 def _norm_fact(t: str) -> str:

@@ -7,29 +7,43 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.evidence.medomit.consensus import Consensus, consensus
+from engine.evidence.medomit.partly import written_items
 from engine.evidence.medomit.relink import placed_when_read
 from engine.evidence.medomit.result import MedOmitResult
 
 
-def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None) -> list[dict]:
+def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None, summary_text: Optional[str] = None,
+                      notes: Optional[dict[str, str]] = None) -> list[dict]:
     """Plain rows for the UI: the omitted facts, heaviest first and, among equal weights, the least covered
     first; with ``cons`` (the comparable other summaries of the case) the facts most of the other summaries state
     come before all others. A fact the summary states only in part lists the parts it leaves out (``left out``) and
     is headed by them (``headline``); ``regions`` are the spans of its note its omission points to
     (``FactScore.regions``); ``others`` says how many of the other summaries state the fact ("" without a
-    comparison)."""
+    comparison). With ``summary_text`` (and ``notes``, the case's note texts by id), a list fact decided whole
+    that the summary writes in part (:func:`engine.evidence.medomit.partly.written_items`) lists the items it leaves
+    out the same way, and the items it writes (``written``); ``parts from`` says whether the parts are the
+    decision's ("decision") or read from the summary's words ("words")."""
     rows = []
     omitted = sorted(result.omitted, key=lambda s: (-(cons.share_of(s.fact_id) if cons else 0.0), -s.score,
                                                     1.0 if s.coverage is None else s.coverage, s.fact_id))
     for s in omitted:
         f = result.fact(s.fact_id)
-        left = [m[0] for m in s.missing]
+        left, written, regions = [m[0] for m in s.missing], [], [(a, b) for _, a, b in s.regions(f)]
+        source = "decision" if left else ""
+        if not left and summary_text is not None:
+            items = written_items(f.text, summary_text)
+            if items.partly:
+                left, written, source = [i.text for i in items.unwritten], [i.text for i in items.written], "words"
+                note = (notes or {}).get(f.note_id or "")
+                spans = [f.part_span(note, i.text, i.start, i.end) for i in items.unwritten] if note else []
+                regions = [sp for sp in spans if sp is not None] or regions
         c = cons.of(s.fact_id) if cons is not None else None
-        rows.append({"fact_id": f.fact_id, "text": f.text, "left out": left,
+        rows.append({"fact_id": f.fact_id, "text": f.text, "left out": left, "written": written,
+                     "parts from": source,
                      "others": c.text() if c is not None else "",
                      "stated by others": (c.stated_by, c.others) if c is not None else None,
                      "headline": ("in part — left out: " + " … ".join(left)) if left else f.text,
-                     "regions": [(a, b) for _, a, b in s.regions(f)], "weight": s.score, "importance": s.importance,
+                     "regions": regions, "weight": s.score, "importance": s.importance,
                      "importance P": s.importance_p, "importance weight": s.importance_weight,
                      "P(omitted)": s.p_omitted, "P(stated) by the model": s.p_stated, "coverage": s.coverage,
                      "uniqueness": s.uniqueness, "clusters": s.clusters,
