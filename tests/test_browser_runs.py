@@ -33,6 +33,7 @@ def test_a_cli_run_shows_on_the_case_page_of_another_session_and_is_cancelled_th
             page.goto(url + "/case?dataset=sample&case=card-01&summary=card-01-s1", wait_until="domcontentloaded")
             heading = page.get_by_text("Running on this summary in other windows or commands")
             heading.first.wait_for(timeout=150_000)
+            page.get_by_text("python -m engine verify sample").first.wait_for(timeout=60_000)  # drawn after its heading
             body = page.inner_text("body")
             assert "python -m engine verify sample" in body and "Claim verification" in body
             assert "Running now" in body  # the sidebar lists it too
