@@ -4,14 +4,10 @@ import streamlit as st
 
 from components import frames, state
 from engine.core import untrusted
-from engine.data.store import StoreBusy, StoreError
-from engine.evidence.stigma.detector import LexiconError
-from engine.views.lexicon import add_entry, built_in_lexicon, deactivate_entry, lexicon_page_view
+from engine.views import lexicon as view
 
 md = untrusted.md
 ss = st.session_state
-
-st.title("Stigmatizing-language lexicon")
 
 STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added_by": "", "stig_noun_only": False,
                "stig_patient_only": False}
@@ -20,13 +16,13 @@ STIG_FIELDS = {"stig_term": "", "stig_suggest": "", "stig_note": "", "stig_added
 def _stigma_store():
     try:
         return state.store()
-    except StoreError as exc:
+    except view.StoreError as exc:
         ss["stig_flash"] = ("error", f"The workspace is busy or unavailable, retry in a moment: {md(exc)}")
         return None
 
 
 def _stigma_failed(action: str, exc: Exception) -> None:
-    if isinstance(exc, StoreBusy):
+    if isinstance(exc, view.StoreBusy):
         ss["stig_flash"] = ("error", f"The workspace is busy or unavailable, retry in a moment: {md(exc)}")
     else:
         ss["stig_flash"] = ("error", f"{action}: {md(exc)}")
@@ -38,12 +34,12 @@ def _add_stigma_entry() -> None:
     if s is None:
         return
     try:
-        added, version = add_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
+        added, version = view.add_entry(s, ss.get("stig_term", ""), ss.get("stig_category", ""),
                                    suggest=ss.get("stig_suggest", ""), source=ss.get("stig_note", ""),
                                    noun_only=bool(ss.get("stig_noun_only")),
                                    patient_only=bool(ss.get("stig_patient_only")),
                                    added_by=ss.get("stig_added_by", ""))
-    except (LexiconError, StoreError) as exc:
+    except (view.LexiconError, view.StoreError) as exc:
         _stigma_failed("Not added", exc)
         return
     for key, empty in STIG_FIELDS.items():
@@ -59,8 +55,8 @@ def _deactivate_stigma_entry() -> None:
     if s is None or entry_id is None:
         return
     try:
-        gone, version = deactivate_entry(s, int(entry_id))
-    except (LexiconError, StoreError) as exc:
+        gone, version = view.deactivate_entry(s, int(entry_id))
+    except (view.LexiconError, view.StoreError) as exc:
         _stigma_failed("Not deactivated", exc)
         return
     state.bump_data_version()
@@ -68,38 +64,36 @@ def _deactivate_stigma_entry() -> None:
                                    f"now {md(version)}.")
 
 
-base_lex = built_in_lexicon()
-per_cat = {c: sum(e.category == c for e in base_lex.entries) for c in base_lex.categories}
-st.caption(f"Built in: {len(base_lex.entries)} entries, version {md(base_lex.version)}. The terms, the context rules "
-           "and the studies they come from are documented in docs/evidence.md, section \"Stigmatizing language\", and in "
-           f"{md('engine/resources/stigma_lexicon.json')}.")
-st.markdown("\n".join(f"- **{md(c)}** ({per_cat[c]}): {md(desc)}" for c, desc in base_lex.categories.items()))
-if base_lex.references:
-    with st.expander("Sources of the built-in lexicon"):
-        st.markdown("\n".join(f"- **{md(k)}**: {md(v)}" for k, v in base_lex.references.items()))
+def _built_in(v) -> None:
+    base = v.built_in
+    st.caption(f"Built in: {len(base.entries)} entries, version {md(base.version)}. The terms, the context rules "
+               "and the studies they come from are documented in docs/evidence.md, section \"Stigmatizing language\", "
+               f"and in {md('engine/resources/stigma_lexicon.json')}.")
+    st.markdown("\n".join(f"- **{md(c)}** ({v.per_category[c]}): {md(desc)}" for c, desc in base.categories.items()))
+    if base.references:
+        with st.expander("Sources of the built-in lexicon"):
+            st.markdown("\n".join(f"- **{md(k)}**: {md(ref)}" for k, ref in base.references.items()))
 
-stig_flash = ss.pop("stig_flash", None)
-if stig_flash:
-    getattr(st, stig_flash[0])(stig_flash[1])
 
-stig_store = state.guarded(state.store)
-view = state.guarded(lexicon_page_view, stig_store) if stig_store is not None else None
-if view is not None:
-    current_version = view.version
-    if view.entry_error:
-        st.error(f"A clinician entry cannot be used: {md(view.entry_error)}. Deactivate it below.")
-    active = view.active
-    if current_version:
-        st.markdown(f"**Lexicon version in use:** {md(current_version)} (built in + {len(active)} clinician "
+def _entries(v) -> None:
+    if v.entry_error:
+        st.error(f"A clinician entry cannot be used: {md(v.entry_error)}. Deactivate it below.")
+    active = v.active
+    if v.version:
+        st.markdown(f"**Lexicon version in use:** {md(v.version)} (built in + {len(active)} clinician "
                     f"{'entry' if len(active) == 1 else 'entries'})")
     st.caption("Every stigmatizing-language result keeps the lexicon version it was computed with. Adding or "
-               "deactivating an entry changes the version, and results computed with an older version are recomputed "
-               "with the current lexicon; the command line (`python -m engine stigma`) uses the same entries.")
-    if view.entry_rows:
-        frames.show(view.entry_rows)
+               "deactivating an entry changes the version, and results computed with an older version are "
+               "recomputed with the current lexicon; the command line (`python -m engine stigma`) uses the same "
+               "entries.")
+    if v.entry_rows:
+        frames.show(v.entry_rows)
     else:
         st.info("No clinician entries yet: the built-in lexicon is used as it is.")
 
+
+def _forms(v) -> None:
+    base_lex, active = v.built_in, v.active
     with st.form("stig_add_form"):
         st.markdown("**Add an entry**")
         for key, empty in STIG_FIELDS.items():
@@ -124,3 +118,19 @@ if view is not None:
         d1.selectbox("Deactivate a clinician entry", list(active), key="stig_deactivate",
                      format_func=lambda i: f"#{i} {active[i][0]} ({active[i][1]})" if i in active else str(i))
         d2.button("Deactivate", on_click=_deactivate_stigma_entry)
+
+
+def main() -> None:
+    st.title("Stigmatizing-language lexicon")
+    stig_store = state.guarded(state.store)
+    v = state.guarded(view.lexicon_page_view, stig_store) or view.lexicon_page_view(None)
+    _built_in(v)
+    stig_flash = ss.pop("stig_flash", None)
+    if stig_flash:
+        getattr(st, stig_flash[0])(stig_flash[1])
+    if not v.store_error:
+        _entries(v)
+        _forms(v)
+
+
+main()

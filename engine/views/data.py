@@ -8,11 +8,18 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core.models import Dataset
+from engine.core.rubric import ITEMS
 from engine.data import backup as backup_mod
-from engine.data.loading import load_paths
-from engine.data.mapping import LoadOptions
-from engine.data.store import ImportResult
-from engine.data.validation import ValidationReport
+from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
+from engine.data.mapping import LoadOptions, RatingsMapping
+from engine.data.store import ImportResult, StoreError
+from engine.data.validation import DatasetInvalid, ValidationReport
+
+__all__ = ["ACTIONS", "DataPageView", "DatasetInvalid", "ITEMS", "InputColumns", "LoadOptions", "RatingsMapping",
+           "StoreError", "ValidationReport", "back_up", "data_page_view", "delete", "import_validated",
+           "input_columns", "restore", "validate"]
+
+ACTIONS = ("back_up", "delete", "import_validated", "input_columns", "restore", "validate")
 
 
 @dataclass(frozen=True)
@@ -64,3 +71,21 @@ def back_up(store) -> Path:
 def restore(store, path) -> Path:
     """Replace the workspace with a backup (the state before is backed up first; its path is returned)."""
     return backup_mod.restore(store, path)
+
+
+@dataclass(frozen=True)
+class InputColumns:
+    """The columns of the files about to be imported: ``wide``, the first wide ratings export as (path, header,
+    guessed mapping), None when there is none; ``others``: the columns of the other tables, sorted."""
+
+    wide: Optional[tuple[str, list[str], RatingsMapping]]
+    others: list[str]
+
+
+def input_columns(paths: Sequence[str]) -> InputColumns:
+    """Read the headers of ``paths`` (a wide ratings CSV with a guessed column mapping; the other tables' columns)."""
+    wide = [(p, w) for p in paths if (w := sniff_wide_ratings(p)) is not None]
+    wide_paths = {p for p, _ in wide}
+    others = sorted({h for p in paths if p not in wide_paths for h in (sniff_header(p) or [])})
+    first = (wide[0][0], list(wide[0][1][0]), wide[0][1][1]) if wide else None
+    return InputColumns(first, others)

@@ -12,8 +12,12 @@ from engine.core.rubric import ITEMS, format_value, get_item
 from engine.data.ratings import judge_cell, medians, reference_cell
 from engine.judge import calibration
 from engine.judge.configs import config_key_of, is_smoke_test
-from engine.judge.results import JudgeResult, primary_score
+from engine.judge.results import JudgeParams, JudgeResult, primary_score
 from engine.judge.stored import stored_judge_results
+from engine.llm.backends import BackendError
+
+__all__ = ["BackendError", "ConfigurationNote", "JudgePage", "JudgePageView", "JudgeParams", "ModelLine",
+           "judge_page"]
 
 
 @dataclass
@@ -187,3 +191,74 @@ def configuration_note(store, name: str, params, model_sha256: Optional[str]) ->
         + (f" (they differ in {', '.join(differs)})" if same_model else " (another model)")
         + f": its results are analysed apart from the {len(stored)} configuration(s) stored for this dataset, "
           "never pooled with them.", bool(same_model))
+
+
+@dataclass(frozen=True)
+class ModelLine:
+    """The judge model a run would use, for the line above the controls: ``kind`` ("embedded", "server" or "file":
+    a GGUF file, or one Ollama or LM Studio keeps here, ``found_here``),
+    ``label`` (an embedded model's name, a found model's name, a server's model, else the GGUF path),
+    ``smoke_test`` (the quick-check model), and the details each source shows."""
+
+    kind: str
+    label: str
+    smoke_test: bool = False
+    endpoint: str = ""
+    concurrency: int = 1
+    model_path: str = ""
+    n_ctx: int = 0
+    n_gpu_layers: int = 0
+    found_here: bool = False  # a model Ollama or LM Studio keeps on this machine
+
+
+class JudgePage:
+    """Everything the Judge page shows and starts for one dataset and the saved settings: the model line, what a
+    run's options mean for the stored configurations, the run as a background job, and the selected summary's
+    result (read when asked, after a run has stored its results)."""
+
+    def __init__(self, store, name: str, ds: Dataset, settings):
+        from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
+        from engine.judge.source import describe_source
+        from engine.llm.modelfiles import embedded, embedded_sha256
+
+        self.store, self.name, self.ds, self.settings = store, name, ds, settings
+        src, cfg = describe_source(settings), settings
+        if cfg.source == SOURCE_EMBEDDED:
+            emb = embedded(cfg.embedded_model)
+            self.model = ModelLine("embedded", emb.label if not emb.smoke_test else emb.short_label, emb.smoke_test,
+                                   n_ctx=int(cfg.n_ctx))
+            self.run_label, self.model_sha256 = emb.short_label, embedded_sha256(cfg.embedded_model)
+        else:
+            server = cfg.source == SOURCE_SERVER
+            self.model = ModelLine("server" if server else "file", str(src.get("model") or ""), endpoint=str(src.get("endpoint", "")),
+                                   concurrency=int(cfg.concurrency) if server else 1, model_path=cfg.model_path,
+                                   n_ctx=int(cfg.n_ctx), n_gpu_layers=int(cfg.n_gpu_layers),
+                                   found_here=cfg.source == SOURCE_LOCAL and bool(src.get("model")))
+            self.run_label, self.model_sha256 = str(src.get("model") or cfg.model_path), None
+        self.concurrency = self.model.concurrency  # one llama.cpp context in process
+
+    def summary_ids(self, case_id: str) -> list[str]:
+        return [s.summary_id for s in self.ds.summaries_for(case_id)]
+
+    def configuration_note(self, params) -> ConfigurationNote:
+        return configuration_note(self.store, self.name, params, self.model_sha256)
+
+    def job(self, loaded, params, summary_id: Optional[str], rerun: bool):
+        """(job, label): the judge run over ``summary_id`` (None: the whole dataset) with the ``loaded`` backend
+        (backend, model sha256), not started. Raises BackendError or ValueError when the judge cannot be made."""
+        from engine.judge.runner import Judge, judge_job
+
+        judge = Judge(*loaded, params)
+        ids = [summary_id] if summary_id else [s.summary_id for s in self.ds.summaries]
+        what = f"summary {summary_id}" if summary_id else f"all {len(ids)} summaries of '{self.name}'"
+        job = judge_job(judge, self.ds, ids, store=self.store, dataset_name=self.name, concurrency=self.concurrency,
+                        rerun=rerun)
+        return job, f"Judge run on {what} · {self.run_label} · {int(params.n_samples)} sample(s)"
+
+    def result(self, summary_id: Optional[str]) -> JudgePageView:
+        return judge_page_view(self.store, self.name, self.ds, summary_id)
+
+
+def judge_page(store, name: str, ds: Dataset, settings) -> JudgePage:
+    """The Judge page's one entry (:class:`JudgePage`)."""
+    return JudgePage(store, name, ds, settings)

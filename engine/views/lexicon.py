@@ -5,29 +5,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from engine.data.store import StoreBusy, StoreError
 from engine.evidence.stigma.detector import LexiconError, load_lexicon
 from engine.evidence.stigma.entries import add_clinician_entry, workspace_entries
+
+__all__ = ["ACTIONS", "LexiconError", "LexiconView", "StoreBusy", "StoreError", "add_entry", "deactivate_entry",
+           "lexicon_page_view"]
+
+ACTIONS = ("add_entry", "deactivate_entry")
 
 
 @dataclass
 class LexiconView:
-    """``entry_rows``: every clinician entry as the table shows it; ``active``: entry id -> (term, category) of the
-    active ones; ``version``: the lexicon version in use (None with ``entry_error`` when an entry cannot be used)."""
+    """``built_in``: the built-in lexicon (categories, entries, version, references) and ``per_category`` its
+    entries per category; ``entry_rows``: every clinician entry as the table shows it; ``active``: entry id ->
+    (term, category) of the active ones; ``version``: the lexicon version in use (None with ``entry_error`` when an
+    entry cannot be used); ``store_error``: why the workspace's entries could not be read ("" when they were)."""
+
+    built_in: object = None
+    per_category: dict[str, int] = field(default_factory=dict)
 
     entry_rows: list[dict] = field(default_factory=list)
     active: dict[int, tuple[str, str]] = field(default_factory=dict)
     version: Optional[str] = None
     entry_error: str = ""
-
-
-def built_in_lexicon():
-    """The built-in lexicon (categories, entries, version, references)."""
-    return load_lexicon()
+    store_error: str = ""
 
 
 def lexicon_page_view(store) -> LexiconView:
+    """What the Lexicon page shows; ``store`` None (the workspace could not be opened) gives the built-in lexicon
+    alone."""
+    base = load_lexicon()
+    per_cat = {c: sum(e.category == c for e in base.entries) for c in base.categories}
+    if store is None:
+        return LexiconView(base, per_cat, store_error="the workspace could not be opened")
     rows = store.stigma_entries(active_only=False, with_meta=True)
     view = LexiconView(
+        built_in=base, per_category=per_cat,
         entry_rows=[{"#": r["entry_id"], "term": r["term"], "category": r["category"], "suggest": r.get("suggest", ""),
                      "source / note": r.get("source", ""), "only as a noun for a person": bool(r.get("noun_only")),
                      "only when the patient does it": bool(r.get("patient_only")), "added by": r["added_by"],

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.core.models import Dataset
+from engine.core.rubric import ITEMS
 from engine.data.assignments import reviewer_queue
+from engine.data.reviews import ADJUDICATION, KIND_LABELS, REVIEW_KINDS
+from engine.data.store import StoreError
+
+__all__ = ["ADJUDICATION", "ITEMS", "KIND_LABELS", "REVIEW_KINDS", "ReviewPage", "SpotCheckView", "StoreError",
+           "review_page"]
 
 
 def default_reviewer(store) -> str:
@@ -113,3 +119,54 @@ def _main_cell(item, score) -> str:
         return judge_cell(item, score)
     v = primary_score(item.key, score)
     return "NA" if score.is_na else ("" if v is None else format_score(v))
+
+
+class ReviewPage:
+    """Everything the Spot-check page reads and saves for one dataset, each part read when the page asks for it
+    (the page draws its widgets between the reads): the reviewer's walk, the triage, assigned and adjudication
+    queues, the reviewer's own review, saving it, and what the page shows once the reviewer may see the others."""
+
+    def __init__(self, store, name: str, ds: Dataset):
+        self.store, self.name, self.ds = store, name, ds
+        self._triage: Optional[tuple] = None  # read once per page run
+
+    def default_reviewer(self) -> str:
+        return default_reviewer(self.store)
+
+    def order(self, reviewer: str) -> tuple[list[tuple[str, str]], list]:
+        return review_order(self.store, self.name, self.ds, reviewer)
+
+    def triage(self, sample: int = 0):
+        """(entries, what the scores are, the entries shown: a stratified sample of ``sample`` of them, or all)."""
+        from engine.judge.triage import stratified_sample
+
+        if self._triage is None:
+            self._triage = triage_queue(self.store, self.name, self.ds)
+        entries, source = self._triage
+        return entries, source, (stratified_sample(entries, int(sample), seed=0) if sample else entries)
+
+    def assigned(self, reviewer: str) -> list:
+        return assigned_queue(self.store, self.name, reviewer)
+
+    def adjudication(self, margin: float) -> list[dict]:
+        return adjudication_rows(self.store, self.name, margin)
+
+    def summary_spans(self, summary_id: str) -> list:
+        """The citation spans of the summary's text, in the dataset's citation style."""
+        from engine.core import citations
+
+        return citations.spans(self.ds.summary(summary_id).text, self.ds.citation_style())
+
+    def my_review(self, summary_id: str, reviewer: str, kind: str) -> tuple[dict, dict]:
+        return my_review(self.store, self.name, summary_id, reviewer, kind)
+
+    def submit(self, summary_id: str, reviewer: str, kind: str, values, comments) -> list:
+        return submit_review(self.store, self.name, summary_id, reviewer, kind, values, comments)
+
+    def after(self, summary_id: str, reviewer: str, blinded: bool) -> SpotCheckView:
+        return spot_check_view(self.store, self.name, self.ds, summary_id, reviewer, blinded)
+
+
+def review_page(store, name: str, ds: Dataset) -> ReviewPage:
+    """The Spot-check page's one entry (:class:`ReviewPage`)."""
+    return ReviewPage(store, name, ds)
