@@ -69,14 +69,15 @@ def _read(name: str) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def _foreign(sentence: str, conv: str) -> bool:
+def foreign(sentence: str, conv: str) -> bool:
     """The sentence states a number or an age the conversation never gives."""
     if specifics.ages(sentence) and not (AGE_TALK.search(conv) or specifics.ages(conv)):
         return True
     return bool(numbers(sentence) - numbers(conv, generous=True) - {"1", "0"})
 
 
-def _coverage(stems: list[str], lines: list[str]) -> float:
+def coverage(stems: list[str], lines: list[str]) -> float:
+    """The share of ``stems`` (a sentence's content-word stems) that some line of ``lines`` states (1.0 for none)."""
     have = set(s for ln in lines for s in content_stems(ln))
     return sum(s in have for s in stems) / len(stems) if stems else 1.0
 
@@ -89,7 +90,7 @@ def remove_turns(sentence: str, lines: list[str], max_removed: int = 4) -> tuple
         return None
     keep = list(range(len(lines)))
     removed: list[int] = []
-    while _coverage(stems, [lines[i] for i in keep]) > 0.5:
+    while coverage(stems, [lines[i] for i in keep]) > 0.5:
         if len(removed) >= max_removed:
             return None
         best = max(keep, key=lambda i: (len(set(content_stems(lines[i])) & set(stems)), -i))
@@ -230,11 +231,11 @@ def natural(sentence: str, conv: str, kind: str, rng: random.Random) -> str | No
     raise ValueError(kind)
 
 
-def _natural_items(conv_id: str, source: str, conv: str, sents: list[str], n: int) -> list[Item]:
+def natural_items(conv_id: str, source: str, conv: str, sents: list[str], n: int) -> list[Item]:
     """Up to ``n`` natural-like items per kind for the conversation, from its supported-looking sentences, with a
     generator seeded by the conversation id."""
     rng = random.Random(int(hashlib.sha256(("natural:" + conv_id).encode()).hexdigest(), 16) % (1 << 32))
-    good = [s for s in sents if not _foreign(s, conv)]
+    good = [s for s in sents if not foreign(s, conv)]
     out: list[Item] = []
     for kind in NATURAL_KINDS:
         made = 0
@@ -248,7 +249,9 @@ def _natural_items(conv_id: str, source: str, conv: str, sents: list[str], n: in
     return out
 
 
-def _note_sentences(text: str) -> list[str]:
+def note_sentences(text: str) -> list[str]:
+    """The note's sentences of five words or more, list bullets taken off; a line in capitals (a heading) is left
+    out."""
     out = []
     for s in split_sentences(text):
         t = re.sub(r"^[•\-*]\s*", "", s.clean).strip()
@@ -257,14 +260,17 @@ def _note_sentences(text: str) -> list[str]:
     return out
 
 
-def _conversation_items(conv_id: str, source: str, conv: str, sents: list[str], rng: random.Random,
-                        n_supported: int, n_removed: int, n_edits: int, n_natural: int = 1) -> list[Item]:
+def conversation_items(conv_id: str, source: str, conv: str, sents: list[str], rng: random.Random,
+                       n_supported: int, n_removed: int, n_edits: int, n_natural: int = 1) -> list[Item]:
+    """The items of one conversation: its note sentences with a foreign number or age as reference-unsupported,
+    up to ``n_removed`` removals (each with its sentence as a supported item), ``n_supported`` more supported
+    sentences, ``n_edits`` one-fact edits and up to ``n_natural`` natural-like items per kind."""
     split = split_of(conv_id)
     lines = [ln for ln in conv.splitlines() if ln.strip()]
     items: list[Item] = []
     good = []
     for s in sents:
-        if _foreign(s, conv):
+        if foreign(s, conv):
             items.append(Item(conv_id, split, source, conv, "full", s, 1, "reference-unsupported"))
         else:
             good.append(s)
@@ -297,7 +303,10 @@ def _conversation_items(conv_id: str, source: str, conv: str, sents: list[str], 
                 items.append(Item(conv_id, split, source, conv, "full", e, 1, f"edit:{k}"))
                 made += 1
                 break
-    return items + _natural_items(conv_id, source, conv, sents, n_natural)
+    return items + natural_items(conv_id, source, conv, sents, n_natural)
+
+
+_note_sentences = note_sentences  # the former name, still read by bench/omission_realdev.py
 
 
 def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
@@ -312,10 +321,10 @@ def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
         for r in rows:
             if taken >= n_mts:
                 break
-            sents = _note_sentences(r["section_text"])
+            sents = note_sentences(r["section_text"])
             if not sents:
                 continue
-            items += _conversation_items(f"mts:{r['ID']}", "mts", r["dialogue"].strip(), sents, rng, 1, 1, 1)
+            items += conversation_items(f"mts:{r['ID']}", "mts", r["dialogue"].strip(), sents, rng, 1, 1, 1)
             taken += 1
     aci = _read("aci_bench_train.csv")
     for split in ("dev", "test"):
@@ -323,8 +332,8 @@ def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
         random.Random(seed).shuffle(rows)
         for r in rows[:n_aci]:
             sents = [s for s in _aci_sentences(r["note"])]
-            items += _conversation_items(f"aci:{r['dataset']}-{r['encounter_id']}", "aci", r["dialogue"].strip(),
-                                         sents, rng, 4, 2, 3)
+            items += conversation_items(f"aci:{r['dataset']}-{r['encounter_id']}", "aci", r["dialogue"].strip(),
+                                        sents, rng, 4, 2, 3)
     return items
 
 
@@ -337,5 +346,5 @@ def _aci_sentences(note: str) -> list[str]:
             keep = head in ACI_SECTIONS
             block = block.strip().split("\n", 1)[1] if "\n" in block.strip() else ""
         if keep:
-            out += _note_sentences(block)
+            out += note_sentences(block)
     return out

@@ -14,7 +14,7 @@ import pytest
 from engine.data.loading import load_paths
 from engine.data.mapping import LoadOptions
 from engine.data.validation import DatasetInvalid
-from tests.conftest import FORMATS, SAMPLE
+from conftest import FORMATS, SAMPLE
 
 FHIR = FORMATS / "fhir"
 SUMMARY = LoadOptions(summary_types=("llm-summary",))

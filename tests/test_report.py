@@ -15,8 +15,6 @@ from engine.judge.results import JudgeResult
 from engine.sample import SAMPLE_JUDGE, ensure_sample
 from engine.data.store import Store
 
-CHROMIUM = report.chromium_path()
-
 
 @pytest.fixture(scope="module")
 def sample_store(tmp_path_factory):
@@ -39,8 +37,15 @@ def sample_store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sample_report(sample_store):
     st, d = sample_store
-    data = report.write(st, "sample", d / "r.html", d / "r.pdf" if CHROMIUM else None, n_boot=200)
+    data = report.write(st, "sample", d / "r.html", n_boot=200)
     return data, d
+
+
+@pytest.fixture(scope="module")
+def sample_pdf(sample_report):
+    """The sample report printed to PDF by Chromium (for tests marked ``requires_chromium`` only)."""
+    _, d = sample_report
+    return report.print_pdf(d / "r.html", d / "r.pdf")
 
 
 def test_html_holds_every_section_and_item(sample_report):
@@ -68,14 +73,14 @@ def test_html_holds_every_section_and_item(sample_report):
 
 
 @pytest.mark.requires_chromium
-def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp_path):
+def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, sample_pdf, tmp_path):
     from pypdf import PdfReader
 
     from engine.analysis.formatting import format_estimate
     from engine.statistics import Estimate
 
-    data, d = sample_report
-    text = " ".join(p.extract_text() for p in PdfReader(d / "r.pdf").pages)
+    data, _ = sample_report
+    text = " ".join(p.extract_text() for p in PdfReader(sample_pdf).pages)
     flat = " ".join(text.split())
     st, _ = sample_store
     out = tmp_path / "stats.json"
@@ -98,7 +103,7 @@ def test_pdf_text_has_the_same_figures_as_stats(sample_store, sample_report, tmp
     # every page carries the smoke-test mark
     from pypdf import PdfReader as R
 
-    pages = R(d / "r.pdf").pages
+    pages = R(sample_pdf).pages
     assert len(pages) >= 3 and all("smoke-test model" in p.extract_text() for p in pages)
     # no mostly blank page (page 2 once held only a heading: the table after it would not fit and moved on)
     sizes = [len(p.extract_text()) for p in pages]
@@ -112,7 +117,7 @@ def test_html_opens_offline_with_no_outbound_request(sample_report):
     _, d = sample_report
     seen = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=report.chromium_path(), headless=True, args=["--no-sandbox"])
         page = browser.new_page()
         page.on("request", lambda r: seen.append(r.url))
         page.goto((d / "r.html").resolve().as_uri())
@@ -142,36 +147,66 @@ def test_cli_report(sample_store, tmp_path):
     st, _ = sample_store
     env = {**os.environ, "SUMCHECK_WORKSPACE": str(st.path)}
     args = [sys.executable, "-m", "engine", "report", "sample", "--out", str(tmp_path / "c.html"), "--boot", "50",
-            "--words"] + (["--pdf", str(tmp_path / "c.pdf")] if CHROMIUM else [])
+            "--words"]
     run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "report written" in run.stdout and (tmp_path / "c.html").stat().st_size > 10_000
-    if CHROMIUM:
-        assert (tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF"
+    assert not list(tmp_path.glob("*.pdf"))
     bad = subprocess.run([sys.executable, "-m", "engine", "report", "nope", "--out", str(tmp_path / "x.html")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "no dataset named 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_report_button_on_the_agreement_page(sample_store, monkeypatch):
+@pytest.mark.requires_chromium
+def test_cli_report_prints_the_pdf(sample_store, tmp_path):
+    st, _ = sample_store
+    env = {**os.environ, "SUMCHECK_WORKSPACE": str(st.path)}
+    args = [sys.executable, "-m", "engine", "report", "sample", "--out", str(tmp_path / "c.html"), "--boot", "50",
+            "--pdf", str(tmp_path / "c.pdf")]
+    run = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "c.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def _report_downloads(store, monkeypatch) -> tuple[list[str], list[str], object]:
+    """Make the committee report on the Agreement page: the labels of the report's download buttons after the
+    click and after one more rerun, and the app."""
     from streamlit.testing.v1 import AppTest
 
-    st, _ = sample_store
-    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(st.path))
+    monkeypatch.setenv("SUMCHECK_WORKSPACE", str(store.path))
     at = AppTest.from_file(str(ROOT / "pages/agreement.py"), default_timeout=180)
     at.run()
     assert not at.exception
     assert any("Smoke-test model" in w.value for w in at.warning)  # the judge configuration is named and marked
     next(b for b in at.button if b.label.startswith("Make the committee report")).click().run()
     assert not at.exception, [e.value for e in at.exception]
-    labels = [d.proto.label for d in at.get("download_button")]
-    assert "Download the report (HTML)" in labels
-    if CHROMIUM:
-        assert "Download the report (PDF)" in labels
-    at.run()  # any rerun (a download used to be one) keeps both files of the one generation
+
+    def report_labels():
+        return [d.proto.label for d in at.get("download_button") if d.proto.label.startswith("Download the report")]
+
+    labels = report_labels()
+    at.run()  # any rerun (a download used to be one) keeps the files of the one generation
     assert not at.exception
-    again = [d.proto.label for d in at.get("download_button")]
-    assert "Download the report (HTML)" in again and (not CHROMIUM or "Download the report (PDF)" in again)
+    return labels, report_labels(), at
+
+
+def test_report_button_on_the_agreement_page(sample_store, monkeypatch):
+    """Where no Chromium can print the PDF, the page offers the HTML and says why there is no PDF."""
+    from engine.views import agreement
+
+    monkeypatch.setattr(agreement, "pdf_printer_available", lambda: False)
+    labels, again, at = _report_downloads(sample_store[0], monkeypatch)
+    assert labels == again == ["Download the report (HTML)"]
+    assert any("No Chromium found to print a PDF" in c.value for c in at.caption)
+
+
+@pytest.mark.requires_chromium
+def test_report_button_offers_the_pdf_where_chromium_is_installed(sample_store, monkeypatch):
+    from engine.views import agreement
+
+    assert agreement.pdf_printer_available()
+    labels, again, _ = _report_downloads(sample_store[0], monkeypatch)
+    assert labels == again == ["Download the report (HTML)", "Download the report (PDF)"]
 
 
 def test_report_renders_from_its_autoescaping_template(sample_report):
@@ -225,17 +260,16 @@ def test_forest_plot_band_labels_and_title_never_collide():
 
 
 @pytest.mark.requires_chromium
-def test_no_pdf_page_ends_with_a_heading_its_content_left_behind(sample_report):
+def test_no_pdf_page_ends_with_a_heading_its_content_left_behind(sample_pdf):
     """Before: "6. Note length effects" stood alone at the foot of a page, its table on the next."""
     import re
 
     from pypdf import PdfReader
 
-    _data, d = sample_report
-    for i, page in enumerate(PdfReader(d / "r.pdf").pages):
+    for i, page in enumerate(PdfReader(sample_pdf).pages):
         lines = [x.strip() for x in page.extract_text().splitlines() if x.strip() and "smoke-test" not in x]
         assert lines and not re.fullmatch(r"\d{1,2}\. [A-Z][\w ,–-]+", lines[-1]), (i, lines[-3:])
-    text = [p.extract_text() for p in PdfReader(d / "r.pdf").pages]
+    text = [p.extract_text() for p in PdfReader(sample_pdf).pages]
     head = "6. Note length e"  # "effects" comes out of the PDF with an ff ligature
     page = next(i for i, t in enumerate(text) if head in t)
     assert "Spearman ρ" in text[page].split(head, 1)[1]  # its table's head is on the same page

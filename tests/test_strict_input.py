@@ -70,14 +70,24 @@ def test_rating_values_must_be_ascii_integers(tmp_path, bad):
 
 
 def test_surrounding_spaces_are_trimmed(tmp_path):
+    """Spaces around the fields of a rating row (ids, item, group, value) are dropped: the rows load as the same
+    ratings as without them. The second row's ids are left as they are, so it is read by the path for ids
+    already seen."""
     ratings = (BUNDLE / "ratings.csv").read_text(encoding="utf-8").split("\n")
-    header, first = ratings[0], ratings[1].split(",")
-    cols = header.split(",")
-    if first[cols.index("item")] in ("abstraction", "stigmatizing_notes", "stigmatizing_summary"):
-        pytest.skip("first row is a yes/no item")
-    first[cols.index("value")] = f'"{first[cols.index("value")]} "'
-    d = _bundle_copy(tmp_path, ratings="\n".join([header, ",".join(first), *ratings[2:]]))
-    load_paths([str(d)])
+    header, cols = ratings[0], ratings[0].split(",")
+    rows = [dict(zip(cols, ln.split(","))) for ln in ratings[1:3]]
+    assert (rows[0]["summary_id"], rows[0]["rater_id"]) == (rows[1]["summary_id"], rows[1]["rater_id"])
+    padded = [",".join(f'"  {v} "' for v in rows[0].values()),
+              ",".join(v if c in ("summary_id", "rater_id") else f'" {v}  "' for c, v in rows[1].items())]
+    d = _bundle_copy(tmp_path, ratings="\n".join([header, *padded, *ratings[3:]]))
+    plain, _ = load_paths([str(BUNDLE)])
+    spaced, _ = load_paths([str(d)])
+    for row in rows:
+        key = (row["summary_id"], row["rater_id"], row["item"])
+        want = [r for r in plain.ratings if (r.summary_id, r.rater_id, r.item) == key]
+        assert len(want) == 1 and want[0].rater_group == row["rater_group"]
+        assert [r for r in spaced.ratings if (r.summary_id, r.rater_id, r.item) == key] == want
+    assert spaced.ratings == plain.ratings
 
 
 def test_a_header_only_file_is_an_error(tmp_path):

@@ -10,29 +10,43 @@ from pathlib import Path
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-from verify_set import (EDIT_KINDS, _conversation_items, _coverage, _foreign, _note_sentences, edit,  # noqa: E402
+from verify_set import (EDIT_KINDS, conversation_items, coverage, edit, foreign, note_sentences,  # noqa: E402
                         remove_turns, split_of)
 from engine.evidence.text.lexical import content_stems  # noqa: E402
 
 ROWS = json.loads((Path(__file__).parent / "data" / "mts_dialog_excerpt.json").read_text())["rows"]
 
 
+# sha256 of the id, even -> development: fixed for good, in every process (a salted or changed hash moves them)
+KNOWN_SPLITS = {"mts:0": "dev", "mts:1": "test", "mts:2": "test", "mts:3": "dev", "mts:4": "test", "mts:5": "test",
+                "mts:6": "test", "mts:7": "test", "mts:8": "dev", "mts:9": "dev", "mts:10": "test", "mts:11": "dev",
+                "aci:virtassist-D2N001": "test"}
+
+
 def test_the_split_depends_on_the_conversation_id_only():
-    assert split_of("mts:0") == split_of("mts:0")
+    assert {c: split_of(c) for c in KNOWN_SPLITS} == KNOWN_SPLITS
     assert {split_of(f"mts:{i}") for i in range(40)} == {"dev", "test"}
+    # every item of a conversation (supported, removal, edit, natural) lies in its conversation's split, whatever
+    # the generator's state and whichever sentences were drawn
+    r = ROWS[2]
+    sents = note_sentences(r["section_text"])
+    for conv_id in ("mts:3", "mts:1"):  # one development and one test conversation
+        for seed in (1, 2):
+            items = conversation_items(conv_id, "mts", r["dialogue"], sents, random.Random(seed), 2, 1, 2)
+            assert len(items) >= 4 and {i.split for i in items} == {KNOWN_SPLITS[conv_id]}, (conv_id, seed)
 
 
 def test_a_removal_leaves_at_most_half_of_the_sentences_content_words():
     r = ROWS[0]
     lines = [ln for ln in r["dialogue"].splitlines() if ln.strip()]
     done = 0
-    for s in _note_sentences(r["section_text"]):
+    for s in note_sentences(r["section_text"]):
         cut = remove_turns(s, lines)
         if cut is None:
             continue
         rest, removed = cut
         assert removed and len(rest) == len(lines) - len(removed)
-        assert _coverage(content_stems(s), rest) <= 0.5 < _coverage(content_stems(s), lines)
+        assert coverage(content_stems(s), rest) <= 0.5 < coverage(content_stems(s), lines)
         done += 1
     assert done >= 1
 
@@ -50,17 +64,17 @@ def test_every_edit_changes_one_fact_or_does_not_apply():
 
 def test_items_keep_reference_sentences_with_foreign_numbers_out_of_the_supported_class():
     r = ROWS[2]  # a medications conversation that never gives an age or a dose
-    sents = _note_sentences(r["section_text"]) + ["The patient is a 45-year-old man taking Salmeterol twice a day."]
-    items = _conversation_items("mts:3", "mts", r["dialogue"], sents, random.Random(1), 1, 1, 1)
+    sents = note_sentences(r["section_text"]) + ["The patient is a 45-year-old man taking Salmeterol twice a day."]
+    items = conversation_items("mts:3", "mts", r["dialogue"], sents, random.Random(1), 1, 1, 1)
     ref = [i for i in items if i.category == "reference-unsupported"]
     assert [i.sentence for i in ref] == [sents[-1]] and ref[0].label == 1
     for i in items:
         assert (i.label == 0) == (i.category == "supported")
-        assert not (i.category == "supported" and _foreign(i.sentence, i.record))
+        assert not (i.category == "supported" and foreign(i.sentence, i.record))
 
 
 def test_natural_items_add_what_the_conversation_never_gives_and_leave_the_other_items_as_they_were():
-    from verify_set import NATURAL_KINDS, _natural_items, natural
+    from verify_set import NATURAL_KINDS, natural_items, natural
 
     r = ROWS[2]
     conv = r["dialogue"]
@@ -71,9 +85,9 @@ def test_natural_items_add_what_the_conversation_never_gives_and_leave_the_other
     changed = natural(s, conv, "second-value", rng)
     assert changed is not None and "53" not in changed and "58" in changed  # the relative's value, not the next one
     assert natural("No numbers here at all.", conv, "second-value", rng) is None
-    sents = _note_sentences(r["section_text"])
-    base = _conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1, n_natural=0)
-    more = _conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1)
+    sents = note_sentences(r["section_text"])
+    base = conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1, n_natural=0)
+    more = conversation_items("mts:3", "mts", conv, sents, random.Random(1), 1, 1, 1)
     assert more[:len(base)] == base  # drawn with their own generator: the other items are unchanged
     extra = more[len(base):]
     assert extra and all(i.label == 1 and i.category.split(":")[1] in NATURAL_KINDS for i in extra)

@@ -87,7 +87,7 @@ def save_plan(store: Store, dataset: str, plan: Sequence[Assignment]) -> int:
     """Store ``plan`` as the dataset's assignments, replacing any earlier plan, in one transaction."""
     stamp = now_iso()
     with store.transaction() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         known = {r[0] for r in con.execute("SELECT summary_id FROM summaries WHERE dataset_id=?", (did,))}
         unknown = sorted({a.summary_id for a in plan} - known)
         if unknown:
@@ -101,7 +101,7 @@ def save_plan(store: Store, dataset: str, plan: Sequence[Assignment]) -> int:
 
 def assignments(store: Store, dataset: str, reviewer: Optional[str] = None) -> list[Assignment]:
     with store.connect() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         sql = "SELECT summary_id, reviewer, stratum FROM assignments WHERE dataset_id=?"
         args: tuple = (did,)
         if reviewer is not None:
@@ -120,7 +120,7 @@ def reviewer_queue(store: Store, dataset: str, reviewer: str) -> list[QueueEntry
     if not mine:
         return []
     with store.connect() as con:  # one query for the whole queue, not one per summary
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         done = {r[0] for r in con.execute("SELECT DISTINCT summary_id FROM reviews WHERE dataset_id=? AND "
                                           "reviewer=? AND kind=?", (did, reviewer.strip(), SPOT_CHECK))}
     out = [QueueEntry(a.summary_id, a.stratum, a.summary_id in done) for a in mine]

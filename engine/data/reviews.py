@@ -147,7 +147,7 @@ def save_review(store: Store, dataset: str, summary_id: str, reviewer: str, kind
         notes = {k: (comments.get(k) or "").strip() for k in parsed}
 
     with store.transaction() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         _check_summary(con, did, dataset, summary_id)
         if kind == SPOT_CHECK:
             if reviewer.lower() in RESERVED_RATER_IDS:
@@ -189,7 +189,7 @@ def _order(reviews: list[Review]) -> list[Review]:
 def current_reviews(store: Store, dataset: str, summary_id: Optional[str] = None) -> list[Review]:
     """The latest (non-superseded) row per summary × reviewer × kind × item; for one summary if given."""
     with store.connect() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         if summary_id is None:
             rows = con.execute(f"SELECT {_COLUMNS} FROM reviews WHERE dataset_id=? AND superseded_by IS NULL",
                                (did,)).fetchall()
@@ -203,7 +203,7 @@ def current_reviews(store: Store, dataset: str, summary_id: Optional[str] = None
 def review_history(store: Store, dataset: str, summary_id: str) -> list[Review]:
     """Every row for one summary, superseded ones included, oldest first."""
     with store.connect() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         _check_summary(con, did, dataset, summary_id)
         rows = con.execute(f"SELECT {_COLUMNS} FROM reviews WHERE dataset_id=? AND summary_id=? "
                            "ORDER BY review_id", (did, summary_id)).fetchall()
@@ -221,7 +221,7 @@ def has_reviewed(store: Store, dataset: str, summary_id: str, reviewer: str, kin
         sql += " AND kind=?"
         args += (_check_kind(kind),)
     with store.connect() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         return con.execute(sql + " LIMIT 1", (did, *args)).fetchone() is not None
 
 
@@ -276,7 +276,7 @@ def export_reviews_csv(store: Store, dataset: str) -> str:
     ``value`` is written as the page shows it (:func:`engine.core.rubric.format_value`): ``yes``/``no`` for yes/no
     items, ``NA``, or the level 1-5 (``value_label`` is kept, same text, for older readers of the export)."""
     with store.connect() as con:
-        did = store._dataset_id(con, dataset)
+        did = store.dataset_id(con, dataset)
         rows = con.execute(f"SELECT r.{_COLUMNS.replace(', ', ', r.')}, s.case_id FROM reviews r "
                            "LEFT JOIN summaries s ON s.dataset_id = r.dataset_id AND s.summary_id = r.summary_id "
                            "WHERE r.dataset_id=? ORDER BY r.review_id", (did,)).fetchall()

@@ -296,7 +296,10 @@ class Store(ResultStore, LexiconStore, JobStore):
     def dataset_names(self) -> list[str]:
         return [d.name for d in self.list_datasets()]
 
-    def _dataset_id(self, con: sqlite3.Connection, name: str) -> int:
+    def dataset_id(self, con: sqlite3.Connection, name: str) -> int:
+        """The id of the dataset called ``name``, read on the caller's connection ``con`` (from :meth:`connect` or
+        :meth:`transaction`, SQLite or PostgreSQL). Raises :class:`StoreError` naming the known datasets when there is
+        none by that name."""
         row = con.execute("SELECT dataset_id FROM datasets WHERE name = ?", (name,)).fetchone()
         if row is None:
             known = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
@@ -332,7 +335,7 @@ class Store(ResultStore, LexiconStore, JobStore):
             backup_path = str(backup(self, f"before-replace-{name or ds.name}"))
         with self.transaction() as con:
             if into is not None:
-                did = self._dataset_id(con, into)
+                did = self.dataset_id(con, into)
                 if con.execute("SELECT 1 FROM imports WHERE dataset_id=? AND content_hash=?", (did, h)).fetchone():
                     return ImportResult(into, False, True, counts)
                 self._insert(con, did, ds)
@@ -400,18 +403,18 @@ class Store(ResultStore, LexiconStore, JobStore):
         if self.read_only:
             raise self.read_only_error()
         with self.connect() as con:
-            self._dataset_id(con, name)  # an unknown name is refused before any backup is written
+            self.dataset_id(con, name)  # an unknown name is refused before any backup is written
         from engine.data.backup import backup
 
         path = backup(self, f"before-delete-{name}")
         with self.transaction() as con:
-            did = self._dataset_id(con, name)
+            did = self.dataset_id(con, name)
             con.execute("DELETE FROM datasets WHERE dataset_id = ?", (did,))
         return str(path)
 
     def load_dataset(self, name: str) -> Dataset:
         with self.connect() as con:
-            did = self._dataset_id(con, name)
+            did = self.dataset_id(con, name)
             src = con.execute("SELECT source FROM datasets WHERE dataset_id=?", (did,)).fetchone()[0]
             notes: dict[str, list[Note]] = {}
             for r in con.execute("SELECT case_id, note_id, date, note_type, author_specialty, text FROM notes "

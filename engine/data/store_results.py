@@ -21,7 +21,7 @@ class ResultStore:
         summary with identical content, relabelled with ``summary_id`` (and ``case_id``) and stored under it, so every
         summary keeps its own result (computed once)."""
         with self.connect() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             row = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? AND cache_key=? "
                               "ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
                               (did, cache_key, summary_id)).fetchone()
@@ -50,7 +50,7 @@ class ResultStore:
         rows = [(r.cache_key, r.summary_id, r.status, r.provenance.prompt_version, r.provenance.model_file,
                  r.created_at, r.to_json()) for r in results]
         with self.transaction() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             con.executemany("INSERT OR REPLACE INTO judge_results VALUES (?,?,?,?,?,?,?,?)",
                             [(did, *row) for row in rows])
         return len(rows)
@@ -58,7 +58,7 @@ class ResultStore:
     def judge_results(self, dataset: str, latest_only: bool = True) -> list[str]:
         """Stored results (JSON), newest first; with ``latest_only`` one per summary."""
         with self.connect() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             rows = con.execute("SELECT summary_id, result FROM judge_results WHERE dataset_id=? "
                                "ORDER BY created_at DESC, rowid DESC", (did,)).fetchall()
         out, seen = [], set()
@@ -74,7 +74,7 @@ class ResultStore:
         """Store an :class:`engine.judge.calibration.Calibration` as the next version for its dataset and judge
         configuration; returns that version (1, 2, …)."""
         with self.transaction() as con:
-            did = self._dataset_id(con, cal.dataset)
+            did = self.dataset_id(con, cal.dataset)
             row = con.execute("SELECT COALESCE(MAX(version), 0) FROM calibrations WHERE dataset_id=? AND "
                               "config_key=?", (did, cal.config_key)).fetchone()
             cal.version = int(row[0]) + 1
@@ -85,7 +85,7 @@ class ResultStore:
     def calibrations(self, dataset: str, config_key: Optional[str] = None) -> list[str]:
         """Stored calibrations (JSON) of a dataset, newest version first; only ``config_key``'s when given."""
         with self.connect() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             sql = "SELECT payload FROM calibrations WHERE dataset_id=?"
             args: tuple = (did,)
             if config_key is not None:
@@ -117,7 +117,7 @@ class ResultStore:
     def put_evidence(self, dataset: str, method: str, cache_key: str, summary_id: str, status: str,
                      result_json: str) -> None:
         with self.transaction() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             con.execute("INSERT OR REPLACE INTO evidence_results VALUES (?,?,?,?,?,?,?)",
                         (did, method, cache_key, summary_id, status, now_iso(), result_json))
 
@@ -126,7 +126,7 @@ class ResultStore:
         """The stored evidence with this cache key. With ``summary_id``: that summary's own row, else the row of a
         summary with identical content, relabelled and stored under ``summary_id`` (computed once, kept for each)."""
         with self.connect() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             row = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? AND "
                               "cache_key=? ORDER BY summary_id = ? DESC, created_at DESC LIMIT 1",
                               (did, method, cache_key, summary_id)).fetchone()
@@ -150,7 +150,7 @@ class ResultStore:
     def evidence_results(self, dataset: str, method: str) -> dict[str, str]:
         """Latest stored result per summary for a method: summary id -> JSON."""
         with self.connect() as con:
-            did = self._dataset_id(con, dataset)
+            did = self.dataset_id(con, dataset)
             rows = con.execute("SELECT summary_id, result FROM evidence_results WHERE dataset_id=? AND method=? "
                                "ORDER BY created_at, rowid", (did, method)).fetchall()
         return {sid: res for sid, res in rows}
