@@ -196,3 +196,25 @@ class ResultStore:
             cur = con.execute("DELETE FROM embedding_cache" + (" WHERE model=?" if model is not None else ""),
                               () if model is None else (model,))
         return cur.rowcount
+
+    # -- what a cache of derived figures is keyed by ------------------------------------------------------------
+    FINGERPRINT_TABLES = ("imports", "judge_results", "evidence_results", "reviews", "calibrations")
+
+    def data_fingerprint(self, dataset: str) -> str:
+        """A short key that changes whenever the dataset's content, its judge or evidence results, reviews or
+        calibrations, or the workspace's stigmatizing-language entries change, whichever window or command wrote
+        them: one aggregate query per table (counts and newest times), never the rows themselves."""
+        import hashlib
+
+        parts: list = []
+        with self.connect() as con:
+            did = self.dataset_id(con, dataset)
+            parts.append(tuple(con.execute("SELECT content_hash, created_at FROM datasets WHERE dataset_id = ?",
+                                           (did,)).fetchone()))
+            for table in self.FINGERPRINT_TABLES:
+                when = "imported_at" if table == "imports" else "created_at"
+                parts.append(tuple(con.execute(f"SELECT COUNT(*), MAX({when}) FROM {table} WHERE dataset_id = ?",
+                                               (did,)).fetchone()))
+            parts.append(tuple(con.execute("SELECT COUNT(*), MAX(created_at), MAX(deactivated_at), SUM(active) "
+                                           "FROM stigma_entries").fetchone()))
+        return hashlib.sha256(repr(parts).encode("utf-8")).hexdigest()[:16]

@@ -34,6 +34,12 @@ from engine.judge.stored import latest_result
 from engine.judge import used_scores
 from engine.llm import injection
 
+from engine.evidence.coverage.omission_flags import FLAG_KINDS as OMISSION_FLAG_KINDS
+from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
+
+__all__ = ["CasePage", "CaseView", "CoverageView", "DEFAULT_METHOD", "MAX_REGIONS", "METHODS",
+           "OMISSION_FLAG_KINDS", "SupportView", "case_page"]
+
 JUDGE_ROW = "LLM judge"
 DETECTOR_ROW = "Stigma detector (lexicon, no LLM)"
 MAX_REGIONS = 30  # regions listed at most (the heat overlay shows every unit above the threshold)
@@ -291,3 +297,66 @@ def summary_check(store, name: str, ds, summary_id: str, backend, model_sha256: 
 
     setup = CheckSetup(embedder, lambda: backend, model_sha256, medomit_facts=medomit_facts)
     return check_job(store, name, ds, [summary_id], setup)
+
+
+class CasePage:
+    """Everything the Case page shows and starts for one summary of one case: :attr:`view` (:func:`case_view`),
+    each evidence tab's view when the tab asks for it, the summary's citations, the runs on it from other windows,
+    and its jobs (not started) with the loaded judge model ``loaded`` = (backend, model sha256)."""
+
+    def __init__(self, store, name: str, ds: Dataset, case_id: str, summary_id: Optional[str]):
+        self.store, self.name, self.ds, self.case_id, self.summary_id = store, name, ds, case_id, summary_id
+        self.view = case_view(store, name, ds, case_id, summary_id)
+
+    def coverage(self, embedder, method: str, threshold: Optional[float] = None) -> CoverageView:
+        return coverage_view(self.store, self.name, self.ds, self.summary_id, embedder, method, threshold)
+
+    def support(self, embedder) -> SupportView:
+        return support_view(self.store, self.name, self.ds, self.summary_id, embedder, self.view.verification)
+
+    def summary_spans(self) -> list:
+        """The citation spans of the summary, in the dataset's citation style."""
+        return citations.spans(self.view.summary.text, self.ds.citation_style())
+
+    def compact(self, text: str) -> str:
+        """``text`` with its citation tags written short."""
+        return citations.compact(text, self.ds.citation_style())
+
+    def runs(self) -> list:
+        """The runs going on now on this summary, from any window or command (engine.views.runs)."""
+        from engine.views.runs import running_runs
+
+        return running_runs(self.store, self.name, self.summary_id)
+
+    def cancel(self, job_id: str) -> None:
+        from engine.views.runs import cancel_run
+
+        cancel_run(self.store, job_id)
+
+    @staticmethod
+    def _sha(loaded) -> str:
+        backend, sha = loaded
+        return sha or backend.describe().get("model_file", "endpoint")
+
+    def check_job(self, loaded, embedder, medomit_facts: str):
+        """*Check this summary*: every kind of evidence as one job (:func:`summary_check`)."""
+        return summary_check(self.store, self.name, self.ds, self.summary_id, loaded[0], self._sha(loaded), embedder,
+                             medomit_facts)
+
+    def verification_job(self, loaded, rerun: bool):
+        from engine.evidence.support.verification.run import verification_job
+
+        backend = loaded[0]
+        return verification_job(self.store, self.name, self.ds, [self.summary_id], lambda: backend,
+                                self._sha(loaded), rerun=rerun)
+
+    def medomit_job(self, loaded, embedder, medomit_facts: str, rerun: bool):
+        from engine.evidence.medomit.pipeline import MedOmit, medomit_job
+
+        mo = MedOmit(loaded[0], loaded[1], cache=self.store, embedder=embedder, facts=medomit_facts)
+        return medomit_job(mo, self.ds, [self.summary_id], store=self.store, dataset_name=self.name, rerun=rerun)
+
+
+def case_page(store, name: str, ds: Dataset, case_id: str, summary_id: Optional[str]) -> CasePage:
+    """The Case page's one entry (:class:`CasePage`)."""
+    return CasePage(store, name, ds, case_id, summary_id)
