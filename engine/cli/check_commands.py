@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.cli.common import dataset_and_ids, judge_settings, open_backend, say
+from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_model_opts, dataset_and_ids,
+                               judge_settings, open_backend, say)
 from engine.data.settings import SOURCE_EMBEDDED, load_settings
-from engine.data.validation import DatasetInvalid
+from engine.evidence.medomit.facts import FACT_SOURCES
 from engine.llm.modelfiles import default_embedded_key, embedded_sha256
 from engine.sample import (MEDOMIT_METHODS, SAMPLE_MEDOMIT, SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS,
                            import_shipped_evidence)
@@ -21,11 +22,7 @@ def cmd_check(args) -> int:
     from engine.evidence.embeddings import Embedder
     from engine.llm.backends import BackendError
 
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     if name == SAMPLE_NAME:  # the shipped rows, where current, are found instead of computed
         import_shipped_evidence(store)
         import_shipped_evidence(store, SAMPLE_VERIFY, VERIFY_METHODS)
@@ -81,3 +78,21 @@ def cmd_check(args) -> int:
         say(f"check {status.state}: {status.error or 'stopped'}; every finished part is stored", file=sys.stderr)
         return 1
     return 1 if any(p.status == "failed" for r in job.results for p in r.parts) else 0
+
+
+def register(sub) -> None:
+    """Add ``check`` to the top parser's subparsers ``sub``."""
+    sp = add_command(sub, "check", cmd_check, "every kind of evidence for a summary as one job (coverage and sentence "
+                                              "support, the judge, claim verification, MED-OMIT), cheapest first; "
+                                              "each result printed with its seconds as soon as it is stored",
+                     target=TARGET_HELP)
+    sp.add_argument("--summary", action="append", help="only this summary id (repeatable; default: every summary)")
+    sp.add_argument("--only", action="append", choices=("coverage", "judge", "verification", "medomit"),
+                    help="only this part (repeatable)")
+    sp.add_argument("--facts", choices=("auto", *FACT_SOURCES), default=None,
+                    help="MED-OMIT's fact source (default: the setting; auto: the notes' claims on a CPU)")
+    sp.add_argument("--out", help="also write one JSON line per finished part to this file")
+    add_model_opts(sp, "GGUF file (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_import_opts(sp)

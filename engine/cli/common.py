@@ -1,5 +1,6 @@
-"""What every command shares: printing, the workspace, load options, resolving a dataset argument (a name or a
-path to import first), JSON-lines output, the judge's backend and concurrency, the token counter.
+"""What every command shares: adding a command and its common options to the parser, printing, the workspace, load
+options, resolving a dataset argument (a name or a path to import first), JSON-lines output, the judge's backend and
+concurrency, the token counter.
 """
 from __future__ import annotations
 
@@ -14,6 +15,81 @@ from engine.data.loading import load_paths
 from engine.data.mapping import LoadOptions, RatingsMapping
 from engine.data.settings import load_settings, workspace_path
 from engine.data.store import Store, StoreError
+from engine.data.validation import DatasetInvalid
+
+TARGET_HELP = "a dataset name in the workspace, or a path to import first"
+DATASET_HELP = "a dataset name in the workspace"
+SUMMARY_HELP = "only this summary id (repeatable)"
+OUT_HELP = "also write the JSON lines to this file"
+
+
+def add_command(sub, name: str, func, help: str, target: Optional[str] = None) -> argparse.ArgumentParser:
+    """Add command ``name`` (run as ``func(args)``) to ``sub``, the top parser's subparsers; with ``target``, its
+    first argument is ``target`` (a dataset name, or a path to import first) with that help."""
+    sp = sub.add_parser(name, help=help)
+    sp.set_defaults(func=func)
+    if target is not None:
+        sp.add_argument("target", help=target)
+    return sp
+
+
+def add_load_opts(sp) -> None:
+    """The input files and how to read them (validate, import)."""
+    sp.add_argument("paths", nargs="+", help="files or folders (case JSON, bundle tables, ratings CSV, dialogue CSV, "
+                                            "FHIR Bundle or Bulk Data NDJSON, MIMIC-IV-Note CSV)")
+    sp.add_argument("--mapping", help="JSON column mapping for wide ratings CSVs")
+    sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+    sp.add_argument("--rater-group", default="unknown", help="rater group for ratings without one")
+    sp.add_argument("--summary-type", action="append", default=[], metavar="CODE",
+                    help="FHIR: documents whose type or category has this code (or SYSTEM|CODE) are the "
+                         "summaries of their case (repeatable)")
+    sp.add_argument("--case-by", choices=("patient", "encounter"), default="patient",
+                    help="FHIR: one case per patient (default) or per encounter")
+    sp.add_argument("--hold-out-type", action="append", default=[], metavar="TYPE",
+                    help="notes of this type (e.g. MIMIC 'DS') are kept out of the source notes and imported as "
+                         "the case's reference summary (repeatable)")
+    sp.add_argument("--summaries", metavar="FILE",
+                    help="summaries keyed by case_id, hadm_id, encounter_id, patient_id or note_id")
+
+
+def add_import_opts(sp) -> None:
+    """For commands whose target may be a path imported first."""
+    sp.add_argument("--mapping", help=argparse.SUPPRESS)
+    sp.add_argument("--specialty", default="Unspecified", help="target specialty for inputs without one")
+    sp.add_argument("--rater-group", default="unknown", help=argparse.SUPPRESS)
+
+
+def add_server_opts(sp) -> None:
+    """A model server's key and requests in flight."""
+    sp.add_argument("--api-key", help="bearer token for the endpoint (default: SUMCHECK_API_KEY, or the saved "
+                                      "key when the endpoint is the configured server)")
+    sp.add_argument("--concurrency", type=concurrency_arg, default=None,
+                    help="requests in flight to a server (1-32; default: the setting); in process always 1")
+
+
+def add_model_opts(sp, model_help: str, endpoint_help: str) -> None:
+    """The LLM steps' model: a GGUF file or a server, and its context and threads."""
+    sp.add_argument("--model", help=model_help)
+    sp.add_argument("--endpoint", help=endpoint_help)
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
+    sp.add_argument("--ctx", type=int, default=0)
+    sp.add_argument("--threads", type=int, default=0)
+
+
+def add_summary_and_out(sp, summary_help: str = SUMMARY_HELP) -> None:
+    """``--summary`` (repeatable: only these summaries) and ``--out`` (a copy of the JSON lines)."""
+    sp.add_argument("--summary", action="append", help=summary_help)
+    sp.add_argument("--out", help=OUT_HELP)
+
+
+class TargetInvalid(Exception):
+    """The command's target was a path whose input does not validate: :func:`engine.cli.main` prints the report on
+    stdout, where the command's output goes, and exits 1."""
+
+    def __init__(self, report):
+        super().__init__("the target's input does not validate")
+        self.report = report
 
 
 def say(text: object = "", **kw) -> None:
@@ -57,10 +133,21 @@ def resolve_dataset(store: Store, target: str, args):
     return store.load_dataset(res.dataset), res.dataset
 
 
-def dataset_and_ids(args):
-    """(store, dataset, name, summary ids) for commands over summaries; raises StoreError / DatasetInvalid."""
+def open_target(args):
+    """(store, dataset, name) of ``args.target``: a dataset of the workspace, or a path validated and imported
+    first; raises :class:`TargetInvalid` when that input does not validate, StoreError otherwise."""
     store = open_store(args)
-    ds, name = resolve_dataset(store, args.target, args)
+    try:
+        ds, name = resolve_dataset(store, args.target, args)
+    except DatasetInvalid as exc:
+        raise TargetInvalid(exc.report) from None
+    return store, ds, name
+
+
+def dataset_and_ids(args):
+    """(store, dataset, name, summary ids) for commands over summaries (``--summary``, else every summary);
+    raises :class:`TargetInvalid` or StoreError."""
+    store, ds, name = open_target(args)
     ids = getattr(args, "summary", None) or [s.summary_id for s in ds.summaries]
     unknown = [i for i in ids if i not in {s.summary_id for s in ds.summaries}]
     if unknown:

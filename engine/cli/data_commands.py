@@ -1,4 +1,5 @@
-"""Commands on data and the workspace: validate, import, datasets, delete, backup, backups, restore, sample, status.
+"""Commands on data and the workspace: validate, import, datasets, delete, backup, backups, restore, workspace copy,
+the team's review plan (assign, queue, disagreements), the REDCap and FHIR exports, and sample.
 """
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from engine.cli.common import load_options, open_store, say
+from engine.cli.common import add_command, add_load_opts, load_options, open_store, say
 from engine.core.untrusted import term
 from engine.data.loading import load_paths
 from engine.data.store import Store
@@ -159,46 +160,6 @@ def cmd_sample(args) -> int:
     return 0
 
 
-def cmd_status(args) -> int:
-    from engine.sample import SAMPLE_NAME, ensure_sample
-    from engine.status import dataset_status, status_lines
-
-    store = open_store(args)
-    if args.target == SAMPLE_NAME and args.target not in store.dataset_names():
-        ensure_sample(store)
-    if args.target not in store.dataset_names():
-        say(f"no dataset named {args.target!r} in the workspace; known: "
-            f"{', '.join(store.dataset_names()) or 'none (import one first)'}", file=sys.stderr)
-        return 1
-    if args.follow or args.cancel:
-        return _run_command(store, args)
-    for line in status_lines(dataset_status(store, args.target)):
-        say(line)
-    return 0
-
-
-def _run_command(store, args) -> int:
-    """``status --follow ID`` / ``--cancel ID``: one recorded run of the dataset."""
-    from engine.data.job_records import follow, job_records, request_cancel
-
-    wanted = args.follow or args.cancel
-    recs = [r for r in job_records(store, args.target, limit=200) if r.job_id == wanted]
-    if not recs:
-        say(f"no recorded run {wanted!r} of {args.target!r}; `python -m engine status {args.target}` lists them",
-            file=sys.stderr)
-        return 1
-    if args.cancel:
-        if not recs[0].running:
-            say(f"run {wanted} is not running: {recs[0].describe()}")
-            return 0
-        request_cancel(store, wanted)
-        say(f"asked run {wanted} to cancel ({recs[0].where()}); it stops within its current model call")
-        if not args.follow:
-            return 0
-    rec = follow(store, wanted)
-    return 0 if rec.state in ("done", "cancelled") else 1
-
-
 def cmd_workspace_copy(args) -> int:
     """Copy a whole workspace between an SQLite file and a PostgreSQL server (either way), verified per table."""
     from engine.data.workspace_copy import copy_workspace
@@ -325,3 +286,100 @@ def cmd_fhir_export(args) -> int:
         f"({len(results) - len(judged)} unscored left out); 'python -m engine import {out.folder} --summary-type "
         "llm-summary' reads it back", file=sys.stderr)
     return 0
+
+
+def register(sub) -> None:
+    """Add the data and workspace commands to the top parser's subparsers ``sub``, in their order in --help."""
+    _register_inputs(sub)
+    _register_backups(sub)
+    _register_team(sub)
+    _register_sample(sub)
+
+
+def _register_inputs(sub) -> None:
+    sp = add_command(sub, "validate", cmd_validate, "check input files; prints a report, exits 1 on any error")
+    add_load_opts(sp)
+
+    sp = add_command(sub, "import", cmd_import, "validate and import into the workspace (all-or-nothing)")
+    add_load_opts(sp)
+    sp.add_argument("--name", help="dataset name (default: the first path's name)")
+    sp.add_argument("--into", help="add to this existing dataset (e.g. more ratings)")
+    sp.add_argument("--replace", action="store_true",
+                    help="replace a dataset of the same name (reviews and results of unchanged summaries are kept; "
+                         "a backup is written first)")
+    sp.add_argument("--force", action="store_true",
+                    help="with --replace: drop the reviews and results whose summaries are gone (refused otherwise)")
+
+    sp = add_command(sub, "datasets", cmd_datasets, "list datasets in the workspace")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add_command(sub, "delete", cmd_delete, "delete a dataset")
+    sp.add_argument("name")
+    sp.add_argument("--yes", action="store_true", help="confirm")
+
+
+def _register_backups(sub) -> None:
+    sp = add_command(sub, "backup", cmd_backup, "write a backup of the workspace into backups/ beside it")
+    sp.add_argument("--reason", default="manual", help="a word or two kept in the file name")
+
+    sp = add_command(sub, "backups", cmd_backups, "list the workspace's backups, newest first")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add_command(sub, "restore", cmd_restore, "replace the workspace with a backup (the current state is backed "
+                                                  "up first)")
+    sp.add_argument("path")
+    sp.add_argument("--yes", action="store_true", help="confirm")
+
+    ws = sub.add_parser("workspace", help="workspace operations")
+    ws = ws.add_subparsers(dest="workspace_command", required=True)
+    sp = add_command(ws, "copy", cmd_workspace_copy, "copy a whole workspace between stores (SQLite file or "
+                                                     "postgresql://...), verifying row counts and content hashes per "
+                                                     "table")
+    sp.add_argument("source")
+    sp.add_argument("target")
+    sp.add_argument("--force", action="store_true", help="replace everything in a target that is not empty")
+
+
+def _register_team(sub) -> None:
+    sp = add_command(sub, "assign", cmd_assign, "a blinded review plan: every summary to N reviewers, balanced and "
+                                                "stratified by generator and quality group (replaces the dataset's "
+                                                "earlier plan)")
+    sp.add_argument("dataset")
+    sp.add_argument("--reviewers", required=True, help="comma-separated reviewer names")
+    sp.add_argument("--per-summary", type=int, default=2, help="reviewers per summary (default 2)")
+    sp.add_argument("--seed", type=int, default=0)
+
+    sp = add_command(sub, "queue", cmd_queue, "a reviewer's assigned summaries, the ones still to review first")
+    sp.add_argument("dataset")
+    sp.add_argument("--reviewer", required=True)
+
+    sp = add_command(sub, "disagreements", cmd_disagreements, "the adjudication queue: items where reviewers differ "
+                                                              "by more than --margin and no adjudicated score exists")
+    sp.add_argument("dataset")
+    sp.add_argument("--margin", type=float, default=1.0)
+
+    sp = add_command(sub, "redcap-export", cmd_redcap_export, "the team's spot-check ratings as a REDCap import file "
+                                                              "(one repeating instance per reviewer) and its data "
+                                                              "dictionary")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True, help="folder for the two CSV files")
+
+    sp = add_command(sub, "fhir-export", cmd_fhir_export, "the dataset as a FHIR R4 Bulk Data export (NDJSON per "
+                                                          "resource type): notes and summaries as DocumentReferences, "
+                                                          "the PDSQI-9 as a Questionnaire, ratings, spot checks and "
+                                                          "judge results as QuestionnaireResponses")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True, help="folder for the NDJSON files")
+    sp.add_argument("--binary-every", type=int, default=0, metavar="N",
+                    help="put every N-th note's text in a Binary the document points to (default: all inline)")
+    sp.add_argument("--no-judge", action="store_true", help="leave the judge results out")
+
+
+def _register_sample(sub) -> None:
+    sp = add_command(sub, "sample", cmd_sample, "import the bundled sample dataset if missing")
+    sp.add_argument("--precompute", action="store_true",
+                    help="also store coverage and sentence support for every sample summary (taken from the shipped "
+                         "sample_data/evidence_results.jsonl where current, computed otherwise)")
+    sp.add_argument("--export-evidence", help="with --precompute: write the sample's evidence rows to this file")
+    sp.add_argument("--export-verification", help="write the sample's stored claim verification rows to this file")
+    sp.add_argument("--export-medomit", help="write the sample's stored MED-OMIT rows to this file")

@@ -8,9 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from engine.cli.common import dataset_and_ids, open_backend, open_store, print_jsonl, say
-from engine.data.validation import DatasetInvalid
-from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.cli import check_commands, verify_commands
+from engine.cli.common import (DATASET_HELP, OUT_HELP, TARGET_HELP, add_command, add_import_opts, add_model_opts,
+                               add_summary_and_out, dataset_and_ids, open_backend, open_store, print_jsonl, say)
+from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
+from engine.evidence.medomit.facts import FACT_SOURCES
 
 
 def cmd_omissions(args) -> int:
@@ -20,11 +22,7 @@ def cmd_omissions(args) -> int:
         say("error: --concurrency applies to 'judge' only: MED-OMIT sends its requests one at a time, and the "
             "coverage methods send none", file=sys.stderr)
         return 2
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
 
     def emit(obj):
@@ -148,11 +146,7 @@ def cmd_align(args) -> int:
     from engine.evidence.coverage.base import CoverageError
     from engine.evidence.embeddings import Embedder
 
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     emb = Embedder(store=store)
     results = []
     cites = ds.cites_notes()
@@ -185,11 +179,7 @@ def cmd_stigma(args) -> int:
     from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
     from engine.evidence.stigma.entries import workspace_entries
 
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     extra = workspace_entries(store)  # the clinician entries added on the Lexicon page (active ones)
     if args.extra_lexicon:
         more = json.loads(Path(args.extra_lexicon).read_text(encoding="utf-8"))
@@ -262,3 +252,54 @@ def cmd_evidence(args) -> int:
             for sid, res in sorted(stored_results(store, args.target, args.kind).items()))
     print_jsonl(rows, args.out)
     return 0
+
+
+def register(sub) -> None:
+    """Add the evidence commands to the top parser's subparsers ``sub``, in their order in --help: omissions and
+    align, then verify and check (each in its own module), then stigma and the stored evidence."""
+    _register_omissions(sub)
+    sp = add_command(sub, "align", cmd_align, "per summary sentence: aligned source sentences, support, citation "
+                                              "verdict", target=TARGET_HELP)
+    add_summary_and_out(sp)
+    add_import_opts(sp)
+    verify_commands.register(sub)
+    check_commands.register(sub)
+    _register_stored(sub)
+
+
+def _register_omissions(sub) -> None:
+    sp = add_command(sub, "omissions", cmd_omissions, "omission evidence per summary (MED-OMIT or embedding KDE)",
+                     target=TARGET_HELP)
+    sp.add_argument("--method", choices=("medomit", *COVERAGE_METHODS), default=DEFAULT_COVERAGE_METHOD,
+                    help="medomit (the LLM pipeline) or a registered coverage method: "
+                         + ", ".join(f"{k} ({m.label})" for k, m in COVERAGE_METHODS.items()))
+    sp.add_argument("--pca", type=int, default=5, help="kde: PCA components")
+    sp.add_argument("--bandwidth", default="scott", help="kde: 'scott', 'silverman' or a number")
+    sp.add_argument("--no-clean", action="store_true", help="kde: keep stopwords and short words")
+    sp.add_argument("--threshold", type=float, default=None, help="region threshold (default: the method's)")
+    add_model_opts(sp, "GGUF file for MED-OMIT (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--facts", choices=tuple(FACT_SOURCES), default=None,
+                    help="medomit: where the facts come from (default: the setting): " + "; ".join(
+                        f"{k} ({f.description})" for k, f in FACT_SOURCES.items()))
+    add_summary_and_out(sp)
+    sp.add_argument("--quiet", action="store_true")
+    add_import_opts(sp)
+
+
+def _register_stored(sub) -> None:
+    sp = add_command(sub, "stigma", cmd_stigma, "stigmatizing language per summary (lexicon, no LLM): hits, carried "
+                                                "forward or introduced, the two PDSQI-9 items", target=TARGET_HELP)
+    add_summary_and_out(sp)
+    sp.add_argument("--extra-lexicon", help="JSON list of extra lexicon entries (term, category, source, suggest)")
+    add_import_opts(sp)
+
+    sp = add_command(sub, "evidence", cmd_evidence, "the registered evidence kinds and what the dataset has stored of "
+                                                    "each; with --kind, that kind's stored results as JSON lines; with "
+                                                    "--compute, compute and store the dataset's coverage and sentence "
+                                                    "support first", target=DATASET_HELP)
+    sp.add_argument("--compute", action="store_true",
+                    help="compute and store coverage and sentence support (what the Evidence page computes) for "
+                         "every summary that lacks them, with progress on stderr")
+    sp.add_argument("--kind", help="an evidence kind's key (e.g. alignment, coverage:unitcov, medomit)")
+    sp.add_argument("--out", help=OUT_HELP)

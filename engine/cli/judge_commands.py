@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from engine.cli.common import concurrency_for, dataset_and_ids, open_backend, open_store, resolve_dataset, say
+from engine.cli.common import (DATASET_HELP, add_command, add_import_opts, add_server_opts, add_summary_and_out,
+                               concurrency_for, dataset_and_ids, open_backend, open_store, resolve_dataset, say)
 from engine.data.validation import DatasetInvalid
 
 
@@ -101,11 +102,7 @@ def cmd_judge(args) -> int:
     from engine.judge.results import JudgeParams
     from engine.data.ratings import medians
 
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,
                          temperature=args.temperature, trim=args.trim, early_stop=not args.no_early_stop)
     params.validate()
@@ -185,3 +182,75 @@ def cmd_judge_import(args) -> int:
         return 1
     say(f"{res.imported} judge results imported into dataset {args.dataset!r}")
     return 0
+
+
+def register(sub) -> None:
+    """Add the judge's commands to the top parser's subparsers ``sub``, in their order in --help."""
+    _register_judge(sub)
+    _register_scores(sub)
+    _register_results(sub)
+
+
+def _register_judge(sub) -> None:
+    sp = add_command(sub, "judge", cmd_judge, "grade summaries with the PDSQI-9 LLM judge; one JSON line per summary",
+                     target="a dataset name in the workspace, or a path to import and judge")
+    sp.add_argument("--model", help="GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--endpoint", help="OpenAI-compatible server URL instead of in-process llama.cpp")
+    sp.add_argument("--endpoint-model", help="model name to send to the endpoint")
+    add_server_opts(sp)
+    sp.add_argument("--samples", type=int, default=1,
+                    help="samples per summary: 1 (default) is one greedy pass, which gives the expected scores; more "
+                         "add a self-consistency median")
+    sp.add_argument("--shots", type=int, default=0, choices=(0, 1, 3, 5), help="few-shot examples")
+    sp.add_argument("--explain", action="store_true", help="ask for a one-sentence reason per item")
+    sp.add_argument("--temperature", type=float, default=0.7)
+    sp.add_argument("--seed", type=int, default=1234)
+    sp.add_argument("--trim", action="store_true", help="drop the oldest notes when the prompt is too long")
+    sp.add_argument("--no-early-stop", action="store_true",
+                    help="take every sample even when the medians are already decided (same medians, slower)")
+    sp.add_argument("--ctx", type=int, default=0, help="context size (default: the setting)")
+    sp.add_argument("--threads", type=int, default=0)
+    sp.add_argument("--gpu-layers", type=int, default=None)
+    add_summary_and_out(sp, "judge only this summary id (repeatable)")
+    sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_import_opts(sp)
+
+
+def _register_scores(sub) -> None:
+    sp = add_command(sub, "calibrate", cmd_calibrate, "calibrate the judge's expected scores to the dataset's raters "
+                                                      "(stored, versioned per judge configuration)",
+                     target="a dataset name in the workspace (e.g. sample)")
+    sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
+    sp.add_argument("--kind", choices=("judge+evidence", "judge"), default="judge+evidence",
+                    help="judge+evidence (default): the expected score with the stored evidence (coverage, support, "
+                         "citations, stigma, length); judge: the expected score alone")
+    sp.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the CIs")
+    sp.add_argument("--dry-run", action="store_true", help="print the figures without storing the calibration")
+
+    sp = add_command(sub, "scores", cmd_scores, "the score triage and the report use per summary and 1-5 item "
+                                                "(calibrated, combination or the judge's), beside the judge's "
+                                                "expected score",
+                     target="a dataset name in the workspace (e.g. sample)")
+    sp.add_argument("--judge-config", help="judge configuration key (default: the one covering most summaries)")
+    sp.add_argument("--summary", help="one summary, with what each combination is made of")
+    sp.add_argument("--json", action="store_true", help="one JSON line per summary")
+
+
+def _register_results(sub) -> None:
+    sp = add_command(sub, "export-training", cmd_export_training, "training data for a local judge (TRL SFT or DPO "
+                                                                  "JSON lines; contains the notes: PHI)",
+                     target=DATASET_HELP)
+    sp.add_argument("--format", choices=("sft", "dpo"), required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--train-fraction", type=float, default=0.7, help="share of cases in the train split")
+    sp.add_argument("--judge-config", help="dpo: the judge configuration whose disagreeing answers become 'rejected'")
+
+    sp = add_command(sub, "judge-export", cmd_judge_export, "write a dataset's stored judge results (full provenance) "
+                                                            "as JSON lines")
+    sp.add_argument("dataset")
+    sp.add_argument("--out", required=True)
+
+    sp = add_command(sub, "judge-import", cmd_judge_import, "store judge results exported by judge-export into a "
+                                                            "dataset")
+    sp.add_argument("dataset")
+    sp.add_argument("file")

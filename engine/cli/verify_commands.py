@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import dataset_and_ids, judge_settings, open_backend, print_jsonl, run_recorded, say
+from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_model_opts, add_summary_and_out,
+                               dataset_and_ids, judge_settings, open_backend, print_jsonl, run_recorded, say)
 from engine.data.settings import SOURCE_EMBEDDED
-from engine.data.validation import DatasetInvalid
 from engine.llm.modelfiles import default_embedded_key, embedded_sha256
 from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shipped_evidence
 
@@ -21,11 +21,7 @@ def cmd_verify(args) -> int:
         say("error: --concurrency applies to 'judge' only: verification asks one question at a time, each after "
             "the record it keeps evaluated", file=sys.stderr)
         return 2
-    try:
-        store, ds, name, ids = dataset_and_ids(args)
-    except DatasetInvalid as exc:
-        print(exc.report.format_text())
-        return 1
+    store, ds, name, ids = dataset_and_ids(args)
     if name == SAMPLE_NAME:  # the default judge's shipped verification of the sample, where current
         import_shipped_evidence(store, SAMPLE_VERIFY, VERIFY_METHODS)
     cfg = judge_settings(args)
@@ -69,3 +65,14 @@ def cmd_verify(args) -> int:
             f"unsupported claims, {uncertain} uncertain", file=sys.stderr)
     return 0
 
+
+def register(sub) -> None:
+    """Add ``verify`` to the top parser's subparsers ``sub``."""
+    sp = add_command(sub, "verify", cmd_verify, "claim-level verification with the judge model: per summary sentence "
+                                                "its claims, P(supported) and the passage checked; stored; one JSON "
+                                                "line each", target=TARGET_HELP)
+    add_summary_and_out(sp)
+    add_model_opts(sp, "GGUF file (default: the configured model)",
+                   "OpenAI-compatible server URL instead of in-process llama.cpp (it must give log-probabilities)")
+    sp.add_argument("--quiet", action="store_true")
+    add_import_opts(sp)
