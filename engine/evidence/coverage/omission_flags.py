@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 from engine.core import citations
 from engine.core.models import Case, Note
 from engine.evidence.coverage.base import Region, Unit
+from engine.evidence.text.tokens import tokenize
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,10 @@ MAX_PENDING = 3  # flags of this kind per summary, in note order
 def _content_words(text: str) -> set[str]:
     """Words of four letters or more (their first six letters, so "sequencing" meets "sequenced"), labels with a
     digit ("PD-L1", "ROS1") and abbreviations of two capitals or more ("NGS", "IF/EM" as IF and EM)."""
-    words = {w[:6] for w in re.findall(r"[a-z][a-z0-9]{3,}", text.lower()) if w not in _STOP}
+    words = {w[:6] for w in tokenize(text, case="lower_text", digits="inner", min_len=4) if w not in _STOP}
     labels = {m.lower() for m in re.findall(r"\b[A-Za-z]+(?:-[A-Za-z0-9]+)*\d[A-Za-z0-9-]*\b", text)}
-    caps = {m.lower() for m in re.findall(r"\b[A-Z]{2,6}\b", text)}
+    caps = {w.lower() for w in tokenize(text, case="keep", letters="word")  # a whole word of 2-6 capitals
+            if 2 <= len(w) <= 6 and w.isascii() and w.isalpha() and w.isupper()}
     return words | labels | caps
 
 

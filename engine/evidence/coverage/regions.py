@@ -39,6 +39,7 @@ from engine.evidence.coverage.embedding_methods import kde_scores, sentcov_score
 from engine.evidence.coverage.base import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
 from engine.evidence.embeddings import Embedder, EMBEDDING_NAME
 from engine.evidence.coverage.unitcov import unitcov_scores
+from engine.evidence.text.tokens import tokenize
 
 
 # A region stating a change or a next step (started, stopped, switched, pending, scheduled, ordered, referred …)
@@ -165,8 +166,8 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
         missing = missing_key_terms(t[s:e], summary_text) if summary_text is not None else []
         widened.append(Region(r.note_id, s, e, t[s:e], round(r.score, 4), round(r.salience, 4), missing))
     for r in sorted(widened, key=region_rank_key):
-        key = " ".join(re.findall(r"[a-z0-9]+", r.text.lower()))
-        if len(re.findall(r"[A-Za-z]{2,}", r.text)) < min_words or key in seen:
+        key = " ".join(tokenize(r.text, case="lower_text"))
+        if len(tokenize(r.text, case="keep", digits="none", min_len=2)) < min_words or key in seen:
             continue  # a header or a lone fragment is no "region"; the same text repeated is listed once
         seen.add(key)
         out.append(r)

@@ -3,9 +3,8 @@ a differential of likelihood words. A step with such a reply fails; nothing is i
 """
 from __future__ import annotations
 
-import re
-
 from engine.evidence.medomit.result import Diagnosis
+from engine.evidence.text.tokens import tokenize
 
 
 # fragments of our own prompts that a weak model copies back instead of answering
@@ -25,7 +24,8 @@ LIKELIHOOD_WORDS = {"probable", "possible", "unlikely", "likely", "most", "first
 
 
 def _words(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", (text or "").lower()))
+    """``text``'s letters and digits, lower-cased, one space between words (case and punctuation ignored)."""
+    return " ".join(tokenize(text or "", case="lower_text"))
 
 
 def empty_content(text: str, placeholder_check: bool = True) -> str:

@@ -30,7 +30,6 @@ covered part's.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Sequence
@@ -124,15 +123,15 @@ def fact_parts(text: str) -> list[tuple[str, int, int]]:
     which keeps "Dr. Mensah", "S. Ortiz" and "2. Thromboprophylaxis" whole) cut into claims
     (:func:`engine.evidence.support.verification.claims.split_claims`). A sentence of fewer than three words (a
     list number, a cut-off tail such as "Nopost") stays with its neighbour. One part when nothing cuts it."""
-    from engine.evidence.support.verification.claims import MIN_WORDS, split_claims
+    from engine.evidence.support.verification.claims import MIN_WORDS, split_claims, word_count
     from engine.evidence.text.sentences import segmenter
 
     sentences: list[list[int]] = []
     for seg in segmenter().segment(text):
         if not text[seg.start:seg.end].strip():
             continue
-        short = len(re.findall(r"\w+", text[seg.start:seg.end])) < MIN_WORDS
-        if sentences and (short or len(re.findall(r"\w+", text[sentences[-1][0]:sentences[-1][1]])) < MIN_WORDS):
+        short = word_count(text[seg.start:seg.end]) < MIN_WORDS
+        if sentences and (short or word_count(text[sentences[-1][0]:sentences[-1][1]]) < MIN_WORDS):
             sentences[-1][1] = seg.end
         else:
             sentences.append([seg.start, seg.end])

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.core.models import Case
 from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact, StepRecord
+from engine.evidence.text.tokens import tokenize
 from engine.llm import case_record
 from engine.llm.backends import Backend, BackendError, NextToken
 from engine.llm.prompt_fence import Fence, quoted
@@ -37,7 +37,6 @@ from engine.llm.prompt_fence import Fence, quoted
 PROMPT_VERSION = "importance-read-v2+" + case_record.LAYOUT_VERSION
 KEEP = case_record.KEEP + 2  # the record's messages, the DDx and its acknowledgement
 LABELS = tuple(IMPORTANCE_WEIGHT)  # critical, important, other
-_WORD = re.compile(r"[^a-z]")
 MIN_MASS = 0.5  # the labels' share of the answer below which there is no reading (the default 1.5B gives ~0.95)
 ACK = "Understood. Send me one fact."
 ASK = "critical, important or other?"
@@ -86,7 +85,7 @@ class ImportanceRead:
 
 
 def _label_of(token: str) -> Optional[str]:
-    t = _WORD.sub("", token.strip().lower())
+    t = "".join(tokenize(token.strip(), case="lower_text", digits="none"))  # the answer token's letters
     if len(t) < 2:
         return None
     hits = [k for k in LABELS if k.startswith(t)]

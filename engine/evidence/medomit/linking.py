@@ -20,13 +20,13 @@ from functools import lru_cache
 from typing import Optional
 
 from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text.tokens import tokenize
 
 MIN_VERBATIM = 5  # characters (white space not counted) from which a probe is found anywhere in the squeezed note
 MIN_TOKEN = 2  # a shorter probe is found only as a token of its own (find_token); one character is never placed
 MIN_WORDS = 3  # a probe of fewer words is never placed by its words alone (find_words)
 FUZZY_MIN = 0.55  # difflib ratio from which the most similar passage is the fact's place
 MAX_WINDOW = 6  # consecutive sentences compared with one fact at most
-_WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+")
 
 
 @lru_cache(maxsize=32)  # a case's notes are searched for every fact: each note is squeezed once
@@ -38,9 +38,10 @@ def _squeezed(text: str) -> tuple[str, tuple[int, ...]]:
 
 @lru_cache(maxsize=32)
 def _words(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
-    """``text``'s words and numbers (a decimal number is one), lower-cased, with their character spans."""
-    found = list(_WORD.finditer(text))
-    return tuple(m.group().lower() for m in found), tuple(m.span() for m in found)
+    """``text``'s words (letters of any script: a model may quote an accented name) and numbers (a decimal number
+    or "2,140" is one), lower-cased, with their character spans."""
+    found = tokenize(text, letters="unicode", digits="none", numbers="grouped", offsets=True)
+    return tuple(w.text for w in found), tuple((w.start, w.end) for w in found)
 
 
 def find_token(note: str, probe: str) -> Optional[tuple[int, int]]:

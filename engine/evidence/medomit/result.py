@@ -9,6 +9,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
+from engine.evidence.text.tokens import tokenize
+
 METHOD_VERSION = "medomit-v5"  # (the one-step pipeline's results are keyed by engine.evidence.medomit.facts.
 # ONE_STEP_VERSION as well) v5: passages no extracted fact covers are facts too; v4: omission decided per fact by
 # a closed question and coverage; v3: unlinked
@@ -302,7 +304,7 @@ def score_document(fact_ids: Sequence[str], omitted: dict[str, bool], importance
 
 
 def _norm_name(name: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in {"of", "the", "and", "with", "due", "to"}}
+    return {w for w in tokenize(name, case="lower_text") if w not in {"of", "the", "and", "with", "due", "to"}}
 
 
 def _same_dx(a: str, b: str) -> bool:
@@ -321,7 +323,8 @@ def compare_ddx(source: Sequence[Diagnosis], summary: Sequence[Diagnosis]) -> Dd
 
 
 def _norm_fact(t: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9%.]+", t.lower()))
+    """A fact's normal form: lower-cased runs of letters, digits, "%" and "." ("7.2%"), one space between."""
+    return " ".join(tokenize(t, case="lower_text", extra="%."))
 
 
 def merge_facts(raw: Sequence[tuple[str, str, Optional[str]]]) -> list[tuple[str, str, Optional[str]]]:

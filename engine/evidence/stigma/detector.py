@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from engine.evidence.stigma.rules import RULES, context_rule, quotes_of
+from engine.evidence.text.tokens import tokenize
 
 LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"
 RULES_VERSION = "stigma-rules-1"  # bump when a context rule changes: the lexicon version changes with it
@@ -152,7 +153,7 @@ class LexiconEntry:
 
 
 def _slug(term: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", term.lower()).strip("_") or "term"
+    return "_".join(tokenize(term, case="lower_text")) or "term"
 
 
 _LAST_WORD = re.compile(r"(?<![A-Za-z(|])([A-Za-z]{3,})$")
@@ -449,7 +450,7 @@ def family_key(text: str) -> str:
     inflectional ending ("abusers" -> "abus", "malingering" / "malingerer" -> "malinger", "noncompliance" /
     "noncompliant" -> "noncompli"). Not the Porter stemmer of engine.evidence.text.terms, which splits families
     the detector must join (malingering "maling" / malingerer "malinger", compliance "complianc" / compliant)."""
-    last = re.sub(r"[^a-z]", "", (text.lower().split() or [""])[-1])
+    last = "".join(tokenize((text.lower().split() or [""])[-1], case="keep", digits="none"))
     for suf in _SUFFIXES:
         if last.endswith(suf) and len(last) - len(suf) >= 4:
             return last[: -len(suf)]

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from engine.evidence.text.tokens import tokenize
 RULE_NEGATED = "negated"
 RULE_PATIENT_QUOTE = "patient_quote"
 RULE_NOT_PATIENT = "not_the_patient"
 RULE_ADJECTIVE = "clinical_adjective"
 RULES = (RULE_NEGATED, RULE_PATIENT_QUOTE, RULE_NOT_PATIENT, RULE_ADJECTIVE, "clinical_use", "billing_context",
          "not_about_patient")
-WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*['’]?")
 
 
 
@@ -72,8 +72,11 @@ _PREPOSITIONS = {"in", "at", "to", "from", "with", "by", "of", "for", "into", "a
 
 
 def _words(segment: str, offset: int = 0) -> list[tuple[str, int, int]]:
-    return [(m.group(0).lower().replace("’", "'"), offset + m.start(), offset + m.end())
-            for m in WORD_RE.finditer(segment)]
+    """The segment's words, lower-cased, with their offsets (plus ``offset``): letters and digits, with the
+    apostrophe of a contraction or possessive ("don't", "patient's", "patients'"; a curly one read as straight),
+    so that "n't" reads as a negation."""
+    return [(w.text.replace("’", "'"), offset + w.start, offset + w.end)
+            for w in tokenize(segment, clitics=True, offsets=True)]
 
 
 _SENT_BOUNDARY = re.compile(r"[.!?;:](?=\s|$)|[\n()\[\]]")

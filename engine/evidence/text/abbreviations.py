@@ -8,8 +8,9 @@ physical therapy, prothrombin time) are not.
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+
+from engine.evidence.text.tokens import tokenize
 
 ABBREVIATIONS: dict[str, str] = {
     "afib": "atrial fibrillation", "a-fib": "atrial fibrillation", "aki": "acute kidney injury",
@@ -51,7 +52,6 @@ ABBREVIATIONS: dict[str, str] = {
 LOWER_CASE_TOO = frozenset("""afib a-fib dccv prn bid tid qhs b.i.d f/u y/o htn copd gerd ckd aki cabg hfref hfpef
 nsaid nsaids abx hx fhx sx dx ddx a1c hba1c ekg ecg cxr egd esrd tsh inr lvef nstemi stemi dvt uti tia doac ppi osa hld
 bph wbc bun hgb plt echo t2dm dm2""".split())
-_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z0-9]*(?:[./-][A-Za-z0-9]+)*(?![\w/-])")
 
 
 @lru_cache(maxsize=1)
@@ -64,14 +64,16 @@ def expand(text: str) -> str:
     cardioversion)"); the rest of the text is unchanged. A token in lower case is expanded only when it is in
     :data:`LOWER_CASE_TOO`."""
     table = _table()
-
-    def one(m: re.Match) -> str:
-        tok = m.group(0)
-        key = tok.lower()
-        words = table.get(key) if (tok != key or key in LOWER_CASE_TOO) else None
-        return f"{tok} ({words})" if words else tok
-
-    return _TOKEN.sub(one, text)
+    out, pos = [], 0
+    # a token opens with a letter, is kept whole across ".", "/" and "-" ("b.i.d", "f/u", "a-fib") and stands
+    # apart: none glued to a word character, a slash or a hyphen (a full stop may close it: "HTN.")
+    for w in tokenize(text, case="keep", digits="inner", joiners="./-", apart=("/.-", "/-"), offsets=True):
+        key = w.text.lower()
+        words = table.get(key) if (w.text != key or key in LOWER_CASE_TOO) else None
+        if words:
+            out += [text[pos:w.end], f" ({words})"]
+            pos = w.end
+    return "".join(out) + text[pos:]
 
 
 def words_for(token: str) -> str:

@@ -1,7 +1,9 @@
 """The words, stems and numbers of clinical text, as the evidence checks read them.
 
 * :func:`words`, :func:`numbers` (digits and number words, canonical), :func:`canonical_number`,
-  :func:`claimed_numbers` (a sentence's numbers without its list numbers, dates and unit numbers);
+  :func:`claimed_numbers` (a sentence's numbers without its list numbers, dates and unit numbers); the number words
+  are those of :mod:`engine.evidence.text.tokens` (``NUMBER_WORDS`` and ``is_number_word`` are also importable
+  from here);
 * :func:`content_stems` (Porter stems of the content words) weighted by rarity (:func:`idf_weights` over the
   background document frequencies of :func:`support_background`), :func:`lexical_support`;
 * :func:`rouge_scorer`: ROUGE-1/2/L with the tokenizer of the ``rouge-score`` package, cached per text.
@@ -17,37 +19,19 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from engine.evidence.text.tokens import NUMBER_WORDS, ONES, SCALES, TENS, is_number_word, tokenize
+
 
 BACKGROUND_PATH = Path(__file__).resolve().parents[2] / "resources" / "support_background.json"
 
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.'/-][a-z0-9]+)*")
-
-
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The lower-cased words of ``text`` (:func:`engine.evidence.text.tokens.tokenize`): letters and digits, kept
+    whole across one "." "'" "/" or "-" ("b.i.d", "don't", "s/p", "cha2ds2-vasc")."""
+    return tokenize(text, case="lower_text", joiners=".'/-")
 
 
 LIST_MARKER = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|[-*•])\s+")
-
-
-_ONES = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
-
-
-_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
-
-
-_SCALES = {"hundred": 100, "hundreds": 100, "thousand": 1000, "thousands": 1000}
-
-
-NUMBER_WORDS = frozenset(_ONES) | frozenset(_TENS) | frozenset(_SCALES)
-
-
-def is_number_word(word: str) -> bool:
-    """A word that says a number ("eight", "twenty-five", "hundred"): :func:`numbers` reads it as its digits."""
-    parts = word.lower().split("-")
-    return bool(parts) and all(p in NUMBER_WORDS for p in parts)
 
 
 def _fmt(v: float) -> str:
@@ -79,8 +63,9 @@ def numbers(text: str, generous: bool = False) -> set[str]:
         if re.search(r"\bhalf\b", t):
             out |= {"50", "0.5"}
     run: list[str] = []
-    for w in re.findall(r"[a-z]+|\d+(?:\.\d+)?|[^\sa-z\d]", t.replace("-", " ")) + [""]:
-        if w in _ONES or w in _TENS or w in _SCALES or w == "a" or (run and w in ("point", "and", "half")):
+    # letters-only words, decimal numbers and each punctuation mark (which ends a run of number words)
+    for w in tokenize(t.replace("-", " "), case="keep", digits="none", numbers="decimal", symbols=True) + [""]:
+        if w in ONES or w in TENS or w in SCALES or w == "a" or (run and w in ("point", "and", "half")):
             run.append(w)
         elif run:
             out |= _spoken_values(run, generous)
@@ -115,21 +100,21 @@ def _spoken_values(run: list[str], generous: bool) -> set[str]:
     decimal, half, i = "", False, 0
     while i < len(run):
         w = run[i]
-        if w in _TENS and i + 1 < len(run) and 0 < _ONES.get(run[i + 1], 0) < 10:
-            chunks.append(_TENS[w] + _ONES[run[i + 1]])
+        if w in TENS and i + 1 < len(run) and 0 < ONES.get(run[i + 1], 0) < 10:
+            chunks.append(TENS[w] + ONES[run[i + 1]])
             i += 2
             continue
-        if w in _ONES:
-            chunks.append(_ONES[w])
-        elif w in _TENS:
-            chunks.append(_TENS[w])
-        elif w == "a" and i + 1 < len(run) and run[i + 1] in _SCALES:
+        if w in ONES:
+            chunks.append(ONES[w])
+        elif w in TENS:
+            chunks.append(TENS[w])
+        elif w == "a" and i + 1 < len(run) and run[i + 1] in SCALES:
             chunks.append(1)
-        elif w in _SCALES and chunks and chunks[-1] is not None:
-            chunks[-1] *= _SCALES[w]
+        elif w in SCALES and chunks and chunks[-1] is not None:
+            chunks[-1] *= SCALES[w]
             chunks.append(None)
-        elif w == "point" and chunks and i + 1 < len(run) and run[i + 1] in _ONES:
-            decimal = "".join(str(_ONES[x]) for x in run[i + 1:] if x in _ONES)
+        elif w == "point" and chunks and i + 1 < len(run) and run[i + 1] in ONES:
+            decimal = "".join(str(ONES[x]) for x in run[i + 1:] if x in ONES)
             break
         elif w == "half" and chunks:
             half = True

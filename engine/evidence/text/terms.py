@@ -12,8 +12,7 @@ from functools import lru_cache
 from typing import Optional
 
 from engine.evidence.text.abbreviations import expand, words_for
-
-TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-/][A-Za-z0-9]+)*|\d+(?:[.,/:]\d+)*")
+from engine.evidence.text.tokens import tokenize
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,11 @@ class Tok:
 
 
 def tokens(text: str) -> list[Tok]:
-    return [Tok(m.group(0), m.group(0).lower(), m.start()) for m in TOKEN.finditer(text)]
+    """The tokens of ``text`` as the support checks compare them: words as written (opening with a letter, digits
+    after it, kept whole across one "-" or "/": "CHA2DS2-VASc", "s/p") and numbers as written ("2,140", "12.5",
+    "152/94", "10:30"), each with its lower-cased form and offset."""
+    return [Tok(w.text, w.text.lower(), w.start)
+            for w in tokenize(text, case="keep", digits="inner", numbers="ratio", joiners="-/", offsets=True)]
 
 
 @lru_cache(maxsize=1)
@@ -80,7 +83,6 @@ ROUTINE_ABBREVIATIONS = frozenset("""bp hr rr sao2 spo2 o2 temp bmi wt ht jvp jv
 neuro psych msk gu gi cv resp pnd doe sob cp nkda nka rtc f/u fu pcp pmd ed er icu ccu or pacu hpi cc ros pmh psh
 fh sh rx dx tx sx hx cbc bmp cmp lft lfts ua ucx bcx abg vbg cxr ecg ekg tte uop i/o ios lmp h2o ml etoh tob
 hpi a/p s/p c/o r/o w/u h&p""".split())
-WORDISH = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
 
 
 # Devices and home therapies a reader must find in a summary when the notes order or change them (they have no
@@ -94,8 +96,7 @@ def key_terms(text: str) -> list[str]:
     procedures (by their endings), labels mixing letters and digits (PLA2R, CYP3A4, FEV1) and abbreviations of
     three to six capitals (FFR, EGFR, GSC) — each once, in order."""
     out = []
-    for m in WORDISH.finditer(text):
-        w = m.group(0)
+    for w in tokenize(text, case="keep", digits="inner", joiners="-"):  # "PD-L1" read whole, then by its parts
         for part in w.split("-"):
             low = part.lower()
             if len(part) < 2 or low in GENERIC_CAPS or low in ROUTINE_ABBREVIATIONS:
@@ -136,7 +137,7 @@ def _written(term: str, have: frozenset, stems: frozenset) -> bool:
     low = term.lower()
     if low in have or stem(low) in stems:
         return True
-    words = [w for w in re.findall(r"[a-z]+", words_for(term).lower()) if len(w) >= 4]
+    words = [w for w in tokenize(words_for(term), case="lower_text", digits="none") if len(w) >= 4]
     return bool(words) and stem(max(words, key=len)) in stems
 
 

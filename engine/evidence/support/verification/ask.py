@@ -12,7 +12,6 @@ unscored with the reason and the tokens the model would have written.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -20,6 +19,7 @@ from engine.core.models import Case
 from engine.llm.backends import NextToken
 from engine.llm.prompt_fence import Fence, attr_escape
 from engine.evidence.support.verification.passages import PassageRef
+from engine.evidence.text.tokens import tokenize
 
 PROMPT_VERSION = "verify-prompt-v1"
 KEEP = 3  # messages kept evaluated: instructions, record, acknowledgement
@@ -32,7 +32,6 @@ SYSTEM = ("You check a clinical summary against the patient's record, one statem
 ACK = "I have read the record. Ask me about one statement."
 _YES = frozenset({"yes", "y"})
 _NO = frozenset({"no", "n"})
-_WORD = re.compile(r"[^a-z]")
 
 
 def record_message(case: Case, excerpts: Sequence[PassageRef] = ()) -> str:
@@ -84,7 +83,8 @@ class Answer:
 
 
 def _norm(token: str) -> str:
-    return _WORD.sub("", token.strip().lower())
+    """An answer token's letters, lower-cased (" Yes." -> "yes")."""
+    return "".join(tokenize(token.strip(), case="lower_text", digits="none"))
 
 
 def read_yes(nt: NextToken) -> Answer:

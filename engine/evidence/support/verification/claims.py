@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.evidence.text.tokens import tokenize
+
 MIN_WORDS = 3  # a piece shorter than this joins the piece before it
 
 _SUBJECTS = r"(?:he|she|they|it|this|there|the patient|patient|her|his|their|the|we|i)"
@@ -55,6 +57,12 @@ def _cut_points(text: str) -> list[int]:
     return sorted(points)
 
 
+def word_count(text: str) -> int:
+    """The words of a sentence piece, as :data:`MIN_WORDS` counts them: runs of letters, digits or underscores of
+    any script (the regular expression word class)."""
+    return len(tokenize(text, case="keep", letters="word"))
+
+
 def split_claims(sentence: str) -> list[Claim]:
     """The claims of one sentence (citation tags already removed), in order, with offsets into ``sentence``."""
     text = sentence.rstrip()
@@ -64,11 +72,11 @@ def split_claims(sentence: str) -> list[Claim]:
         chunk = text[a:b]
         if not chunk.strip():
             continue
-        if pieces and len(re.findall(r"\w+", chunk)) < MIN_WORDS:
+        if pieces and word_count(chunk) < MIN_WORDS:
             pieces[-1][1] = b
             continue
         pieces.append([a, b])
-    if len(pieces) > 1 and len(re.findall(r"\w+", text[pieces[0][0]:pieces[0][1]])) < MIN_WORDS:
+    if len(pieces) > 1 and word_count(text[pieces[0][0]:pieces[0][1]]) < MIN_WORDS:
         pieces[1][0] = pieces[0][0]
         pieces.pop(0)
     out = []

@@ -30,6 +30,7 @@ from engine.core.models import Case
 from engine.evidence.support import specifics
 from engine.evidence.text.abbreviations import expand
 from engine.evidence.text.lexical import claimed_numbers, content_stems, lexical_support, numbers, rouge_scorer
+from engine.evidence.text.tokens import tokenize
 
 NEVER_NOVEL = frozenset(("report", "state", "note", "present", "describ", "complain", "continu", "follow", "plan",
                          "recommend", "discuss", "advis", "seen", "visit", "today", "current", "prior", "histori",
@@ -136,7 +137,8 @@ def novel_words(claim: str, record: RecordWords) -> list[str]:
     """The claim's words (as written) whose stems the record never uses, for a mark's reason."""
     missing = {s for s in _stems(claim) if s not in record.stems}
     out = []
-    for w in re.findall(r"[A-Za-z][A-Za-z-]+", claim):
+    # words as written, of two characters or more, with their hyphens ("follow-up", "well-")
+    for w in tokenize(claim, case="keep", digits="none", joiners="-", joiner_runs=True, open_end=True, min_len=2):
         toks = rouge_scorer().tokens(w)
         if toks and toks[0] in missing and w.lower() not in (x.lower() for x in out):
             out.append(w)
