@@ -266,49 +266,28 @@ def fmt(m: dict) -> str:
 
 # ------------------------------------------------------------------------------------------------ main
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--no-legacy", action="store_true", help="skip the old rule (its ROUGE-Gain is slow)")
-    ap.add_argument("--write-background", action="store_true",
-                    help="write engine/resources/support_background.json from the development split's sources")
-    ap.add_argument("--json", help="write the figures to this file")
-    args = ap.parse_args(argv)
+def _write_background(cases: dict, splits: dict, emb: Embedder) -> None:
+    """Write the weak-support rule's background (stem document frequencies) from the development split's sources
+    to the file the engine ships."""
+    profiles = {c: A.source_profile(cases[c]["case"], emb) for c in cases if splits[c] == "dev"}
+    n, df = background_df(profiles, sorted(profiles))
+    L.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
+    L.BACKGROUND_PATH.write_text(json.dumps({
+        "about": "Background for SumCheck's weak-support rule (engine/evidence/support/alignment.py): for each Porter stem, the "
+                 "number of background sources holding it. Sources: the development split of "
+                 "bench/support_benchmark.py (our own synthetic sample: note cases and conversation "
+                 "transcripts, written by the SumCheck team; no real patient data). Regenerate with "
+                 "python bench/support_benchmark.py --write-background.",
+        "sources": sorted(profiles), "n_sources": n, "df": df}, indent=0, sort_keys=False) + "\n",
+        encoding="utf-8")
+    L._load_background.cache_clear()
+    print(f"wrote {L.BACKGROUND_PATH.relative_to(ROOT)} ({n} sources, {len(df)} stems)")
 
-    print("Sentence-support benchmark. ALL DATA IS OURS: synthetic cases, notes, transcripts and summaries written "
-          "by the SumCheck team (sample_data/pdsqi_sample, sample_data/conversations); no real patient data.")
-    cases = load_cases()
-    splits = split_cases(cases)
-    for kind in SOURCE_KINDS:
-        for sp in ("dev", "test"):
-            print(f"  {kind:12s} {sp:4s}: " + " ".join(sorted(c for c in cases
-                                                              if cases[c]["kind"] == kind and splits[c] == sp)))
-    emb = Embedder()
-    if args.write_background:
-        profiles = {c: A.source_profile(cases[c]["case"], emb) for c in cases if splits[c] == "dev"}
-        n, df = background_df(profiles, sorted(profiles))
-        L.BACKGROUND_PATH.parent.mkdir(parents=True, exist_ok=True)
-        L.BACKGROUND_PATH.write_text(json.dumps({
-            "about": "Background for SumCheck's weak-support rule (engine/evidence/support/alignment.py): for each Porter stem, the "
-                     "number of background sources holding it. Sources: the development split of "
-                     "bench/support_benchmark.py (our own synthetic sample: note cases and conversation "
-                     "transcripts, written by the SumCheck team; no real patient data). Regenerate with "
-                     "python bench/support_benchmark.py --write-background.",
-            "sources": sorted(profiles), "n_sources": n, "df": df}, indent=0, sort_keys=False) + "\n",
-            encoding="utf-8")
-        L._load_background.cache_clear()
-        print(f"wrote {L.BACKGROUND_PATH.relative_to(ROOT)} ({n} sources, {len(df)} stems)")
-    items = build_items(cases, splits)
-    print("items: " + ", ".join(f"{k[0]}/{k[1]}/{k[2]} {v}" for k, v in sorted(
-        Counter((cases[i["case"]]["kind"], splits[i["case"]], i["group"]) for i in items).items())))
-    compute_features(cases, splits, items, emb, legacy=not args.no_legacy)
 
-    # the engine and the benchmark read test sentences the same way
-    test_items = [i for i in items if i["split"] == "test"]
-    same = all(abs(i["shipped_lex"] - i["lex_idf"]) < 1e-9 for i in test_items)
-    print(f"shipped background = development sources: {'yes' if same else 'NO — run with --write-background'}")
-
-    dev = [i for i in items if i["split"] == "dev"]
-    cands = [(name, sc) for name, sc in CANDIDATES if not (args.no_legacy and name.startswith("legacy"))]
+def _choose_rule(dev: list[dict], no_legacy: bool) -> tuple:
+    """Every candidate on the development split with its threshold chosen there, printed, and the rule chosen:
+    (label, score, override, threshold, figures per source kind)."""
+    cands = [(name, sc) for name, sc in CANDIDATES if not (no_legacy and name.startswith("legacy"))]
     print("\n=== DEVELOPMENT split: every candidate, its threshold chosen here "
           f"(>= {TARGET_RECALL:.0%} swapped recall in both kinds) ===")
     results = []
@@ -331,9 +310,13 @@ def main(argv=None) -> int:
     print(f"engine: WEAK_SUPPORT = {A.WEAK_SUPPORT} on support_score = ½(lexical + semantic), foreign override on"
           + ("" if abs(thr - A.WEAK_SUPPORT) < 5e-4 and label.startswith("½(lexical rarity-weighted + semantic)")
              and override else "  <-- DIFFERS from this run's choice"))
+    return label, sc, override, thr, per_dev
 
-    report = {"data": "ours (synthetic, written by the SumCheck team)", "seed": SEED, "k_swap": K_SWAP,
-              "splits": splits, "chosen": label, "threshold": thr, "dev": per_dev}
+
+def _test_split(report: dict, test_items: list[dict], dev: list[dict], label: str, sc, override: bool, thr: float,
+                no_legacy: bool) -> None:
+    """The test split, read once: the chosen rule's figures (and the old rule's, with its development-split
+    baseline, unless it is skipped), printed and kept in ``report``."""
     print("\n=== TEST split (never used for a choice) ===")
     rows = {k: [r for r in test_items if r["kind"] == k] for k in SOURCE_KINDS}
     report["test"] = {k: evaluate(rows[k], sc, override, thr) for k in SOURCE_KINDS}
@@ -342,7 +325,7 @@ def main(argv=None) -> int:
         print(f"    {k:12s} {fmt(report['test'][k])}")
     ok = all(report["test"][k]["flagged"] <= 0.20 and report["test"][k]["recall"] >= 0.80 for k in SOURCE_KINDS)
     print(f"  target (<= 20 % genuine flagged at >= 80 % swapped recall, both kinds): {'MET' if ok else 'NOT MET'}")
-    if not args.no_legacy:
+    if not no_legacy:
         leg = lambda it: it["legacy"]  # noqa: E731
         report["test_legacy_0.65"] = {k: evaluate(rows[k], leg, False, A.LEGACY_WEAK_SUPPORT) for k in SOURCE_KINDS}
         print(f"- old rule: support < {A.LEGACY_WEAK_SUPPORT} (alignment-v2)")
@@ -352,19 +335,59 @@ def main(argv=None) -> int:
         for k in SOURCE_KINDS:
             print(f"    {k:12s} {fmt(evaluate([r for r in dev if r['kind'] == k], leg, False, A.LEGACY_WEAK_SUPPORT))}")
 
+
+def _secondary_groups(items: list[dict], sc, override: bool, thr: float, no_legacy: bool) -> None:
+    """The share of each secondary group's sentences the chosen rule (and the old rule) flags, printed."""
     print("\n=== Secondary groups (never used for a choice): share flagged by the chosen rule"
-          + ("" if args.no_legacy else " | by the old rule") + " ===")
+          + ("" if no_legacy else " | by the old rule") + " ===")
     for sp in ("dev", "test"):
         for g in ("defect", "extra-genuine", "extra-fabricated"):
             rr = [r for r in items if r["split"] == sp and r["group"] == g]
             if not rr:
                 continue
             line = f"  {sp:4s} {g:17s} n={len(rr):3d}  {np.mean([flagged(r, sc, override, thr) for r in rr]):6.1%}"
-            if not args.no_legacy and all("legacy" in r for r in rr):
+            if not no_legacy and all("legacy" in r for r in rr):
                 line += f" | {np.mean([r['legacy'] < A.LEGACY_WEAK_SUPPORT for r in rr]):6.1%}"
             print(line)
     print("  defect = note-case sentences with a fabricated or falsified fact (manifest); extra-* = sentences of the "
           "conversations' further summaries (terse, partial, paraphrased; a few fabricated)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-legacy", action="store_true", help="skip the old rule (its ROUGE-Gain is slow)")
+    ap.add_argument("--write-background", action="store_true",
+                    help="write engine/resources/support_background.json from the development split's sources")
+    ap.add_argument("--json", help="write the figures to this file")
+    args = ap.parse_args(argv)
+
+    print("Sentence-support benchmark. ALL DATA IS OURS: synthetic cases, notes, transcripts and summaries written "
+          "by the SumCheck team (sample_data/pdsqi_sample, sample_data/conversations); no real patient data.")
+    cases = load_cases()
+    splits = split_cases(cases)
+    for kind in SOURCE_KINDS:
+        for sp in ("dev", "test"):
+            print(f"  {kind:12s} {sp:4s}: " + " ".join(sorted(c for c in cases
+                                                              if cases[c]["kind"] == kind and splits[c] == sp)))
+    emb = Embedder()
+    if args.write_background:
+        _write_background(cases, splits, emb)
+    items = build_items(cases, splits)
+    print("items: " + ", ".join(f"{k[0]}/{k[1]}/{k[2]} {v}" for k, v in sorted(
+        Counter((cases[i["case"]]["kind"], splits[i["case"]], i["group"]) for i in items).items())))
+    compute_features(cases, splits, items, emb, legacy=not args.no_legacy)
+
+    # the engine and the benchmark read test sentences the same way
+    test_items = [i for i in items if i["split"] == "test"]
+    same = all(abs(i["shipped_lex"] - i["lex_idf"]) < 1e-9 for i in test_items)
+    print(f"shipped background = development sources: {'yes' if same else 'NO — run with --write-background'}")
+
+    dev = [i for i in items if i["split"] == "dev"]
+    label, sc, override, thr, per_dev = _choose_rule(dev, args.no_legacy)
+    report = {"data": "ours (synthetic, written by the SumCheck team)", "seed": SEED, "k_swap": K_SWAP,
+              "splits": splits, "chosen": label, "threshold": thr, "dev": per_dev}
+    _test_split(report, test_items, dev, label, sc, override, thr, args.no_legacy)
+    _secondary_groups(items, sc, override, thr, args.no_legacy)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     digest = hashlib.sha256(L.BACKGROUND_PATH.read_bytes()).hexdigest()[:12] if L.BACKGROUND_PATH.exists() else "-"

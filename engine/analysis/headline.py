@@ -17,6 +17,7 @@ from engine.analysis.formatting import format_boot_p, format_estimate, format_p,
 KOO_LI_BANDS = ((0.5, "poor"), (0.75, "moderate"), (0.9, "good"), (math.inf, "excellent"))
 SMALL_N = 10  # fewer summaries than this: the interval is wide, read with care
 _ADVERB = {"poor": "poorly", "moderate": "moderately", "good": "well", "excellent": "excellently"}
+_LLM_NOTES = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")  # how notes on the LLM judge begin
 
 
 def koo_li_band(value: Optional[float]) -> str:
@@ -72,6 +73,62 @@ def _constant_words(item, value: float) -> str:
     return f"answered {format_value(item, value)} for every summary"
 
 
+def _raters_statistic(a, likert: bool) -> tuple[Optional[rel.Estimate], str, str, int, str]:
+    """The raters' agreement on one item: (estimate, statistic, its short name, summaries it used, which summaries
+    when not all of them). A statistic left undefined by scores without variance is said in the item's notes."""
+    block = ""
+    if likert:
+        icc = _finite(a.icc.get("ICC3k")) if a.n_complete >= 3 else None
+        if icc is not None:
+            humans, statistic, short, n = icc, "ICC(3,k)", "ICC", a.n_complete
+            if a.n_complete < a.n_summaries:
+                block = (f"ICC on the {a.n_complete} of {a.n_summaries} summaries scored by every one of the "
+                         f"{a.n_raters} raters")
+        elif a.n_summaries < 3:
+            humans, statistic, short, n = None, "ICC(3,k)", "ICC", a.n_complete
+        else:
+            humans, statistic, short, n = _finite(a.kripp_interval), "Krippendorff α (interval)", "α", \
+                a.n_summaries
+            if humans is not None:
+                block = (f"Krippendorff α over all {a.n_summaries} rated summaries: only {a.n_complete} were "
+                         "scored by every rater, too few for an ICC")
+        raw = a.icc.get("ICC3k") if a.n_complete >= 3 else a.kripp_interval
+    else:
+        humans, statistic, short, n = _finite(a.gwet_ac1), "Gwet AC1", "AC1", a.n_summaries
+        raw = a.gwet_ac1
+    if raw is not None and humans is None:
+        a.notes.append(f"{short}: no variance: every score is the same, so agreement is undefined")
+    return humans, statistic, short, n, block
+
+
+def _llm_verdict(a, item, likert: bool, llm: Optional[rel.Estimate], llm_band: str, hc: str,
+                 lc: str) -> tuple[str, str]:
+    """(what the verdict says of the LLM judge on one item, the statistic shown beside the headline one)."""
+    verdict, secondary = "", ""
+    lshort = "ICC" if likert else "κ"
+    if not likert:
+        secondary = f"AC1 {format_estimate(_finite(a.llm_ac1))}" if _finite(a.llm_ac1) else ""
+        verdict += f" The LLM judge said {lc}; the raters {hc}."
+    if a.llm_constant is not None and not likert:
+        k, n_pairs = a.llm_matches or (0, 0)
+        verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}, so it tells no summary from "
+                    f"another: κ is not defined (every answer the same), and it matches the raters' majority "
+                    f"on {k} of {n_pairs} summaries.")
+    elif a.llm_constant is not None:
+        verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}: its agreement is not "
+                    f"distinguishable from chance" + (f" ({lshort} {format_estimate(llm)})" if llm else "")
+                    + ".")
+    elif llm and at_chance(llm):
+        verdict += f" The LLM judge's agreement is not distinguishable from chance ({lshort} " \
+                   f"{format_estimate(llm)})."
+    elif llm:
+        verdict += f" The LLM judge agrees {_ADVERB[llm_band]} with them ({lshort} {format_estimate(llm)})."
+    else:
+        reason = next((x for x in a.notes if x.startswith(_LLM_NOTES)), "too few summaries with both scores")
+        verdict += f" LLM agreement not computed: {reason}."
+    return verdict, secondary
+
+
 def headline(report: AgreementReport) -> list[HeadlineRow]:
     """Per item: the raters' agreement with its CI and Koo & Li band, the LLM judge's agreement with the raters,
     centres, and a one-line verdict in words that cannot contradict the table under it.
@@ -87,28 +144,7 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
     for a in report.items:
         item = get_item(a.item)
         likert = item.is_likert
-        block = ""
-        if likert:
-            icc = _finite(a.icc.get("ICC3k")) if a.n_complete >= 3 else None
-            if icc is not None:
-                humans, statistic, short, n = icc, "ICC(3,k)", "ICC", a.n_complete
-                if a.n_complete < a.n_summaries:
-                    block = (f"ICC on the {a.n_complete} of {a.n_summaries} summaries scored by every one of the "
-                             f"{a.n_raters} raters")
-            elif a.n_summaries < 3:
-                humans, statistic, short, n = None, "ICC(3,k)", "ICC", a.n_complete
-            else:
-                humans, statistic, short, n = _finite(a.kripp_interval), "Krippendorff α (interval)", "α", \
-                    a.n_summaries
-                if humans is not None:
-                    block = (f"Krippendorff α over all {a.n_summaries} rated summaries: only {a.n_complete} were "
-                             "scored by every rater, too few for an ICC")
-            raw = a.icc.get("ICC3k") if a.n_complete >= 3 else a.kripp_interval
-        else:
-            humans, statistic, short, n = _finite(a.gwet_ac1), "Gwet AC1", "AC1", a.n_summaries
-            raw = a.gwet_ac1
-        if raw is not None and humans is None:
-            a.notes.append(f"{short}: no variance: every score is the same, so agreement is undefined")
+        humans, statistic, short, n, block = _raters_statistic(a, likert)
         band = koo_li_band(humans.value if humans else None)
         llm = _finite(a.llm_agreement)
         llm_band = koo_li_band(llm.value if llm else None)
@@ -117,8 +153,7 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
             lc = "—" if a.llm_median is None else f"median {format_score(a.llm_median)}"
         else:
             hc, lc = share_of(a.human_yes), share_of(a.llm_yes)
-        llm_prefixes = ("ICC(2,1)", "AC1 LLM", "κ LLM", "LLM vs human")
-        own = [x for x in a.notes if not x.startswith(llm_prefixes)]
+        own = [x for x in a.notes if not x.startswith(_LLM_NOTES)]
         why = "" if humans else ("; ".join(own) or "not enough ratings for this item")
         spans = ""  # said in the raters' own sentence, never after the judge's
         if humans and humans.ci_low is not None and humans.ci_high is not None and not at_chance(humans) and \
@@ -132,28 +167,8 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
             verdict = f"Rater agreement not computed: {why}."
         secondary = ""
         if report.has_llm:
-            lshort = "ICC" if likert else "κ"
-            if not likert:
-                secondary = f"AC1 {format_estimate(_finite(a.llm_ac1))}" if _finite(a.llm_ac1) else ""
-                verdict += f" The LLM judge said {lc}; the raters {hc}."
-            if a.llm_constant is not None and not likert:
-                k, n_pairs = a.llm_matches or (0, 0)
-                verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}, so it tells no summary from "
-                            f"another: κ is not defined (every answer the same), and it matches the raters' majority "
-                            f"on {k} of {n_pairs} summaries.")
-            elif a.llm_constant is not None:
-                verdict += (f" The LLM judge {_constant_words(item, a.llm_constant)}: its agreement is not "
-                            f"distinguishable from chance" + (f" ({lshort} {format_estimate(llm)})" if llm else "")
-                            + ".")
-            elif llm and at_chance(llm):
-                verdict += f" The LLM judge's agreement is not distinguishable from chance ({lshort} " \
-                           f"{format_estimate(llm)})."
-            elif llm:
-                verdict += f" The LLM judge agrees {_ADVERB[llm_band]} with them ({lshort} {format_estimate(llm)})."
-            else:
-                reason = next((x for x in a.notes if x.startswith(llm_prefixes)),
-                              "too few summaries with both scores")
-                verdict += f" LLM agreement not computed: {reason}."
+            said, secondary = _llm_verdict(a, item, likert, llm, llm_band, hc, lc)
+            verdict += said
         warning = ""
         if humans and n < SMALL_N:
             warning = f"only {n} summaries: the interval is wide, read with care"

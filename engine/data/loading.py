@@ -29,6 +29,7 @@ import os
 import stat
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -48,18 +49,6 @@ from engine.data.strict_json import JsonProblem, loads_strict
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
 
 csv.field_size_limit(2**31 - 1)
-
-
-# --------------------------------------------------------------------------- strict JSON
-
-
-# --------------------------------------------------------------------------- reading raw files
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-# --------------------------------------------------------------------------- format readers
 
 
 # --------------------------------------------------------------------------- entry points
@@ -175,6 +164,18 @@ def _gc_paused():
             gc.enable()
 
 
+@dataclass
+class _Deferred:
+    """What the files of one import hand on to be read after all of them: the FHIR export and its files, the MIMIC
+    notes (put in order across files) and the summaries files keyed by admission, encounter or patient."""
+    export: Export = field(default_factory=Export)
+    fhir_files: list = field(default_factory=list)
+    mimic_notes: list[PendingNote] = field(default_factory=list)
+    mimic_counts: Counter = field(default_factory=Counter)
+    mimic_patients: dict = field(default_factory=dict)  # admission -> its patient, across the MIMIC files
+    keyed: list = field(default_factory=list)
+
+
 def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
           name: Optional[str]) -> tuple[Dataset, ValidationReport]:
     report = ValidationReport()
@@ -185,119 +186,10 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
             report.add(Issue("column mapping", msg, field=fld, hint="correct the mapping's entries"))
         if clash:
             raise DatasetInvalid(report)
-    export, fhir_files = Export(), []
-    mimic_notes: list[PendingNote] = []
-    mimic_counts: Counter = Counter()
-    mimic_patients: dict = {}  # admission -> its patient, across the MIMIC files of the import
-    keyed: list = []  # summaries files keyed by admission, encounter or patient: read after the notes
+    later = _Deferred()
     for path in _expand(paths, report):
-        fname = str(path)
-        report.files.append(fname)
-        suffix = data_suffix(path)
-        stem = (Path(path.stem) if path.suffix.lower() == ".gz" else path).stem.lower()
-        supplies = {stem} if stem in TABLE_COLUMNS else {"*"}
-        text = read_text_file(path, report, max_mb)
-        if text is None:
-            if suffix == ".json":  # one case file: only its own case and summary are unknown
-                c.rejected_cases.add(path.stem)
-                c.rejected_summaries.add(path.stem)
-            else:
-                c.broken.update(supplies)
-            continue
-        if suffix == ".ndjson":
-            fhir_files.append(fname)
-            report.formats[fname] = "FHIR Bulk Data NDJSON"
-            if not read_ndjson_file(path, text, report, export):
-                c.broken.update(("cases", "notes", "summaries"))
-            continue
-        if suffix in (".json", "") and text.lstrip().startswith("{"):
-            try:
-                obj = loads_strict(text)
-            except JsonProblem as exc:
-                obj = None
-                fhir_label = unparsed_fhir(path, text, exc, report)
-                if fhir_label:  # a FHIR file too deep or malformed to parse: reported as FHIR, not as a case file
-                    report.formats[fname] = fhir_label
-                    c.broken.update(("cases", "notes", "summaries"))
-                    continue
-            if is_fhir_json(obj):
-                fhir_files.append(fname)
-                report.formats[fname] = (f"FHIR Bundle ({obj.get('type')})" if obj["resourceType"] == "Bundle"
-                                         else f"FHIR {obj['resourceType']}")
-                if not read_bundle(path, obj, report, export):
-                    c.broken.update(("cases", "notes", "summaries"))
-                continue
-        fmt = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}.get(suffix)
-        sniffed = ""
-        if fmt is None:
-            fmt = _sniff(path, text)
-            if fmt is None:
-                report.add(Issue(fname, f"cannot tell the format of {path.name}",
-                                 hint="name it .json (one case), .jsonl (a bundle table) or .csv (a bundle table, "
-                                      "a ratings export or a dialogue CSV)"))
-                c.broken.update(supplies)
-                continue
-            sniffed = " (format detected from the content)"
-        if fmt == "json":
-            report.formats[fname] = "case JSON" + sniffed
-            read_case_json(c, report, path, text, opts.mapping)
-            continue
-        parsed = read_jsonl(path, text, report) if fmt == "jsonl" else read_csv(path, text, report)
-        if parsed is None:
-            c.broken.update(supplies)
-            continue
-        header, rows = parsed
-        if opts.mapping is not None:
-            clash = opts.mapping.problems(header)
-            for fld, msg in clash:
-                report.add(Issue(fname, f"column mapping: {msg}", line=1, field=fld,
-                                 hint="correct the mapping's 'rename' / 'ignore' entries"))
-            if clash:
-                c.broken.update(supplies)
-                continue
-            header, rows = opts.mapping.apply(header, rows)
-        table = detect_table(path, header)
-        why = f" ({table_reason(path, header, table)})"
-        if table == "keyed_summaries":
-            keyed.append((path, header, rows))
-        elif table == "mimic":
-            report.formats[fname] = "MIMIC-IV-Note" + why + sniffed
-            found, counts = read_mimic(report, path, header, rows, mimic_patients)
-            mimic_notes.extend(found)
-            mimic_counts.update(counts)
-        elif table == "dialogue":
-            report.formats[fname] = "dialogue CSV" + why + sniffed
-            read_dialogue(c, report, path, header, rows, opts)
-        elif table is not None:
-            report.formats[fname] = f"bundle table '{table}'" + why + sniffed
-            read_table(c, report, path, table, header, rows, opts)
-        elif fmt == "csv" and (_mapped(opts.mapping) or RatingsMapping.guess(header).items):
-            report.formats[fname] = "wide ratings CSV" + why + sniffed
-            read_wide_ratings(c, report, path, header, rows, opts)
-        elif fmt == "csv":
-            report.formats[fname] = "no format matches" + sniffed
-            report.add(Issue(fname, "no SumCheck format matches its columns "
-                                    f"({short_text(', '.join(header), 300)})", line=1, hint=FORMATS_NEED))
-            c.broken.update(supplies)
-        else:
-            report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
-                             hint="name it cases/notes/summaries/ratings.jsonl"))
-            c.broken.update(supplies)
-    if fhir_files:
-        counts = read_export(export, report, opts, c)
-        docs = export.of_type("DocumentReference") or export.of_type("Composition")
-        where = docs[0].file if docs and docs[0].file in report.formats else fhir_files[0]
-        report.formats[where] += " — the export: " + _counted(counts)
-    if mimic_notes or mimic_counts:
-        mimic_counts["held out as reference summaries"] = add_in_order(
-            c, report, mimic_notes, {}, opts.default_specialty, opts.hold_out_types)
-        mimic_counts["notes"] -= mimic_counts["held out as reference summaries"]
-        first = next(f for f, v in report.formats.items() if v.startswith("MIMIC"))
-        report.formats[first] += " — all MIMIC files: " + _counted(+mimic_counts)
-    for path, header, rows in keyed:
-        add_keyed_summaries(c, report, path, header, rows)
-    if opts.summaries_file:
-        read_keyed_summaries(c, report, Path(opts.summaries_file), max_mb)
+        _read_file(c, report, path, opts, max_mb, later)
+    _read_deferred(c, report, opts, max_mb, later)
     _injection_warnings(c, report)
     ds = _assemble(c, report, context, name or _default_name(paths))
     report.counts = {"cases": len(ds.cases), "notes": sum(len(k.notes) for k in ds.cases),
@@ -305,6 +197,141 @@ def _load(paths, opts: LoadOptions, max_mb: float, context: Optional[Dataset],
     if not report.ok:
         raise DatasetInvalid(report)
     return ds, report
+
+
+def _read_file(c: Collector, report: ValidationReport, path: Path, opts: LoadOptions, max_mb: float,
+               later: _Deferred) -> None:
+    """Read one file: its format into the report, its records into the collector (FHIR, MIMIC and keyed summaries
+    into ``later``). A file that fails as a whole marks the tables it would supply as broken."""
+    fname = str(path)
+    report.files.append(fname)
+    suffix = data_suffix(path)
+    stem = (Path(path.stem) if path.suffix.lower() == ".gz" else path).stem.lower()
+    supplies = {stem} if stem in TABLE_COLUMNS else {"*"}
+    text = read_text_file(path, report, max_mb)
+    if text is None:
+        if suffix == ".json":  # one case file: only its own case and summary are unknown
+            c.rejected_cases.add(path.stem)
+            c.rejected_summaries.add(path.stem)
+        else:
+            c.broken.update(supplies)
+        return
+    if suffix == ".ndjson":
+        later.fhir_files.append(fname)
+        report.formats[fname] = "FHIR Bulk Data NDJSON"
+        if not read_ndjson_file(path, text, report, later.export):
+            c.broken.update(("cases", "notes", "summaries"))
+        return
+    if suffix in (".json", "") and text.lstrip().startswith("{") and _read_fhir_json(c, report, path, text, later):
+        return
+    fmt = {".json": "json", ".jsonl": "jsonl", ".csv": "csv"}.get(suffix)
+    sniffed = ""
+    if fmt is None:
+        fmt = _sniff(path, text)
+        if fmt is None:
+            report.add(Issue(fname, f"cannot tell the format of {path.name}",
+                             hint="name it .json (one case), .jsonl (a bundle table) or .csv (a bundle table, "
+                                  "a ratings export or a dialogue CSV)"))
+            c.broken.update(supplies)
+            return
+        sniffed = " (format detected from the content)"
+    if fmt == "json":
+        report.formats[fname] = "case JSON" + sniffed
+        read_case_json(c, report, path, text, opts.mapping)
+        return
+    parsed = read_jsonl(path, text, report) if fmt == "jsonl" else read_csv(path, text, report)
+    if parsed is None:
+        c.broken.update(supplies)
+        return
+    header, rows = parsed
+    if opts.mapping is not None:
+        clash = opts.mapping.problems(header)
+        for fld, msg in clash:
+            report.add(Issue(fname, f"column mapping: {msg}", line=1, field=fld,
+                             hint="correct the mapping's 'rename' / 'ignore' entries"))
+        if clash:
+            c.broken.update(supplies)
+            return
+        header, rows = opts.mapping.apply(header, rows)
+    _read_rows(c, report, path, fmt, sniffed, header, rows, supplies, opts, later)
+
+
+def _read_fhir_json(c: Collector, report: ValidationReport, path: Path, text: str, later: _Deferred) -> bool:
+    """Read a JSON object file if it is FHIR (a Bundle or one resource; one too deep or malformed to parse is
+    reported as FHIR, not as a case file). False when it is not FHIR: a case file, read as one."""
+    fname = str(path)
+    try:
+        obj = loads_strict(text)
+    except JsonProblem as exc:
+        obj = None
+        fhir_label = unparsed_fhir(path, text, exc, report)
+        if fhir_label:  # a FHIR file too deep or malformed to parse: reported as FHIR, not as a case file
+            report.formats[fname] = fhir_label
+            c.broken.update(("cases", "notes", "summaries"))
+            return True
+    if is_fhir_json(obj):
+        later.fhir_files.append(fname)
+        report.formats[fname] = (f"FHIR Bundle ({obj.get('type')})" if obj["resourceType"] == "Bundle"
+                                 else f"FHIR {obj['resourceType']}")
+        if not read_bundle(path, obj, report, later.export):
+            c.broken.update(("cases", "notes", "summaries"))
+        return True
+    return False
+
+
+def _read_rows(c: Collector, report: ValidationReport, path: Path, fmt: str, sniffed: str, header, rows,
+               supplies: set, opts: LoadOptions, later: _Deferred) -> None:
+    """Read the rows of a CSV or JSONL file as the table its columns (or name) say it is: keyed summaries (kept for
+    later), MIMIC-IV-Note, a dialogue CSV, a bundle table or a wide ratings export; else report no match."""
+    fname = str(path)
+    table = detect_table(path, header)
+    why = f" ({table_reason(path, header, table)})"
+    if table == "keyed_summaries":
+        later.keyed.append((path, header, rows))
+    elif table == "mimic":
+        report.formats[fname] = "MIMIC-IV-Note" + why + sniffed
+        found, counts = read_mimic(report, path, header, rows, later.mimic_patients)
+        later.mimic_notes.extend(found)
+        later.mimic_counts.update(counts)
+    elif table == "dialogue":
+        report.formats[fname] = "dialogue CSV" + why + sniffed
+        read_dialogue(c, report, path, header, rows, opts)
+    elif table is not None:
+        report.formats[fname] = f"bundle table '{table}'" + why + sniffed
+        read_table(c, report, path, table, header, rows, opts)
+    elif fmt == "csv" and (_mapped(opts.mapping) or RatingsMapping.guess(header).items):
+        report.formats[fname] = "wide ratings CSV" + why + sniffed
+        read_wide_ratings(c, report, path, header, rows, opts)
+    elif fmt == "csv":
+        report.formats[fname] = "no format matches" + sniffed
+        report.add(Issue(fname, "no SumCheck format matches its columns "
+                                f"({short_text(', '.join(header), 300)})", line=1, hint=FORMATS_NEED))
+        c.broken.update(supplies)
+    else:
+        report.add(Issue(fname, "cannot tell which table this JSONL file holds", line=1,
+                         hint="name it cases/notes/summaries/ratings.jsonl"))
+        c.broken.update(supplies)
+
+
+def _read_deferred(c: Collector, report: ValidationReport, opts: LoadOptions, max_mb: float,
+                   later: _Deferred) -> None:
+    """After every file: the FHIR export, the MIMIC notes in order (some held out as reference summaries), the
+    keyed summaries files and the options' summaries file, each export's counts added to its file's format."""
+    if later.fhir_files:
+        counts = read_export(later.export, report, opts, c)
+        docs = later.export.of_type("DocumentReference") or later.export.of_type("Composition")
+        where = docs[0].file if docs and docs[0].file in report.formats else later.fhir_files[0]
+        report.formats[where] += " — the export: " + _counted(counts)
+    if later.mimic_notes or later.mimic_counts:
+        later.mimic_counts["held out as reference summaries"] = add_in_order(
+            c, report, later.mimic_notes, {}, opts.default_specialty, opts.hold_out_types)
+        later.mimic_counts["notes"] -= later.mimic_counts["held out as reference summaries"]
+        first = next(f for f, v in report.formats.items() if v.startswith("MIMIC"))
+        report.formats[first] += " — all MIMIC files: " + _counted(+later.mimic_counts)
+    for path, header, rows in later.keyed:
+        add_keyed_summaries(c, report, path, header, rows)
+    if opts.summaries_file:
+        read_keyed_summaries(c, report, Path(opts.summaries_file), max_mb)
 
 
 def _counted(counts: Counter) -> str:

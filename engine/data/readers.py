@@ -89,82 +89,106 @@ def read_table(c: Collector, report: ValidationReport, path: Path, table: str, h
         return
     valid_ids: set[str] = set()  # ids (already stripped) that passed check_id in this file
     for row in rows:
-        v = row.values
-        rn, ln = row.number, row.line
         if table == "cases":
-            cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
-            spec = scalar_field(report, fname, row, "target_specialty", v.get("target_specialty"))
-            if not check_id(report, fname, row, "case_id", cid):
-                continue
-            if spec is None:
-                c.rejected_cases.add(cid)
-                continue
-            if not spec:
-                report.add(Issue(fname, "target specialty is empty", row=rn, line=ln, field="target_specialty",
-                                 hint="name the specialty the summary is written for, e.g. 'Cardiology'"))
-                c.rejected_cases.add(cid)
-                continue
-            c.add_case(report, fname, row, cid, spec)
+            _case_row(c, report, fname, row)
         elif table == "notes":
-            cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
-            nid = scalar_field(report, fname, row, "note_id", v.get("note_id"))
-            if not (check_id(report, fname, row, "case_id", cid) & check_id(report, fname, row, "note_id", nid)):
-                continue
-            text = text_field(report, fname, row, "text", v.get("text"), "note text")
-            meta = [(date_field if k == "date" else opt_text)(report, fname, row, k, v.get(k))
-                    for k in ("date", "note_type", "author_specialty")]
-            if text is None or REFUSED_VALUE in meta:
-                continue
-            c.add_note(report, fname, row, cid, Note(nid, text, *meta))
+            _note_row(c, report, fname, row)
         elif table == "summaries":
-            sid = scalar_field(report, fname, row, "summary_id", v.get("summary_id"))
-            cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
-            if not (check_id(report, fname, row, "summary_id", sid) & check_id(report, fname, row, "case_id", cid)):
-                if sid:
-                    c.rejected_summaries.add(sid)
-                continue
-            text = text_field(report, fname, row, "text", v.get("text"), "summary text")
-            meta = [opt_text(report, fname, row, k, v.get(k))
-                    for k in ("generator_model", "quality_group", "prompt_variant")]
-            if text is None or REFUSED_VALUE in meta:
-                c.rejected_summaries.add(sid)
-                continue
-            c.add_summary(report, fname, row, Summary(sid, cid, text, *meta))
+            _summary_row(c, report, fname, row)
         elif table == "ratings":
-            sid, rid = v.get("summary_id"), v.get("rater_id")
-            item_key, group = v.get("item"), v.get("rater_group")
-            if type(sid) is str and type(rid) is str and type(item_key) is str and type(group) in (str, type(None)) \
-                    and sid in valid_ids and rid in valid_ids:  # the common case: ids already seen valid
-                item_key, group = item_key.strip(), (group or "").strip()
-            else:
-                sid = scalar_field(report, fname, row, "summary_id", sid)
-                rid = scalar_field(report, fname, row, "rater_id", rid)
-                item_key = scalar_field(report, fname, row, "item", item_key)
-                group = scalar_field(report, fname, row, "rater_group", group)
-                if not (check_id(report, fname, row, "summary_id", sid)
-                        & check_id(report, fname, row, "rater_id", rid)):
-                    continue
-                if len(valid_ids) < 100_000:
-                    valid_ids.update((sid, rid))
-            if item_key is None or group is None:
-                continue
-            try:
-                item = get_item(item_key)
-            except KeyError as exc:
-                report.add(Issue(fname, short_text(str(exc.args[0]), 300), row=rn, line=ln, field="item",
-                                 hint="use one of the PDSQI-9 item keys"))
-                continue
-            raw = v.get("value")
-            if isinstance(raw, str) and not raw.strip():
-                raw = None
-            value = rating_value(report, fname, row, "value", item, raw)
-            if value is REFUSED_VALUE:
-                continue
-            group_field = "rater_group" if group else "rater_group (default)"
-            group = group.lower() or opts.default_rater_group
-            if not check_rater(report, fname, row, rid, group, "rater_id", group_field):
-                continue
-            c.add_rating(report, fname, row, Rating(sid, rid, item.key, value, group))
+            _rating_row(c, report, fname, row, opts, valid_ids)
+
+
+def _case_row(c: Collector, report: ValidationReport, fname: str, row: InputRow) -> None:
+    """One row of the cases table; a case whose specialty is refused or empty is rejected."""
+    v = row.values
+    cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
+    spec = scalar_field(report, fname, row, "target_specialty", v.get("target_specialty"))
+    if not check_id(report, fname, row, "case_id", cid):
+        return
+    if spec is None:
+        c.rejected_cases.add(cid)
+        return
+    if not spec:
+        report.add(Issue(fname, "target specialty is empty", row=row.number, line=row.line, field="target_specialty",
+                         hint="name the specialty the summary is written for, e.g. 'Cardiology'"))
+        c.rejected_cases.add(cid)
+        return
+    c.add_case(report, fname, row, cid, spec)
+
+
+def _note_row(c: Collector, report: ValidationReport, fname: str, row: InputRow) -> None:
+    """One row of the notes table."""
+    v = row.values
+    cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
+    nid = scalar_field(report, fname, row, "note_id", v.get("note_id"))
+    if not (check_id(report, fname, row, "case_id", cid) & check_id(report, fname, row, "note_id", nid)):
+        return
+    text = text_field(report, fname, row, "text", v.get("text"), "note text")
+    meta = [(date_field if k == "date" else opt_text)(report, fname, row, k, v.get(k))
+            for k in ("date", "note_type", "author_specialty")]
+    if text is None or REFUSED_VALUE in meta:
+        return
+    c.add_note(report, fname, row, cid, Note(nid, text, *meta))
+
+
+def _summary_row(c: Collector, report: ValidationReport, fname: str, row: InputRow) -> None:
+    """One row of the summaries table; a summary with a refused field is rejected."""
+    v = row.values
+    sid = scalar_field(report, fname, row, "summary_id", v.get("summary_id"))
+    cid = scalar_field(report, fname, row, "case_id", v.get("case_id"))
+    if not (check_id(report, fname, row, "summary_id", sid) & check_id(report, fname, row, "case_id", cid)):
+        if sid:
+            c.rejected_summaries.add(sid)
+        return
+    text = text_field(report, fname, row, "text", v.get("text"), "summary text")
+    meta = [opt_text(report, fname, row, k, v.get(k))
+            for k in ("generator_model", "quality_group", "prompt_variant")]
+    if text is None or REFUSED_VALUE in meta:
+        c.rejected_summaries.add(sid)
+        return
+    c.add_summary(report, fname, row, Summary(sid, cid, text, *meta))
+
+
+def _rating_row(c: Collector, report: ValidationReport, fname: str, row: InputRow, opts: LoadOptions,
+                valid_ids: set[str]) -> None:
+    """One row of the ratings table. ``valid_ids``: ids of this file already seen valid (up to 100,000), whose
+    rows skip the id checks."""
+    v = row.values
+    sid, rid = v.get("summary_id"), v.get("rater_id")
+    item_key, group = v.get("item"), v.get("rater_group")
+    if type(sid) is str and type(rid) is str and type(item_key) is str and type(group) in (str, type(None)) \
+            and sid in valid_ids and rid in valid_ids:  # the common case: ids already seen valid
+        item_key, group = item_key.strip(), (group or "").strip()
+    else:
+        sid = scalar_field(report, fname, row, "summary_id", sid)
+        rid = scalar_field(report, fname, row, "rater_id", rid)
+        item_key = scalar_field(report, fname, row, "item", item_key)
+        group = scalar_field(report, fname, row, "rater_group", group)
+        if not (check_id(report, fname, row, "summary_id", sid)
+                & check_id(report, fname, row, "rater_id", rid)):
+            return
+        if len(valid_ids) < 100_000:
+            valid_ids.update((sid, rid))
+    if item_key is None or group is None:
+        return
+    try:
+        item = get_item(item_key)
+    except KeyError as exc:
+        report.add(Issue(fname, short_text(str(exc.args[0]), 300), row=row.number, line=row.line, field="item",
+                         hint="use one of the PDSQI-9 item keys"))
+        return
+    raw = v.get("value")
+    if isinstance(raw, str) and not raw.strip():
+        raw = None
+    value = rating_value(report, fname, row, "value", item, raw)
+    if value is REFUSED_VALUE:
+        return
+    group_field = "rater_group" if group else "rater_group (default)"
+    group = group.lower() or opts.default_rater_group
+    if not check_rater(report, fname, row, rid, group, "rater_id", group_field):
+        return
+    c.add_rating(report, fname, row, Rating(sid, rid, item.key, value, group))
 
 
 def read_dialogue(c: Collector, report: ValidationReport, path: Path, header, rows: list[InputRow],
@@ -357,7 +381,13 @@ def _read_case_obj(c: Collector, report: ValidationReport, path: Path, obj: obje
                          hint="name the specialty the summary is written for"))
         return
     c.add_case(report, fname, None, cid, spec.strip())
-    notes = obj["notes"]
+    if _read_case_notes(c, report, fname, cid, obj["notes"]):
+        _read_case_summaries(c, report, fname, cid, obj)
+
+
+def _read_case_notes(c: Collector, report: ValidationReport, fname: str, cid: str, notes: object) -> bool:
+    """The notes of a case file, an object {note id: text or note object} or a list; False when ``notes`` is
+    neither (nothing more of the file is read)."""
     entries: list[tuple[Optional[str], str, object]]  # (note id, field name, value)
     if isinstance(notes, dict):
         entries = [(str(k), f"notes.{short_text(str(k))}", v) for k, v in notes.items()]
@@ -372,7 +402,7 @@ def _read_case_obj(c: Collector, report: ValidationReport, path: Path, obj: obje
     else:
         report.add(Issue(fname, f"'notes' must be an object {{note_id: text}} or a list, not {json_type(notes)}",
                          field="notes"))
-        return
+        return False
     if not entries:
         report.add(Issue(fname, "the case has no notes", field="notes", hint="add at least one source note"))
     for nid, fld, val in entries:
@@ -392,6 +422,12 @@ def _read_case_obj(c: Collector, report: ValidationReport, path: Path, obj: obje
         if text is None or REFUSED_VALUE in extra:
             continue
         c.add_note(report, fname, None, cid, Note(nid, text, *extra))
+    return True
+
+
+def _read_case_summaries(c: Collector, report: ValidationReport, fname: str, cid: str, obj: dict) -> None:
+    """The summaries of a case file: its list ``summaries`` (when it is not a list nothing more is read), then its
+    one ``summary``."""
     if "summaries" in obj:
         summ = obj["summaries"]
         if not isinstance(summ, list):

@@ -320,6 +320,18 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
              speeds.prompt_tps if speeds else None, speeds.decode_weight if speeds else 5.0)
 
 
+class _Flight:
+    """The bookkeeping of a concurrent batch, kept in the caller's thread: results finished (None: cancelled) and
+    errors raised, by index; the next summary to start and to yield; how many are in flight and done; and whether
+    no new summary may start (the caller stops, or one failed)."""
+
+    def __init__(self) -> None:
+        self.finished: dict[int, Optional[JudgeResult]] = {}
+        self.errors: dict[int, BaseException] = {}
+        self.next_submit = self.next_yield = self.in_flight = self.done = 0
+        self.stopping = self.failed = False
+
+
 def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
                     progress: Callable[[JudgeProgress], None], should_stop: Callable[[], bool],
                     on_partial: Optional[Callable[[PartialResult], None]], n: int,
@@ -333,90 +345,100 @@ def _run_concurrent(judge: Judge, ds: Dataset, ids: list[str], store, name: str,
     total, n_samples = len(ids), judge.params.n_samples
     events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
     abort = threading.Event()  # cancel: workers stop between samples
-
-    def work(idx: int, sid: str, prepared) -> None:
-        try:
-            res = judge.judge(ds, sid, abort.is_set, prepared=prepared,
-                              on_sample=lambda i: events.put(("sample", idx, i)),
-                              on_partial=(lambda p: events.put(("partial", idx, p))) if on_partial else None)
-            if store is not None:
-                store.put_judge_result(name, res)
-        except Cancelled:
-            events.put(("cancelled", idx, None))
-        except BaseException as exc:  # handed to the caller's thread, raised there in order
-            events.put(("error", idx, exc))
-        else:
-            events.put(("done", idx, res))
-
-    finished: dict[int, Optional[JudgeResult]] = {}  # index -> result (None: cancelled)
-    errors: dict[int, BaseException] = {}
-    next_submit = next_yield = in_flight = done = 0
-    stopping = failed = False
+    run = _Flight()
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="sumcheck-judge")
     clean = False
     try:
-        while next_yield < total:
-            while in_flight < n and next_submit < total and not (stopping or failed):
+        while run.next_yield < total:
+            while run.in_flight < n and run.next_submit < total and not (run.stopping or run.failed):
                 if should_stop():
-                    stopping = True
+                    run.stopping = True
                     abort.set()
                     break
-                idx, sid = next_submit, ids[next_submit]
-                next_submit += 1
+                idx, sid = run.next_submit, ids[run.next_submit]
+                run.next_submit += 1
                 prepared = judge.prepare(ds, sid)
                 cached = (store.get_judge_result(name, prepared[3], sid, prepared[0].case_id)
                           if store is not None and not rerun else None)
                 if cached is not None:
                     res = JudgeResult.from_json(cached, from_cache=True)
-                    finished[idx] = res
-                    done += 1
-                    progress(JudgeProgress(done, total, sid, len(res.samples), n_samples, "cached"))
+                    run.finished[idx] = res
+                    run.done += 1
+                    progress(JudgeProgress(run.done, total, sid, len(res.samples), n_samples, "cached"))
                     continue
-                progress(JudgeProgress(done, total, sid, 0, n_samples, "judging"))
-                pool.submit(work, idx, sid, prepared)
-                in_flight += 1
-            while next_yield < total and (next_yield in finished or next_yield in errors):
-                if next_yield in errors:
-                    raise errors.pop(next_yield)
-                res = finished.pop(next_yield)
-                next_yield += 1
+                progress(JudgeProgress(run.done, total, sid, 0, n_samples, "judging"))
+                pool.submit(_judge_in_worker, judge, ds, store, name, events, abort, bool(on_partial), idx, sid,
+                            prepared)
+                run.in_flight += 1
+            while run.next_yield < total and (run.next_yield in run.finished or run.next_yield in run.errors):
+                if run.next_yield in run.errors:
+                    raise run.errors.pop(run.next_yield)
+                res = run.finished.pop(run.next_yield)
+                run.next_yield += 1
                 if res is not None:
                     yield res
-            if next_yield >= total:
+            if run.next_yield >= total:
                 break
-            if in_flight == 0 and (stopping or failed or next_submit >= total):
+            if run.in_flight == 0 and (run.stopping or run.failed or run.next_submit >= total):
                 break  # nothing in flight and nothing more will start
             try:
-                kind, idx, payload = events.get(timeout=0.1)
+                event = events.get(timeout=0.1)
             except queue.Empty:
-                if not stopping and should_stop():
-                    stopping = True
+                if not run.stopping and should_stop():
+                    run.stopping = True
                     abort.set()
                 continue
-            sid = ids[idx]
-            if kind == "sample":
-                progress(JudgeProgress(done, total, sid, payload, n_samples, "judging"))
-            elif kind == "partial":
-                on_partial(payload)
-            else:
-                in_flight -= 1
-                if kind == "done":
-                    finished[idx] = payload
-                    done += 1
-                    progress(JudgeProgress(done, total, sid, len(payload.samples), n_samples, payload.status))
-                elif kind == "cancelled":
-                    finished[idx] = None
-                else:
-                    errors[idx] = payload
-                    failed = True  # no new summary starts; those in flight finish
-            if not stopping and should_stop():
-                stopping = True
+            _take_event(run, event, ids, total, n_samples, progress, on_partial)
+            if not run.stopping and should_stop():
+                run.stopping = True
                 abort.set()
         clean = True
     finally:
         if not clean:
             abort.set()  # the caller stopped iterating or a callback raised: in-flight work stops between samples
         pool.shutdown(wait=clean, cancel_futures=True)
+
+
+def _judge_in_worker(judge: Judge, ds: Dataset, store, name: str, events, abort, partials: bool, idx: int,
+                     sid: str, prepared) -> None:
+    """Judge and store one summary of a concurrent batch on a worker thread, posting its samples, its partial
+    results (when ``partials``) and its end (done, cancelled or the error) to ``events``; ``abort`` cancels."""
+    try:
+        res = judge.judge(ds, sid, abort.is_set, prepared=prepared,
+                          on_sample=lambda i: events.put(("sample", idx, i)),
+                          on_partial=(lambda p: events.put(("partial", idx, p))) if partials else None)
+        if store is not None:
+            store.put_judge_result(name, res)
+    except Cancelled:
+        events.put(("cancelled", idx, None))
+    except BaseException as exc:  # handed to the caller's thread, raised there in order
+        events.put(("error", idx, exc))
+    else:
+        events.put(("done", idx, res))
+
+
+def _take_event(run: _Flight, event: tuple, ids: list[str], total: int, n_samples: int,
+                progress: Callable[[JudgeProgress], None],
+                on_partial: Optional[Callable[[PartialResult], None]]) -> None:
+    """Act on one worker event in the caller's thread: report a sample, hand on a partial result, or count a
+    summary done, cancelled or failed (after a failure no new summary starts; those in flight finish)."""
+    kind, idx, payload = event
+    sid = ids[idx]
+    if kind == "sample":
+        progress(JudgeProgress(run.done, total, sid, payload, n_samples, "judging"))
+    elif kind == "partial":
+        on_partial(payload)
+    else:
+        run.in_flight -= 1
+        if kind == "done":
+            run.finished[idx] = payload
+            run.done += 1
+            progress(JudgeProgress(run.done, total, sid, len(payload.samples), n_samples, payload.status))
+        elif kind == "cancelled":
+            run.finished[idx] = None
+        else:
+            run.errors[idx] = payload
+            run.failed = True  # no new summary starts; those in flight finish
 
 
 def item_label(key: str) -> str:

@@ -65,6 +65,7 @@ from engine.evidence.text.lexical import (BACKGROUND_PATH, LIST_MARKER, content_
 from engine.core.models import Case, Summary
 from engine.evidence.text.salience import SPEAKER_TAG
 from engine.evidence.text.sentences import Sentence, split_sentences
+from engine.evidence.text.tokens import tokenize
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
 # v2: citations read by engine.core.citations. v3: the weak-support rule (support_score, lexical, semantic,
@@ -185,9 +186,10 @@ def source_profile(case: Case, emb: Embedder, units: Optional[list] = None) -> S
     pairs = [texts[i - 1] + " " + texts[i] for i in range(1, len(units)) if units[i - 1][0] == units[i][0]]
     vecs = emb.sentence_embeddings(texts + pairs)
     text = "\n".join(texts)
-    return SourceProfile(units, vecs, frozenset(rouge_scorer().tokens(text)), frozenset(re.findall(r"[a-z][a-z'-]*",
-                         text.lower())), frozenset(numbers(text, generous=True)),
-                         bool(_AGE.search(text) or _AGE_TALK.search(text)))
+    # the source's words, lower-cased letters with their apostrophes and hyphens ("patient's", "follow-up")
+    words = tokenize(text, case="lower_text", digits="none", joiners="'-", joiner_runs=True, open_end=True)
+    return SourceProfile(units, vecs, frozenset(rouge_scorer().tokens(text)), frozenset(words),
+                         frozenset(numbers(text, generous=True)), bool(_AGE.search(text) or _AGE_TALK.search(text)))
 
 
 def foreign_specifics(text: str, profile: SourceProfile) -> list[str]:
@@ -313,8 +315,6 @@ def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]
     return sum(f) / len(sw), sum(x * x for x in f) / len(sw)
 
 
-
-
 def _content_mask(text: str, spans) -> np.ndarray:
     from engine.evidence.coverage.embedding_methods import stopword_set
 
@@ -336,6 +336,34 @@ def citations_unexpected(case: Case, dataset_cites: bool = True) -> str:
     if len(case.notes) <= 1:
         return "the case has one source note"
     return "" if dataset_cites else "no summary of this dataset cites a note"
+
+
+def _rouge_gain(rouge, utext: list[str], text: str, r: np.ndarray) -> list[int]:
+    """ROUGE-Gain: from the 20 best units by ROUGE ``r``, add greedily (up to TOP_K) while ROUGE keeps rising."""
+    chosen: list[int] = []
+    best_score = 0.0
+    candidates = list(np.argsort(-r)[:20])
+    while candidates and len(chosen) < TOP_K:
+        trial = [(rouge.mean_f(" ".join(utext[j] for j in sorted(chosen + [c])), text), c) for c in candidates]
+        sc, c = max(trial)
+        if sc <= best_score:
+            break
+        best_score = sc
+        chosen.append(c)
+        candidates.remove(c)
+    return chosen
+
+
+def _token_support(ste, s_keep: np.ndarray, sent: Sentence, aligned: list[tuple[str, Sentence]], note_te) -> float:
+    """``support``: token-level precision of the sentence's content tokens against the aligned source sentences."""
+    tok_idx = [k for k, (a, b) in enumerate(ste.spans) if a >= sent.start and b <= sent.end and s_keep[k]]
+    pool = []
+    for nid, x in aligned:
+        te = note_te[nid]
+        pool += [te.vectors[k] for k, (a, b) in enumerate(te.spans) if a >= x.start and b <= x.end]
+    if tok_idx and pool:
+        return float((ste.vectors[tok_idx] @ np.array(pool).T).max(axis=1).mean())
+    return 0.0
 
 
 def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bool = True) -> AlignmentResult:
@@ -374,33 +402,10 @@ def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bo
     for i, sent in enumerate(ssents):
         r = np.array([rouge.mean_f(u, sent.clean) for u in utext])
         topk = np.argsort(-r)[:TOP_K]
-        # ROUGE-Gain over the 20 best candidates
-        chosen: list[int] = []
-        best_score = 0.0
-        candidates = list(np.argsort(-r)[:20])
-        while candidates and len(chosen) < TOP_K:
-            trial = [(rouge.mean_f(" ".join(utext[j] for j in sorted(chosen + [c])), sent.clean), c)
-                     for c in candidates]
-            sc, c = max(trial)
-            if sc <= best_score:
-                break
-            best_score = sc
-            chosen.append(c)
-            candidates.remove(c)
+        chosen = _rouge_gain(rouge, utext, sent.clean, r)
         etop = np.argsort(-sims[i])[:TOP_K]
         aligned = sorted(set(chosen) | {int(etop[0])})
-        # support: token-level precision against the aligned sentences
-        tok_idx = [k for k, (a, b) in enumerate(ste.spans) if a >= sent.start and b <= sent.end and s_keep[k]]
-        pool = []
-        for j in aligned:
-            nid, x = src[j]
-            te = note_te[nid]
-            pool += [te.vectors[k] for k, (a, b) in enumerate(te.spans) if a >= x.start and b <= x.end]
-        if tok_idx and pool:
-            support = float((ste.vectors[tok_idx] @ np.array(pool).T).max(axis=1).mean())
-        else:
-            support = 0.0
-        best_j = int(etop[0]) if sims[i, etop[0]] >= (r[topk[0]] if len(topk) else 0) else int(topk[0])
+        support = _token_support(ste, s_keep, sent, [src[j] for j in aligned], note_te)
         best_note = src[int(etop[0])][0]
         # which note holds the best support: the note with the highest combined evidence
         note_score: dict[str, float] = {}
@@ -411,7 +416,6 @@ def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bo
         cites = list(sent.citations)
         verdict, detail, cited_support, also = citation_verdict(sent.clean, cites, note_ids, profile, S[i], stems_of,
                                                                 index, unexpected)
-        del best_j
         ev = sentence_support(sent.clean, profile, emb, S[i])
         found = [f.describe() for f in specifics.check_sentence(sent.clean, notes)]
         weak, why = weak_verdict(ev, sent.clean, found)
