@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from verify_set import _read, split_of  # noqa: E402
+from verify_set import read_rows, split_of  # noqa: E402
 
 from engine.evidence.support.allergies import allergy_stems, claimed_allergens, unrecorded_allergens  # noqa: E402
 from engine.evidence.text.terms import is_specific, stem, tokens  # noqa: E402
@@ -33,11 +33,11 @@ from engine.evidence.text.terms import is_specific, stem, tokens  # noqa: E402
 def pairs(split: str) -> list[tuple[str, str, str]]:
     """(conversation id, conversation, note sentence) for every note sentence of ``split`` claiming an allergen."""
     out = []
-    for r in _read("mts_dialog_train.csv"):
+    for r in read_rows("mts_dialog_train.csv"):
         cid = f"mts:{r['ID']}"
         if split_of(cid) == split:
             out += [(cid, r["dialogue"], s) for s in _sentences(r["section_text"])]
-    for r in _read("aci_bench_train.csv"):
+    for r in read_rows("aci_bench_train.csv"):
         cid = f"aci:{r['dataset']}-{r['encounter_id']}"
         if split_of(cid) == split:
             out += [(cid, r["dialogue"], s) for s in _sentences(r["note"])]

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from judge_validity import OUT, _auroc, _score, _spearman, fmt, run_model  # noqa: E402
+from validity_common import OUT, defect_auroc, fmt, judge_score, run_model  # noqa: E402
 from validity_set import ITEM_OF_KIND, all_variants, dataset  # noqa: E402
+from engine.statistics import spearman_defined  # noqa: E402
 
 ITEMS = ("thorough", "accurate", "cited", "succinct", "organized", "comprehensible")
 SHIPPED_MEDOMIT = ROOT / "sample_data" / "medomit_results.jsonl"
@@ -97,7 +98,7 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
         medomit_for(store, ds, [v for v in variants if v.kind in ("clean", "thorough")], backend, sha, emb)
     ev = evidence_for(store, ds.name, ds)
     # the "z" form's reference population: every judged summary of the split, as the product takes a dataset's
-    scored = {v.summary_id: {it: _score(judged[v.summary_id], it, "expected") for it in ITEMS}
+    scored = {v.summary_id: {it: judge_score(judged[v.summary_id], it, "expected") for it in ITEMS}
               for v in variants if judged.get(v.summary_id)}
     scales = dataset_scales(scored, {sid: e.features for sid, e in ev.items()})
     report = {"version": COMBINATION_VERSION, "weights": {k: dict(v.weights) for k, v in COMBINATIONS.items()},
@@ -110,17 +111,17 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
     for item in items:
         kinds = [k for k, it in ITEM_OF_KIND.items() if it == item]
         rel = [v for v in variants if (v.kind == "clean" or v.kind in kinds) and judged.get(v.summary_id)]
-        raw = {v.summary_id: _score(judged[v.summary_id], item, "expected") for v in rel}
+        raw = {v.summary_id: judge_score(judged[v.summary_id], item, "expected") for v in rel}
         rel = [v for v in rel if raw[v.summary_id] is not None]
         comb = {v.summary_id: combine(item, raw[v.summary_id], ev[v.summary_id].features, scales.get(item)).value
                 for v in rel}
         sev = [-v.severity for v in rel]
         defect = [int(v.severity > 0) for v in rel]
         row = {"item": item, "n": len(rel),
-               "spearman_judge": _spearman([raw[v.summary_id] for v in rel], sev),
-               "spearman_combination": _spearman([comb[v.summary_id] for v in rel], sev),
-               "auroc_judge": _auroc([raw[v.summary_id] for v in rel], defect),
-               "auroc_combination": _auroc([comb[v.summary_id] for v in rel], defect)}
+               "spearman_judge": spearman_defined([raw[v.summary_id] for v in rel], sev),
+               "spearman_combination": spearman_defined([comb[v.summary_id] for v in rel], sev),
+               "auroc_judge": defect_auroc([raw[v.summary_id] for v in rel], defect),
+               "auroc_combination": defect_auroc([comb[v.summary_id] for v in rel], defect)}
         report["items"].append(row)
     return report
 

@@ -39,10 +39,10 @@ SEED = 11
 def encounters(split: str) -> list[tuple[str, str, list[str]]]:
     """(encounter id, conversation, the note's narrative sentences) of one split."""
     out = []
-    for r in verify_set._read("aci_bench_train.csv"):
+    for r in verify_set.read_rows("aci_bench_train.csv"):
         cid = f"aci:{r['dataset']}-{r['encounter_id']}"
         if verify_set.split_of(cid) == split:
-            sents = verify_set._aci_sentences(r["note"])
+            sents = verify_set.aci_sentences(r["note"])
             if len(sents) >= 6:
                 out.append((cid, r["dialogue"].strip(), sents))
     return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import sys
@@ -33,10 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
-
 import verify_set  # noqa: E402
 from engine.core.models import Case, Note  # noqa: E402
+from engine.statistics import auroc  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "importance_realdev.json"
 KEPT, LEFT = 0.6, 0.35
@@ -61,7 +61,7 @@ class FileCache:
 
 def conversations(split: str, n: int) -> list[dict]:
     out = []
-    for row in verify_set._read("mts_dialog_train.csv"):
+    for row in verify_set.read_rows("mts_dialog_train.csv"):
         if verify_set.split_of(f"mts:{row['ID']}") != split:
             continue
         words = len(row["dialogue"].split())
@@ -92,11 +92,10 @@ def labels(facts, note: str, emb) -> list[int | None]:
     return out
 
 
-def auroc(pos: list[float], neg: list[float]) -> float | None:
-    if not pos or not neg:
-        return None
-    p, q = np.asarray(pos)[:, None], np.asarray(neg)[None, :]
-    return float(((p > q).sum() + 0.5 * (p == q).sum()) / (p.size * q.size))
+def kept_auroc(pos: list[float], neg: list[float]) -> float:
+    """AUROC of a score for kept (``pos``) against left-out (``neg``) facts (engine.statistics.auroc); NaN when
+    either side is empty."""
+    return auroc([1] * len(pos) + [0] * len(neg), list(pos) + list(neg))
 
 
 def main() -> None:
@@ -150,8 +149,8 @@ def main() -> None:
                 (conv[k][0] if y else conv[k][1]).append(v)
                 (scores[k][0] if y else scores[k][1]).append(v)
         for k in scores:
-            a = auroc(*conv[k])
-            if a is not None:
+            a = kept_auroc(*conv[k])
+            if not math.isnan(a):
                 per_conv[k].append(a)
         print(f"{case.case_id}: {len(facts)} facts, {sum(x == 1 for x in lab)} kept, {sum(x == 0 for x in lab)} left "
               f"out; {secs[-1]:.0f} s", flush=True)
@@ -160,9 +159,9 @@ def main() -> None:
           "per conversation (differential + importance, cached steps count 0)")
     print(f"{'score':<26} {'AUROC pooled':>13} {'mean per conversation':>22} {'conversations':>14}")
     for k, (pos, neg) in scores.items():
-        a = auroc(pos, neg)
+        a = kept_auroc(pos, neg)
         m = statistics.mean(per_conv[k]) if per_conv[k] else float("nan")
-        print(f"{k:<26} {a if a is not None else float('nan'):>13.3f} {m:>22.3f} {len(per_conv[k]):>14}")
+        print(f"{k:<26} {a:>13.3f} {m:>22.3f} {len(per_conv[k]):>14}")
 
 
 if __name__ == "__main__":

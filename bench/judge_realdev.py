@@ -46,13 +46,13 @@ MIN_WORDS, MAX_WORDS, MIN_SENTENCES = 230, 650, 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def _sentences(text: str) -> list[str]:
+def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
 def variants(section: str) -> list[str]:
     """The four summaries of one note section (see the module docstring)."""
-    sents = _sentences(section)
+    sents = sentences(section)
     keep = max(1, len(sents) - len(sents) // 3)
     return [section.strip(), " ".join(sents[:keep]), sents[0], " ".join(reversed(sents))]
 
@@ -60,11 +60,11 @@ def variants(section: str) -> list[str]:
 def conversations(n_cases: int) -> list[dict]:
     """The first ``n_cases`` test-split MTS-Dialog rows that fit the set (see the module docstring)."""
     out = []
-    for row in verify_set._read("mts_dialog_train.csv"):
+    for row in verify_set.read_rows("mts_dialog_train.csv"):
         if verify_set.split_of(f"mts:{row['ID']}") != "test":
             continue
         words = len(row["dialogue"].split())
-        if MIN_WORDS <= words <= MAX_WORDS and len(_sentences(row["section_text"])) >= MIN_SENTENCES:
+        if MIN_WORDS <= words <= MAX_WORDS and len(sentences(row["section_text"])) >= MIN_SENTENCES:
             out.append(row)
         if len(out) == n_cases:
             break

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,105 +36,47 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from validity_set import ITEM_OF_KIND, all_variants, dataset  # noqa: E402
+from validity_common import OUT, defect_auroc, fmt, judge_score, run_model  # noqa: E402
+from validity_set import ITEM_OF_KIND, all_variants  # noqa: E402
 from engine.judge.prompt import PROMPT_VERSION  # noqa: E402
+from engine.statistics import isotonic_steps, spearman_clustered, spearman_defined  # noqa: E402
 
 GOAL_ITEMS = ("thorough", "accurate", "cited", "succinct", "organized")
-OUT = ROOT / "bench" / "out"
-
-
-def run_model(key: str, samples: int, variants, store, threads: int, ds_name: str = "") -> dict[str, dict]:
-    from engine.judge.runner import Judge, open_llama_backend, run_batch
-    from engine.judge.results import JudgeParams
-
-    backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
-    judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
-    ds = dataset(variants, ds_name or f"validity-{key}-{samples}")
-    if ds.name not in store.dataset_names():
-        store.import_dataset(ds, name=ds.name)
-    ids = [v.summary_id for v in variants]
-    out, t0 = {}, time.perf_counter()
-    for i, r in enumerate(run_batch(judge, ds, ids, store=store, dataset_name=ds.name)):
-        out[r.summary_id] = r
-        if not r.from_cache:
-            el = time.perf_counter() - t0
-            print(f"  [{key} ×{samples}] {i + 1}/{len(ids)} {r.summary_id} {r.status} "
-                  f"{r.timing.total_seconds:.1f} s (elapsed {el / 60:.1f} min)", file=sys.stderr, flush=True)
-    return out
-
-
-def _score(result, item: str, kind: str):
-    from engine.judge.results import primary_score
-
-    sc = result.items.get(item) if result and result.status == "scored" else None
-    if sc is None:
-        return None
-    if kind == "median":
-        return sc.median
-    if item == "stigmatizing_summary":
-        return None if sc.expected is None else 1.0 - sc.expected  # P(no): higher = better, like the others
-    return primary_score(item, sc)
-
-
-def _spearman(x, y):
-    from scipy.stats import spearmanr
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
-        return None
-    return float(spearmanr(x, y).statistic)
 
 
 def _case_interval(x, y, cases, n_boot: int = 2000):
     """95 % interval of Spearman's ρ from a bootstrap of whole test cases (every variant of a case together)."""
-    from engine.statistics.bootstrap import cluster_bootstrap
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ci = cluster_bootstrap(lambda idx: _spearman(x[idx], y[idx]), cases, n_boot, seed=7)
+    ci = spearman_clustered(x, y, cases, n_boot, seed=7).ci
     return list(ci) if ci else None
 
 
-def _auroc(scores, defect):
-    from sklearn.metrics import roc_auc_score
-
-    if len(set(defect)) < 2:
-        return None
-    return float(roc_auc_score(defect, -np.asarray(scores, float)))
-
-
 def evaluate(variants, results) -> list[dict]:
-    from engine.judge.calibration import isotonic_knots
-
     rows = []
     for item in sorted(set(ITEM_OF_KIND.values()), key=lambda k: (k not in GOAL_ITEMS, k)):
         kinds = [k for k, v in ITEM_OF_KIND.items() if v == item]
         rel = [v for v in variants if v.kind == "clean" or v.kind in kinds]
         dev = [v for v in rel if v.split == "dev" and results.get(v.summary_id) is not None]
         test = [v for v in rel if v.split == "test" and results.get(v.summary_id) is not None]
-        raw = {v.summary_id: _score(results[v.summary_id], item, "expected") for v in dev + test}
-        med = {v.summary_id: _score(results[v.summary_id], item, "median") for v in test}
+        raw = {v.summary_id: judge_score(results[v.summary_id], item, "expected") for v in dev + test}
+        med = {v.summary_id: judge_score(results[v.summary_id], item, "median") for v in test}
         row = {"item": item, "n_test": len(test)}
         t_ok = [v for v in test if raw[v.summary_id] is not None]
         sev = [-v.severity for v in t_ok]
-        row["spearman_raw"] = _spearman([raw[v.summary_id] for v in t_ok], sev)
+        row["spearman_raw"] = spearman_defined([raw[v.summary_id] for v in t_ok], sev)
         row["spearman_raw_ci"] = _case_interval([raw[v.summary_id] for v in t_ok], sev, [v.case_id for v in t_ok])
         m_ok = [v for v in test if med[v.summary_id] is not None]
-        row["spearman_median"] = _spearman([med[v.summary_id] for v in m_ok], [-v.severity for v in m_ok])
+        row["spearman_median"] = spearman_defined([med[v.summary_id] for v in m_ok], [-v.severity for v in m_ok])
         d_ok = [v for v in dev if raw[v.summary_id] is not None]
         if len({v.severity for v in d_ok}) >= 2 and item != "stigmatizing_summary":
-            xk, yk = isotonic_knots(np.array([raw[v.summary_id] for v in d_ok]),
+            xk, yk = isotonic_steps(np.array([raw[v.summary_id] for v in d_ok]),
                                     np.array([5.0 - 2 * v.severity for v in d_ok]))
             cal = [float(np.interp(raw[v.summary_id], xk, yk)) for v in t_ok]
-            row["spearman_calibrated"] = _spearman(cal, sev)
+            row["spearman_calibrated"] = spearman_defined(cal, sev)
         else:
             row["spearman_calibrated"] = None
-        row["auroc"] = _auroc([raw[v.summary_id] for v in t_ok], [int(v.severity > 0) for v in t_ok])
+        row["auroc"] = defect_auroc([raw[v.summary_id] for v in t_ok], [int(v.severity > 0) for v in t_ok])
         rows.append(row)
     return rows
-
-
-def fmt(v):
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"
 
 
 def main(argv=None) -> int:

@@ -55,7 +55,7 @@ def label(p) -> str:
 
 
 def notes_of(split: str, n: int, seed: int = 5) -> list[tuple[str, str]]:
-    rows = [r for r in verify_set._read("aci_bench_train.csv")
+    rows = [r for r in verify_set.read_rows("aci_bench_train.csv")
             if verify_set.split_of(f"aci:{r['dataset']}-{r['encounter_id']}") == split]
     random.Random(seed).shuffle(rows)
     return [(f"aci:{r['dataset']}-{r['encounter_id']}", r["note"].strip()) for r in rows[:n]]

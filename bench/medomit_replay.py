@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from wrapped_backend import WrappedBackend  # noqa: E402
 
 
-class _Recorder(WrappedBackend):
+class Recorder(WrappedBackend):
     """Step cache and backend in one: serves each generated step from ``store`` and writes down the calls a run
     from scratch would make (a step the first time its key is asked; every closed question)."""
 
@@ -105,7 +105,7 @@ def record(args) -> None:
     ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")
     store = Store(ROOT / "bench" / "out" / f"medomit_{args.model}.sqlite")
     be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
-    rec = _Recorder(store, be)
+    rec = Recorder(store, be)
     mo = MedOmit(rec, sha, cache=rec, embedder=Embedder(), facts=args.facts)
     header = {"kind": "header", "model_sha256": sha, "n_ctx": args.ctx, "facts": args.facts, "cases": {}}
     for cid in [c.strip() for c in args.case_ids.split(",") if c.strip()]:
@@ -132,7 +132,7 @@ def record(args) -> None:
     print(f"{len(rec.calls)} calls written to {args.out}")
 
 
-def _prompt(recorded):
+def replay_prompt(recorded):
     """The rendered prompt of a recorded step: its segments, so that the chat template's control strings are
     tokenised as control tokens and the data as text, exactly as in the recorded run. A recording made before the
     segments were kept holds one plain string, which replays with the template's text tokenised as data."""
@@ -169,7 +169,7 @@ def replay(args) -> None:
         for c in mine:
             t = time.perf_counter()
             if c["kind"] == "step":
-                g = be.generate(_prompt(c["prompt"]), c["schema"], c["max_tokens"], 0.0, c["seed"], want_logprobs=False)
+                g = be.generate(replay_prompt(c["prompt"]), c["schema"], c["max_tokens"], 0.0, c["seed"], want_logprobs=False)
                 gen_tokens += g.completion_tokens
                 stored += c["stored_seconds"]
                 if g.finish_reason == "length":

@@ -52,8 +52,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from engine.evidence.coverage.regions import METHODS, calibrate, score_coverage, select_regions
 from engine.evidence.coverage.base import CoverageParams  # noqa: E402
@@ -62,6 +60,7 @@ from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
 from engine.evidence.text.salience import unit_salience  # noqa: E402
 from engine.evidence.text.sentences import split_sentences  # noqa: E402
+from engine.statistics import auroc, logistic_curve, spearman_rho  # noqa: E402
 
 SPLIT_SEED = 13
 ORDERS = (0, 1)
@@ -234,18 +233,18 @@ def evaluate(score: Scorer, items: list[Item]) -> dict:
             kept = [sp for f in set(it.facts) - removed for sp in it.spans[f]]
             y_all = [_overlaps(u, pos) for u in h.units]
             if 0 < sum(y_all) < len(y_all):
-                loc_all.append(roc_auc_score(y_all, [u[3] for u in h.units]))
+                loc_all.append(auroc(y_all, [u[3] for u in h.units]))
             sel = [(u, p) for u, p in zip(h.units, y_all) if p or _overlaps(u, kept)]
             yk = [p and not _overlaps(u, kept) for u, p in sel]
             if 0 < sum(yk) < len(yk):
-                loc.append(roc_auc_score(yk, [u[3] for u, _ in sel]))
+                loc.append(auroc(yk, [u[3] for u, _ in sel]))
         for _sid, text, rate, _style in it.written:
             w = score(it, text)
             lab_x.append(w.g), lab_y.append(rate), records.append((w.raw, rate, "written"))
     kinds = {it.kind for it in items}  # one source kind per call: its own flag threshold
     flag = METHODS[score.key].flag_for({"source_kind": kinds.pop()}) if len(kinds) == 1 else \
         METHODS[score.key].flag_threshold
-    return {"AUROC": roc_auc_score([0] * len(comp) + [1] * len(half), comp + half),
+    return {"AUROC": auroc([0] * len(comp) + [1] * len(half), comp + half),
             "paired": float(np.mean(paired)), "graded": float(np.mean(graded)), "vs compr.": float(np.mean(vs_comp)),
             "vs rewrite": float(np.mean(vs_rew)) if vs_rew else float("nan"),
             "loc": float(np.mean(loc)) if loc else float("nan"),
@@ -253,7 +252,7 @@ def evaluate(score: Scorer, items: list[Item]) -> dict:
             "top5": float(np.nanmean(top5)) if top5 else float("nan"),
             "top5 plain": float(np.nanmean(top5_plain)) if top5_plain else float("nan"),
             "top5 keys": float(np.nanmean(top5_keys)) if top5_keys else float("nan"),
-            "spearman": float(spearmanr(lab_x, lab_y)[0]),
+            "spearman": float(spearman_rho(lab_x, lab_y).value),
             "flagged complete": float(np.mean([c >= flag for c in comp])),
             "flagged half": float(np.mean([h >= flag for h in half])),
             "_records": records}
@@ -275,8 +274,6 @@ def fit_calibration(results_dev: dict) -> None:
     rates of the development split's labelled summaries; then the flag threshold maximising F1 of complete (no)
     vs half-omitted (yes) on the calibrated development scores of both kinds together (one threshold that means
     the same for both)."""
-    from scipy.optimize import curve_fit
-
     from engine.evidence.coverage.unitcov import calibrated
 
     print("\n--fit (development split only)")
@@ -284,8 +281,8 @@ def fit_calibration(results_dev: dict) -> None:
     for kind, res in results_dev.items():
         raw = np.array([r[0] for r in res["_records"]])
         rate = np.array([r[1] for r in res["_records"]])
-        (a, b), _ = curve_fit(lambda x, a, b: 1 / (1 + np.exp(-(a + b * x))), raw, rate, p0=(-3.0, 8.0), maxfev=20000)
-        coefs[kind] = (round(float(a), 4), round(float(b), 4))
+        curve = logistic_curve(raw, rate, p0=(-3.0, 8.0), maxfev=20000)
+        coefs[kind] = (round(curve.a, 4), round(curve.b, 4))
         cal = [calibrated(x, *coefs[kind]) for x in raw]
         comp += [c for c, r in zip(cal, res["_records"]) if r[2] == "complete"]
         half += [c for c, r in zip(cal, res["_records"]) if r[2] == "half"]

@@ -43,14 +43,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import verify_set  # noqa: E402
 from verify_bench import CachedAnswers, open_backend  # noqa: E402
 from engine.evidence.medomit.decision import (DEFAULT_DECISION, ask_stated, combine, fact_coverage,  # noqa: E402
                                              model_decides)
 from engine.evidence.support.verification.claims import split_claims  # noqa: E402
+from engine.statistics import auroc, spearman_rho  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -78,7 +77,7 @@ def paraphrase_items(split: str, n_mts: int, n_aci: int) -> list[FactItem]:
 
 
 def removed_items(split: str, n_notes: int, seed: int = 11) -> list[FactItem]:
-    rows = [r for r in verify_set._read("mts_dialog_train.csv") if verify_set.split_of(f"mts:{r['ID']}") == split]
+    rows = [r for r in verify_set.read_rows("mts_dialog_train.csv") if verify_set.split_of(f"mts:{r['ID']}") == split]
     return removed_from(rows, n_notes, seed)
 
 
@@ -88,7 +87,7 @@ def removed_from(rows: list[dict], n_notes: int, seed: int = 11) -> list[FactIte
     random.Random(seed).shuffle(rows)
     out, taken = [], 0
     for r in rows:
-        sents = verify_set._note_sentences(r["section_text"])
+        sents = verify_set.note_sentences(r["section_text"])
         if len(sents) < 4:
             continue
         if taken >= n_notes:
@@ -150,12 +149,6 @@ def score(items: list[FactItem], emb, backend, band_only: bool = False) -> tuple
     return cov, p
 
 
-def auroc(y, s) -> float:
-    pairs = [(a, b) for a, b in zip(y, s) if b is not None]
-    ys = [a for a, _ in pairs]
-    return float("nan") if len(set(ys)) < 2 else float(roc_auc_score(ys, [b for _, b in pairs]))
-
-
 def at_threshold(y, decisions) -> dict:
     tp = sum(1 for d, t in zip(decisions, y) if d and t)
     fp = sum(1 for d, t in zip(decisions, y) if d and not t)
@@ -212,7 +205,7 @@ def per_summary(items, decided) -> float:
         rows[it.summary_key][2] += 1
     truth = [v[0] for v in rows.values()]
     pred = [v[1] / v[2] for v in rows.values()]
-    return float(spearmanr(truth, pred).statistic)
+    return float(spearman_rho(truth, pred).value)
 
 
 def main():

@@ -9,8 +9,8 @@ Prints, for span detection (a detector hit counts when it overlaps a labelled sp
       a pipeline check, not a held-out result) and split 'heldout' (written before the lexicon, never used to
       change it) reported separately: precision, recall, near-miss false alarms;
   (c) agreement of the detector's answers to the two PDSQI-9 items (stigmatizing_notes, stigmatizing_summary) with
-      the sample raters' median: Cohen's kappa (sklearn) with a 95 % bootstrap CI that resamples cases (a case's
-      summaries share its notes), plus the 2x2 table.
+      the sample raters' median: Cohen's kappa with a 95 % bootstrap CI that resamples cases (a case's summaries
+      share its notes; engine.statistics), plus the 2x2 table.
 
 Usage: .venv/bin/python bench/stigma_bench.py [--boot 1000] [--seed 0] [--json FILE]
 """
@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from engine.data.loading import load_paths  # noqa: E402
 from engine.data.ratings import medians  # noqa: E402
 from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
+from engine.statistics import cluster_bootstrap_values, cohen_kappa, percentile_interval  # noqa: E402
 
 BUNDLE = ROOT / "sample_data" / "pdsqi_sample"
 LABELLED = ROOT / "sample_data" / "stigma" / "labelled.json"
@@ -109,8 +110,6 @@ def snippet_texts(lab: dict, split: str):
 
 
 def item_agreement(ds, results, n_boot: int, seed: int) -> dict:
-    from sklearn.metrics import cohen_kappa_score
-
     out = {}
     for item in (NOTES_ITEM, SUMMARY_ITEM):
         rows = []  # (case_id, detector, raters' median)
@@ -131,21 +130,15 @@ def item_agreement(ds, results, n_boot: int, seed: int) -> dict:
                 warnings.simplefilter("ignore")
                 if len(set(a) | set(b)) < 2:
                     return float("nan")  # one class only: kappa undefined
-                return float(cohen_kappa_score(a, b))
+                return float(cohen_kappa(np.column_stack([a, b])).value)
 
         k = kappa(det, ref)
-        cases = sorted({c for c, _, _ in rows})
-        idx = {c: [i for i, (cc, _, _) in enumerate(rows) if cc == c] for c in cases}
-        rng = np.random.default_rng(seed)
-        boots = []
-        for _ in range(n_boot):
-            pick = [i for c in rng.choice(cases, size=len(cases), replace=True) for i in idx[c]]
-            boots.append(kappa(det[pick], ref[pick]))
-        valid = [b for b in boots if not np.isnan(b)]
-        ci = (float(np.percentile(valid, 2.5)), float(np.percentile(valid, 97.5))) if valid else (None, None)
+        cases = [c for c, _, _ in rows]
+        valid = cluster_bootstrap_values(lambda i: kappa(det[i], ref[i]), cases, n_boot, seed)
+        ci = percentile_interval(valid) if valid else (None, None)
         table = {f"detector {'yes' if d else 'no'} / raters {'yes' if h else 'no'}":
                  int(((det == d) & (ref == h)).sum()) for d in (1, 0) for h in (1, 0)}
-        out[item] = {"n_summaries": len(rows), "n_cases": len(cases), "tied_medians_left_out": ties,
+        out[item] = {"n_summaries": len(rows), "n_cases": len(set(cases)), "tied_medians_left_out": ties,
                      "kappa": k, "ci95": ci, "boot_valid": len(valid), "boot": n_boot,
                      "observed_agreement": float((det == ref).mean()) if len(rows) else None, "table": table}
     return out

@@ -45,9 +45,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
-from scipy.stats import rankdata, spearmanr  # noqa: E402
 
-from verify_set import _aci_sentences, _read, split_of  # noqa: E402
+from verify_set import aci_sentences, read_rows, split_of  # noqa: E402
+from engine.statistics import midranks, spearman_rho  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 SHARES = (0.0, 0.25, 0.5)
@@ -57,15 +57,15 @@ SLOPES = (0.5, 1.0, 2.0, 4.0)
 
 
 def conversations(split: str, n: int, skip: int = 0) -> list[dict]:
-    rows = [r for r in _read("aci_bench_train.csv") if split_of(r["encounter_id"]) == split
-            and len(r["dialogue"].split()) <= MAX_WORDS and len(_aci_sentences(r["note"])) >= 8]
+    rows = [r for r in read_rows("aci_bench_train.csv") if split_of(r["encounter_id"]) == split
+            and len(r["dialogue"].split()) <= MAX_WORDS and len(aci_sentences(r["note"])) >= 8]
     return sorted(rows, key=lambda r: r["encounter_id"])[skip:skip + n]
 
 
 def variants(row: dict) -> list[tuple[str, str, float]]:
     """(summary id, text, known omitted share) for the note as written and with ¼ and ½ of its narrative
     sentences taken out."""
-    note, sents = row["note"], _aci_sentences(row["note"])
+    note, sents = row["note"], aci_sentences(row["note"])
     rng = random.Random(f"{SEED}:{row['encounter_id']}")
     order = list(range(len(sents)))
     rng.shuffle(order)
@@ -138,7 +138,7 @@ def combinations(judge: np.ndarray, omission: np.ndarray) -> dict[str, np.ndarra
     out = {"judge": judge, "coverage": -omission, "product": product, "mean": mean,
            "z": wj * _z(judge) + wc * _z(-omission), "z judge ½": 0.5 * _z(judge) + 0.5 * _z(-omission),
            "z judge ⅓": _z(judge) / 3 + 2 * _z(-omission) / 3,
-           "rank": wj * rankdata(judge) + wc * rankdata(-omission)}
+           "rank": wj * midranks(judge) + wc * midranks(-omission)}
     for k in SLOPES:  # the fixed map 5 - k * share with other slopes (the product's is 8)
         out[f"mean k={k:g}"] = wj * judge + wc * np.clip(5.0 - k * omission, 1.0, 5.0)
     return out
@@ -156,10 +156,10 @@ def figures(ds, truth, judged, omission) -> dict:
     out = {"n": len(sids), "conversations": len(set(case)), "sd_judge": float(exp.std()),
            "sd_coverage_scaled": float(np.std([8 * x for x in om])), "rows": {}}
     for name, score in combinations(exp, om).items():
-        within = [spearmanr(score[[i for i, c in enumerate(case) if c == cc]],
-                            y[[i for i, c in enumerate(case) if c == cc]])[0] for cc in sorted(set(case))]
+        within = [spearman_rho(score[[i for i, c in enumerate(case) if c == cc]],
+                               y[[i for i, c in enumerate(case) if c == cc]]).value for cc in sorted(set(case))]
         within = [w for w in within if np.isfinite(w)]
-        out["rows"][name] = (float(spearmanr(score, y)[0]), float(np.mean(within)) if within else float("nan"))
+        out["rows"][name] = (float(spearman_rho(score, y).value), float(np.mean(within)) if within else float("nan"))
     return out
 
 

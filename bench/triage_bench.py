@@ -35,20 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from scipy.stats import spearmanr  # noqa: E402
+from engine.statistics import auroc, spearman_rho  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 DEFECT_ITEM = {"dropped_fact": "thorough", "falsified_fact": "accurate", "fabricated_fact": "accurate",
                "wrong_citation": "cited", "missing_citation": "cited", "redundancy": "succinct",
                "stigmatizing_language": None}
-
-
-def _auroc(scores, labels) -> float:
-    """AUROC of ``scores`` (higher = more likely defective) for the boolean ``labels``."""
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score([bool(y) for y in labels], scores)) if len(set(map(bool, labels))) == 2 else \
-        float("nan")
 
 
 RULES = ("lowest", "worst gap", "sum of gaps")
@@ -96,8 +88,8 @@ def real_text() -> None:
         for name in names:
             rows.update(_rows(store, name, store.load_dataset(name)))
         share = [int(sid.rsplit("-o", 1)[1]) / 100 for sid in rows]
-        rho = [spearmanr([rows[s][0][r] for s in rows], share)[0] for r in RULES]
-        auc = [_auroc([rows[s][0][r] for s in rows], [x > 0 for x in share]) for r in RULES]
+        rho = [spearman_rho([rows[s][0][r] for s in rows], share).value for r in RULES]
+        auc = [auroc([x > 0 for x in share], [rows[s][0][r] for s in rows]) for r in RULES]
         cut = [v for v, x in zip(rows.values(), share) if x > 0]  # something taken out: Thorough is the defect
         low = sum(v[1] == "thorough" for v in cut)
         gap = sum(v[2] == "thorough" for v in cut)
@@ -122,8 +114,8 @@ def sample() -> None:
     for r in RULES:
         pr = [rows[s][0][r] for s in rows]
         lh = [(p, g == 2) for p, g in zip(pr, q) if g != 1]
-        print(f"  {r:<12} ρ priority with quality group {spearmanr(pr, q)[0]:.2f}, AUROC low/high "
-              f"{_auroc([p for p, _ in lh], [y for _, y in lh]):.2f}")
+        print(f"  {r:<12} ρ priority with quality group {spearman_rho(pr, q).value:.2f}, AUROC low/high "
+              f"{auroc([y for _, y in lh], [p for p, _ in lh]):.2f}")
     with_defects = [s for s in rows if manifest[s]["defects"]]
     for label, k in (("lowest score", 1), ("furthest below its median", 2)):
         hit = sum(rows[s][k] in {DEFECT_ITEM[d["type"]] for d in manifest[s]["defects"]} for s in with_defects)

@@ -45,7 +45,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
-from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import verify_set  # noqa: E402
 from wrapped_backend import WrappedBackend  # noqa: E402
@@ -57,6 +56,7 @@ from engine.evidence.support.verification.combination import (COMBINATION_PATH, 
                                                                fit_monotone, shipped_combination)
 from engine.evidence.support.verification.signals import FEATURES, RecordWords, claim_signals  # noqa: E402
 from engine.llm.backends import NextToken  # noqa: E402
+from engine.statistics import auroc  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 CONFIGS = {
@@ -134,14 +134,6 @@ def p_shipped(p_model, found, cap):
     if p_model is None:
         return None
     return min(p_model, cap) if (found and cap is not None) else p_model
-
-
-def auroc(labels, scores):
-    pairs = [(l, s) for l, s in zip(labels, scores) if s is not None]
-    ys = [l for l, _ in pairs]
-    if len(set(ys)) < 2:
-        return float("nan")
-    return roc_auc_score(ys, [s for _, s in pairs])
 
 
 NATURAL_LIKE = ("edit:age", "edit:setting")

@@ -63,7 +63,8 @@ def split_of(conv_id: str) -> str:
     return "dev" if int(hashlib.sha256(conv_id.encode()).hexdigest(), 16) % 2 == 0 else "test"
 
 
-def _read(name: str) -> list[dict]:
+def read_rows(name: str) -> list[dict]:
+    """The rows of one of the real-text sets (a CSV in the shared realdev folder), as dicts."""
     csv.field_size_limit(1 << 30)
     with open(REALDEV / name, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
@@ -306,14 +307,13 @@ def conversation_items(conv_id: str, source: str, conv: str, sents: list[str], r
     return items + natural_items(conv_id, source, conv, sents, n_natural)
 
 
-_note_sentences = note_sentences  # the former name, still read by bench/omission_realdev.py
 
 
 def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
     """The whole set, both splits: up to ``n_mts`` MTS-Dialog and ``n_aci`` ACI-BENCH conversations per split."""
     rng = random.Random(seed)
     items: list[Item] = []
-    mts = [r for r in _read("mts_dialog_train.csv") if r["section_header"] in MTS_SECTIONS]
+    mts = [r for r in read_rows("mts_dialog_train.csv") if r["section_header"] in MTS_SECTIONS]
     for split in ("dev", "test"):
         rows = [r for r in mts if split_of(f"mts:{r['ID']}") == split]
         random.Random(seed).shuffle(rows)
@@ -326,18 +326,18 @@ def build(n_mts: int = 60, n_aci: int = 8, seed: int = 7) -> list[Item]:
                 continue
             items += conversation_items(f"mts:{r['ID']}", "mts", r["dialogue"].strip(), sents, rng, 1, 1, 1)
             taken += 1
-    aci = _read("aci_bench_train.csv")
+    aci = read_rows("aci_bench_train.csv")
     for split in ("dev", "test"):
         rows = [r for r in aci if split_of(f"aci:{r['dataset']}-{r['encounter_id']}") == split]
         random.Random(seed).shuffle(rows)
         for r in rows[:n_aci]:
-            sents = [s for s in _aci_sentences(r["note"])]
+            sents = [s for s in aci_sentences(r["note"])]
             items += conversation_items(f"aci:{r['dataset']}-{r['encounter_id']}", "aci", r["dialogue"].strip(),
                                         sents, rng, 4, 2, 3)
     return items
 
 
-def _aci_sentences(note: str) -> list[str]:
+def aci_sentences(note: str) -> list[str]:
     """Sentences of the note's narrative sections (history, results, exam, assessment and plan)."""
     out, keep = [], False
     for block in re.split(r"\n(?=[A-Z][A-Z /&]+\n)", note):

@@ -27,8 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 
-from judge_validity import OUT, _auroc, _score, _spearman, run_model  # noqa: E402
+from validity_common import OUT, defect_auroc, judge_score, run_model  # noqa: E402
 from validity_set import all_variants, dataset  # noqa: E402
+from engine.statistics import spearman_defined  # noqa: E402
 
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -63,7 +64,7 @@ def main():
         return -share + 1e-3 * (r.lowest_p or 0.0)
 
     def judge(sid):
-        return _score(judged.get(sid), "accurate", "expected")
+        return judge_score(judged.get(sid), "accurate", "expected")
 
     def combined(sid, w):
         j = judge(sid)
@@ -75,7 +76,7 @@ def main():
 
     def rho(vs, f):
         ok = [v for v in vs if f(v.summary_id) is not None]
-        return _spearman([f(v.summary_id) for v in ok], [-v.severity for v in ok])
+        return spearman_defined([f(v.summary_id) for v in ok], [-v.severity for v in ok])
 
     if a.choose:
         w = max(WEIGHTS, key=lambda w: (rho(dev, lambda s: combined(s, w)) or -1, -w))
@@ -87,8 +88,8 @@ def main():
     print(f"{'score':14} {'Spearman':>9} {'AUROC':>7}")
     for name, f in (("judge", judge), ("verify", vscore), ("judge+verify", lambda s: combined(s, w))):
         ok = [v for v in test if f(v.summary_id) is not None]
-        r = _spearman([f(v.summary_id) for v in ok], [-v.severity for v in ok])
-        auc = _auroc([f(v.summary_id) for v in ok], [int(v.severity > 0) for v in ok])
+        r = spearman_defined([f(v.summary_id) for v in ok], [-v.severity for v in ok])
+        auc = defect_auroc([f(v.summary_id) for v in ok], [int(v.severity > 0) for v in ok])
         print(f"{name:14} {r if r is not None else float('nan'):9.3f} {auc if auc is not None else float('nan'):7.3f}")
     per = [(v.summary_id, v.severity, len(ver[v.summary_id].unsupported), len(ver[v.summary_id].sentences))
            for v in test]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.analysis.groups import kmo, principal_axis_varimax
+from engine.statistics import kmo, principal_axis_varimax
 
 # The SAS example data (Minas Graes, Matto Grosso, Santa Cruz) with R psych's varimax loadings:
 # psych::fa(Y, nfactors=2, fm="pa", rotate="Varimax", SMC=TRUE, min.err=1e-10), columns Basal, Occ, Max, id.

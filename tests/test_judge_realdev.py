@@ -17,7 +17,7 @@ ROWS = json.loads((Path(__file__).parent / "data" / "mts_dialog_excerpt.json").r
 
 
 def test_the_set_takes_test_split_conversations_of_the_chosen_length_and_loads(tmp_path, monkeypatch):
-    monkeypatch.setattr(verify_set, "_read", lambda name: ROWS)
+    monkeypatch.setattr(verify_set, "read_rows", lambda name: ROWS)
     cases, summaries = judge_realdev.write_bundle(tmp_path / "bundle", n_cases=15)
     fits = [r for r in ROWS if verify_set.split_of(f"mts:{r['ID']}") == "test"
             and judge_realdev.MIN_WORDS <= len(r["dialogue"].split()) <= judge_realdev.MAX_WORDS]
@@ -27,7 +27,7 @@ def test_the_set_takes_test_split_conversations_of_the_chosen_length_and_loads(t
     assert case.case_id == "mts-1" and case.notes[0].text.strip() == fits[0]["dialogue"].strip()
     texts = [s.text for s in ds.summaries_for("mts-1")]
     assert texts[0] == fits[0]["section_text"].strip()
-    full = judge_realdev._sentences(fits[0]["section_text"])
+    full = judge_realdev.sentences(fits[0]["section_text"])
     assert texts[1] == " ".join(full[:len(full) - len(full) // 3]) and texts[2] == full[0]
     assert texts[3] == " ".join(reversed(full))
 

@@ -13,7 +13,7 @@ from engine.llm.backends import BackendError
 from fakes import ScriptedBackend
 
 sys.path.insert(0, str(ROOT / "bench"))
-from medomit_replay import _prompt, _Recorder  # noqa: E402
+from medomit_replay import Recorder, replay_prompt  # noqa: E402
 
 CASE = Case("r1", "Cardiology", (
     Note("1", "New atrial fibrillation. Started apixaban 5 mg twice daily.", "2024-01-01"),
@@ -30,7 +30,7 @@ def test_recorder_writes_down_what_a_run_from_scratch_asks(store):
     list(run_medomit(MedOmit(live, "m", cache=store, decision=ASK_ALL), ds, ["r1-s1", "r1-s2"], store=None))
     generated = [c for c in live.calls if c != "omission-question"]
 
-    rec = _Recorder(store, ScriptedBackend())
+    rec = Recorder(store, ScriptedBackend())
     mo = MedOmit(rec, "m", cache=rec, decision=ASK_ALL)
     results = [mo.run(CASE, s) for s in SUMMARIES]
     assert all(r.status == "complete" for r in results) and not rec.misses
@@ -46,7 +46,7 @@ def test_recorder_writes_down_what_a_run_from_scratch_asks(store):
 
 
 def test_recorder_names_a_step_the_store_does_not_hold(store):
-    rec = _Recorder(store, ScriptedBackend())
+    rec = Recorder(store, ScriptedBackend())
     assert rec.get_llm_step("not-there") is None
     with pytest.raises(BackendError, match="not in the step store"):
         rec.generate("prompt", {"type": "object"}, 10, 0.0, 0)
@@ -76,14 +76,14 @@ def test_a_recorded_step_replays_the_rendered_prompt_with_its_segments(store):
             seen.append(super().render(messages))
             return seen[-1]
 
-    rec = _Recorder(store, Watch())
+    rec = Recorder(store, Watch())
     MedOmit(rec, "m", cache=rec).run(CASE, SUMMARIES[0])
     steps = [json.loads(json.dumps(c)) for c in rec.calls if c["kind"] == "step"]  # as the file holds them
     assert steps
     for c in steps:
-        again = _prompt(c["prompt"])
+        again = replay_prompt(c["prompt"])
         original = next(p for p in seen if p == again)
         assert again.segments == original.segments
         assert any(tpl and "<|im_start|>" in t for t, tpl in again.segments)
         assert not any(not tpl and "<|im_start|>" in t for t, tpl in again.segments)
-    assert _prompt("an older recording") == "an older recording"
+    assert replay_prompt("an older recording") == "an older recording"

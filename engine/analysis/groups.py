@@ -3,7 +3,6 @@ and quality group, the mixed model of LLM − human differences, the factor anal
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -116,9 +115,8 @@ def compute_group_tests(rows: list[dict], notes: Optional[list[str]] = None) -> 
 
 def fit_mixed_model(rows: list[dict]) -> dict:
     """(LLM − human median), stacked over Likert items, on specialty, generator, note and summary length
-    (standardised), with a random intercept per case (statsmodels MixedLM)."""
+    (standardised), with a random intercept per case (:func:`engine.statistics.mixed_model`, REML)."""
     import pandas as pd
-    import statsmodels.formula.api as smf
 
     recs = []
     for r in rows:
@@ -137,25 +135,20 @@ def fit_mixed_model(rows: list[dict]) -> dict:
     terms = ["note_tokens", "summary_tokens"] + [f"C({c})" for c in ("specialty", "generator") if df[c].nunique() > 1]
     formula = "diff ~ " + " + ".join(terms)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit = smf.mixedlm(formula, df, groups=df["case"]).fit(reml=True)
+        fit = rel.mixed_model(formula, df, groups=df["case"], reml=True)
     except Exception as exc:  # noqa: BLE001 - singular designs happen on small data
         return {"error": f"the mixed model could not be fitted: {exc}", "formula": formula}
-    ci = fit.conf_int()
     levels = {c: sorted(df[c].unique())[0] for c in ("specialty", "generator")}
     table = []
     for k, v in fit.params.items():
         if k == "Group Var":
             continue
-        lo, hi = (float(ci.loc[k][0]), float(ci.loc[k][1])) if k in ci.index else (None, None)
-        table.append({"term": mixed_term_label(k, levels), "estimate": float(v), "ci_low": lo, "ci_high": hi,
-                      "p": float(fit.pvalues.get(k, float("nan")))})
+        lo, hi = fit.conf_int.get(k, (None, None))
+        table.append({"term": mixed_term_label(k, levels), "estimate": v, "ci_low": lo, "ci_high": hi,
+                      "p": fit.pvalues.get(k, float("nan"))})
     return {"formula": formula + " + (1 | case)", "n": int(len(df)), "groups": int(df["case"].nunique()),
-            "coef": {k: float(v) for k, v in fit.params.items()},
-            "p": {k: float(v) for k, v in fit.pvalues.items()},
-            "table": table, "reference_levels": levels,
-            "converged": bool(getattr(fit, "converged", True))}
+            "coef": dict(fit.params), "p": dict(fit.pvalues), "table": table, "reference_levels": levels,
+            "converged": fit.converged}
 
 
 def mixed_term_label(term: str, reference: dict) -> str:
@@ -174,40 +167,15 @@ def mixed_term_label(term: str, reference: dict) -> str:
     return term
 
 
-def kmo(corr: np.ndarray) -> float:
-    """Kaiser–Meyer–Olkin measure of sampling adequacy (Kaiser 1970; Kaiser & Rice 1974):
-    KMO = Σ_{i≠j} r²_ij / (Σ_{i≠j} r²_ij + Σ_{i≠j} p²_ij), with p_ij = −S_ij / √(S_ii S_jj) the partial
-    correlations from S = R⁻¹ (the pseudo-inverse when R is singular)."""
-    r = np.asarray(corr, dtype=float)
-    s = np.linalg.pinv(r)
-    d = np.sqrt(np.outer(np.diag(s), np.diag(s)))
-    p = -s / d
-    off = ~np.eye(len(r), dtype=bool)
-    r2, p2 = float((r[off] ** 2).sum()), float((p[off] ** 2).sum())
-    return r2 / (r2 + p2) if r2 + p2 > 0 else float("nan")
-
-
-def principal_axis_varimax(x: np.ndarray, n_factors: int) -> np.ndarray:
-    """Loadings (variables × factors) of an iterated principal-axis factor analysis of the correlation matrix,
-    squared multiple correlations as starting communalities, varimax-rotated: statsmodels ``Factor(method="pa")``,
-    whose loadings match R psych ``fa(fm="pa", rotate="varimax")``. At convergence principal axis minimises the
-    same unweighted least-squares residual as psych's ``fm="minres"`` (the PDSQI-9 validation's choice)."""
-    from statsmodels.multivariate.factor import Factor
-
-    res = Factor(x, n_factor=n_factors, method="pa", smc=True).fit(tol=1e-8)
-    res.rotate("varimax")
-    return np.asarray(res.loadings)
-
-
 def run_factor_analysis(rows: list[dict]) -> dict:
     import pandas as pd
 
     cols = [k for k in LIKERT if k != "synthesized"]
     df = pd.DataFrame([{k: r[f"{k}:human_mean"] for k in cols} for r in rows]).dropna()
     out: dict = {"items": cols, "n": int(len(df))}
-    corr = df.corr().to_numpy() if len(df) > 2 else None
+    corr = rel.correlation_matrix(df) if len(df) > 2 else None
     if corr is not None:
-        out["eigenvalues"] = [float(v) for v in sorted(np.linalg.eigvalsh(np.nan_to_num(corr)), reverse=True)]
+        out["eigenvalues"] = rel.scree_eigenvalues(corr)
     if len(df) < 6:
         out["error"] = "factor analysis needs at least 6 summaries with every item rated"
         return out
@@ -219,8 +187,8 @@ def run_factor_analysis(rows: list[dict]) -> dict:
                         "on every summary")
         return out
     try:
-        out["kmo"] = kmo(df.corr().to_numpy())
-        out["loadings"] = principal_axis_varimax(df.to_numpy(dtype=float), n_factors=4).round(4).tolist()
+        out["kmo"] = rel.kmo(rel.correlation_matrix(df))
+        out["loadings"] = rel.principal_axis_varimax(df.to_numpy(dtype=float), n_factors=4).round(4).tolist()
     except (np.linalg.LinAlgError, ValueError) as exc:  # a singular correlation matrix
         out["error"] = f"factor analysis failed: {exc}"
     return out
@@ -230,5 +198,5 @@ def item_correlation_matrix(rows: list[dict]) -> dict:
     import pandas as pd
 
     df = pd.DataFrame([{k: r[f"{k}:human_mean"] for k in LIKERT} for r in rows])
-    c = df.corr(method="spearman")
-    return {"items": LIKERT, "matrix": [[None if pd.isna(v) else float(v) for v in row] for row in c.to_numpy()]}
+    c = rel.correlation_matrix(df, method="spearman")
+    return {"items": LIKERT, "matrix": [[None if pd.isna(v) else float(v) for v in row] for row in c]}

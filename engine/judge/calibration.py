@@ -46,8 +46,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from engine import statistics as rel
-from engine.statistics.bootstrap import cluster_bootstrap
-from engine.statistics.monotone import TIE_SLOPE, monotone_apply, monotone_knots
+from engine.statistics import TIE_SLOPE, monotone_apply, monotone_knots
 from engine.judge.features import Features
 from engine.core.rubric import ITEMS
 
@@ -194,29 +193,6 @@ class CalibrationRefused(ValueError):
 # ------------------------------------------------------------------------------------------------ fitting
 
 
-def isotonic_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
-    """The isotonic step function's thresholds (a step map: summaries on one step tie)."""
-    from sklearn.isotonic import IsotonicRegression
-
-    iso = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(x, y)
-    return [float(v) for v in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
-
-
-def _ridge(rows: np.ndarray, y: np.ndarray, alpha: float = 1.0):
-    """Ridge on standardised columns (missing values take the column mean); returns coef, intercept, means,
-    scales."""
-    x = rows.astype(float)
-    means = np.array([np.nanmean(c) if np.isfinite(c).any() else 0.0 for c in x.T])
-    x = np.where(np.isnan(x), means, x)
-    scales = x.std(axis=0)
-    scales[scales == 0] = 1.0
-    z = (x - means) / scales
-    from sklearn.linear_model import Ridge
-
-    m = Ridge(alpha=alpha).fit(z, y)
-    return m.coef_.tolist(), float(m.intercept_), means.tolist(), scales.tolist()
-
-
 def _features(row: np.ndarray) -> Features:
     return Features(*[None if np.isnan(v) else float(v) for v in row])
 
@@ -234,7 +210,8 @@ def _fit_item(item: str, kind: str, expected: np.ndarray, feats: np.ndarray, y: 
     if kind == "judge+evidence":
         ic.combination_scales = dict(scales or {})
         base = _combined(item, expected, feats, scales)
-        ic.coef, ic.intercept, ic.means, ic.scales = _ridge(feats, y - base, alpha=PRIOR_ALPHA)
+        r = rel.ridge_standardised(feats, y - base, alpha=PRIOR_ALPHA)
+        ic.coef, ic.intercept, ic.means, ic.scales = list(r.coef), r.intercept, list(r.means), list(r.scales)
         ic.intercept = 0.0  # the map's levels carry the offset; the correction only reorders
         pred = np.array([ic.predictor(e, _features(f)) for e, f in zip(expected, feats)])
     else:
@@ -258,12 +235,6 @@ def refusal_reason(y: Sequence[float]) -> str:
     return ""
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> Optional[float]:
-    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
-        return None
-    return float(rel.spearman_rho(a, b).value)
-
-
 def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: int = N_BOOT,
              seed: int = 0, rank_score: Optional[np.ndarray] = None) -> Validity:
     """ICC(2,1) (absolute agreement, F-based CI), Spearman ρ and MAE of ``score`` against ``human``, the last two
@@ -277,11 +248,9 @@ def validity(score: np.ndarray, human: np.ndarray, groups: np.ndarray, n_boot: i
             icc = Metric(float(e.value), e.ci)
         except (ValueError, ZeroDivisionError, FloatingPointError):
             icc = Metric(None)
-    sp = Metric(_spearman(ranked, human),
-                cluster_bootstrap(lambda i: _spearman(ranked[i], human[i]), groups, n_boot, seed))
-    mae = Metric(float(np.mean(np.abs(score - human))) if len(score) else None,
-                 cluster_bootstrap(lambda i: float(np.mean(np.abs(score[i] - human[i]))), groups, n_boot, seed))
-    return Validity(len(score), icc, sp, mae)
+    sp = rel.spearman_clustered(ranked, human, groups, n_boot, seed)
+    mae = rel.mean_absolute_error_clustered(score, human, groups, n_boot, seed)
+    return Validity(len(score), icc, Metric(sp.value, sp.ci), Metric(mae.value, mae.ci))
 
 
 def fit(dataset: str, config_key: str, rows: Sequence[tuple[str, str, dict, Optional[Features]]],

@@ -1,5 +1,5 @@
 """The bootstrap, once: resampling counts over units, the percentile interval, the two-sided bootstrap p, and the
-cluster (case) bootstrap.
+cluster (case) bootstrap with its resampled values.
 
 Most statistics here are sums over units (coincidence matrices, sums of squares), so a resample is a vector of
 draw counts per unit (multinomial, ``numpy.random.default_rng(seed)``) and every resample's statistic is one
@@ -42,16 +42,16 @@ def two_sided_p(differences: Sequence[float]) -> float:
     return float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
 
 
-def cluster_bootstrap(fn: Callable[[np.ndarray], Optional[float]], groups: Sequence, n_boot: int, seed: int,
-                      level: float = 0.95, min_groups: int = 3) -> Optional[tuple[float, float]]:
-    """Percentile interval of ``fn(row indices)`` over a bootstrap of whole groups (e.g. every summary of a case
-    together): groups are drawn with replacement and all their rows enter. Resamples where ``fn`` returns None or
-    a non-finite value are skipped; None when fewer than ``min_groups`` groups or fewer than half the resamples
-    gave a value."""
+def cluster_bootstrap_values(fn: Callable[[np.ndarray], Optional[float]], groups: Sequence, n_boot: int,
+                             seed: int) -> list[float]:
+    """``fn(row indices)`` over ``n_boot`` bootstrap resamples of whole groups (e.g. every summary of a case
+    together): the distinct groups, in sorted order, are drawn with replacement (``numpy.random.default_rng(seed)``)
+    and all rows of each drawn group enter, in row order. Resamples where ``fn`` returns None or a non-finite value
+    are left out of the list (Davison & Hinkley 1997, section 3.8, resampling the top level of a hierarchy)."""
     groups = np.asarray(groups)
     uniq = np.unique(groups)
-    if len(uniq) < min_groups:
-        return None
+    if len(uniq) == 0:
+        return []
     idx_of = {g: np.flatnonzero(groups == g) for g in uniq}
     rng = np.random.default_rng(seed)
     vals = []
@@ -60,6 +60,16 @@ def cluster_bootstrap(fn: Callable[[np.ndarray], Optional[float]], groups: Seque
         v = fn(np.concatenate([idx_of[g] for g in pick]))
         if v is not None and math.isfinite(v):
             vals.append(v)
+    return vals
+
+
+def cluster_bootstrap(fn: Callable[[np.ndarray], Optional[float]], groups: Sequence, n_boot: int, seed: int,
+                      level: float = 0.95, min_groups: int = 3) -> Optional[tuple[float, float]]:
+    """Percentile interval of ``fn(row indices)`` over a bootstrap of whole groups (:func:`cluster_bootstrap_values`).
+    None when fewer than ``min_groups`` groups or fewer than half the resamples gave a value."""
+    if len(np.unique(np.asarray(groups))) < min_groups:
+        return None
+    vals = cluster_bootstrap_values(fn, groups, n_boot, seed)
     if len(vals) < n_boot // 2:
         return None
     return percentile_interval(vals, level)

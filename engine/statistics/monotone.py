@@ -1,5 +1,6 @@
-"""A strictly increasing map from a predictor to a 1-5 scale, fitted to ratings: it never ties or reorders what
-the predictor ranks apart.
+"""Monotone maps from a predictor to a 1-5 scale, fitted to ratings by isotonic regression (one fit,
+:func:`isotonic_fit`): the isotonic step function (:func:`isotonic_steps`), and a strictly increasing map that never
+ties or reorders what the predictor ranks apart.
 
 :func:`monotone_knots` fits isotonic regression (scikit-learn ``IsotonicRegression``, bounded to 1-5); each block of
 equal fitted level becomes one knot at its mean predictor, the levels pulled :data:`TIE_SLOPE` inside 1-5.
@@ -17,14 +18,28 @@ import numpy as np
 TIE_SLOPE = 0.05  # with a single isotonic block: mapped = level ± this × tanh(standardised predictor)
 
 
-def monotone_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
-    """Knots of the strictly increasing map: one per block of equal isotonic level, at the block's mean predictor
-    (levels strictly increase from block to block, so linear interpolation between knots is strictly increasing);
-    levels are pulled :data:`TIE_SLOPE` inside 1-5 so the tails stay strictly increasing."""
+def isotonic_fit(x: np.ndarray, y: np.ndarray):
+    """The isotonic (pool-adjacent-violators) regression of ``y`` on ``x`` bounded to 1-5: the non-decreasing step
+    function f minimising Σ (y_i − f(x_i))² (Barlow, Bartholomew, Bremner & Brunk 1972; Ayer et al. 1955), through
+    scikit-learn ``IsotonicRegression``; outside the fitted range it holds the end levels."""
     from sklearn.isotonic import IsotonicRegression
 
+    return IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(x, y)
+
+
+def isotonic_steps(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    """The isotonic step function's thresholds (x, level) (:func:`isotonic_fit`): interpolated linearly between
+    them it is the step map, under which predictors on one step tie."""
+    iso = isotonic_fit(x, y)
+    return [float(v) for v in iso.X_thresholds_], [float(v) for v in iso.y_thresholds_]
+
+
+def monotone_knots(x: np.ndarray, y: np.ndarray) -> tuple[list, list]:
+    """Knots of the strictly increasing map: one per block of equal isotonic level (:func:`isotonic_fit`), at the
+    block's mean predictor (levels strictly increase from block to block, so linear interpolation between knots is
+    strictly increasing); levels are pulled :data:`TIE_SLOPE` inside 1-5 so the tails stay strictly increasing."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    fitted = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True).fit(x, y).predict(x)
+    fitted = isotonic_fit(x, y).predict(x)
     xs, ys = [], []
     for level in np.unique(np.round(fitted, 9)):
         xs.append(float(np.mean(x[np.isclose(fitted, level)])))

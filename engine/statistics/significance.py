@@ -1,10 +1,10 @@
 """Paired and two-sample tests and correlations through scipy: Wilcoxon signed-rank, Mann-Whitney U, Pearson r
-(Fisher z interval), Spearman rho.
+(Fisher z interval), Spearman rho (and where it is defined), mid-ranks.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import numpy as np
 from scipy import stats
@@ -135,3 +135,18 @@ def spearman_rho(x: Any, y: Any = None, alternative: Alternative = "two-sided") 
     return Estimate(rho, p_value=float(res.pvalue), n=n,
                     method="Spearman rho (scipy); t-approximation p-value",
                     extra={"t": t, "df": n - 2, "alternative": alternative})
+
+
+def spearman_defined(x: Any, y: Any) -> Optional[float]:
+    """Spearman's rho (:func:`spearman_rho`) where it is defined: None for fewer than 3 pairs or when either side
+    is constant (no ranking to correlate)."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return None
+    return float(spearman_rho(a, b).value)
+
+
+def midranks(x: Any) -> np.ndarray:
+    """Ranks 1..n of ``x`` with ties given the mean of the ranks they span (mid-ranks, the ranks Spearman's rho
+    correlates; Kendall & Gibbons 1990, ch. 3), through ``scipy.stats.rankdata(method="average")``."""
+    return stats.rankdata(x)

@@ -70,23 +70,10 @@ def shipped_combination() -> Combination:
 
 def fit_monotone(X: Sequence[Sequence[float]], y: Sequence[int], l2: float = 1e-2,
                  sample_weight: Optional[Sequence[float]] = None) -> tuple[float, tuple[float, ...]]:
-    """(intercept, weights) of a logistic regression of ``y`` on ``X`` with every weight ≥ 0 (L-BFGS-B with bounds;
-    a small L2 penalty on the weights), the intercept free; ``sample_weight`` weighs each row (default: 1)."""
-    import numpy as np
-    from scipy.optimize import minimize
+    """(intercept, weights) of a logistic regression of ``y`` (1 = unsupported) on the signals ``X`` with every
+    weight ≥ 0 (:func:`engine.statistics.bounded_logistic`: L-BFGS-B with bounds, a small L2 penalty on the
+    weights), the intercept free; ``sample_weight`` weighs each row (default: 1)."""
+    from engine.statistics import bounded_logistic
 
-    A = np.asarray(X, dtype=float)
-    t = np.asarray(y, dtype=float)
-    sw = np.ones(len(t)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    sw = sw / sw.sum()
-
-    def loss(theta):
-        z = theta[0] + A @ theta[1:]
-        p = 1.0 / (1.0 + np.exp(-z))
-        ll = np.sum(sw * (np.logaddexp(0.0, z) - t * z)) + l2 * np.sum(theta[1:] ** 2)
-        g = np.concatenate([[np.sum(sw * (p - t))], A.T @ (sw * (p - t)) + 2 * l2 * theta[1:]])
-        return ll, g
-
-    res = minimize(loss, np.zeros(A.shape[1] + 1), jac=True, method="L-BFGS-B",
-                   bounds=[(None, None)] + [(0.0, None)] * A.shape[1])
-    return float(res.x[0]), tuple(float(w) for w in res.x[1:])
+    fit = bounded_logistic(X, y, lower=0.0, l2=l2, sample_weight=sample_weight)
+    return fit.intercept, fit.weights
