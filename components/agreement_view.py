@@ -6,6 +6,8 @@ plotly's toolbar (PNG) and a CSV download of the data behind it. Text from data 
 """
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
@@ -13,7 +15,7 @@ import streamlit as st
 
 from engine.core import untrusted
 from engine.core.rubric import item_label
-from engine.views.agreement import INTERVAL_NOTE, bland_altman_limits, rho_caption, trend_line
+from engine.views.agreement import BA_STEP, INTERVAL_NOTE, rho_caption, trend_line
 
 
 def show(fig: go.Figure, data: pd.DataFrame, key: str) -> None:
@@ -61,28 +63,22 @@ def length_scatter(rows: list[dict], item: str, y: str, rho: float | None, p: fl
     return fig, df
 
 
-BA_STEP = 0.25  # Bland–Altman points are drawn on a quarter-point grid (the CSV keeps the exact values)
 BA_PLOT_PX = (330, 220)  # the plotting area of a half-width chart at 1,280 px (width, height), for the bubble size
 
 
-def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
-    df = pd.DataFrame([{"summary": r["summary_id"], "mean": (r[f"{item}:llm"] + r[f"{item}:human_median"]) / 2,
-                        "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
-                       for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None],
-                      columns=["summary", "mean", "LLM − human"])
-    # The judge's expected score is continuous, so neighbouring points sat a few pixels apart and their bubbles and
-    # counts covered each other: points are drawn on a quarter-point grid, one bubble per grid point, sized and
-    # labelled by how many summaries it holds, and no bubble is wider than the grid's spacing on screen.
-    snapped = df.assign(**{c: (df[c] / BA_STEP).round() * BA_STEP for c in ("mean", "LLM − human")})
-    grouped = (snapped.groupby(["mean", "LLM − human"], as_index=False)
-               .agg(summaries=("summary", "count"), names=("summary", lambda s: ", ".join(list(s)[:8])
-                                                           + (" …" if len(s) > 8 else ""))))
-    limits = bland_altman_limits(df["LLM − human"].tolist())
+def bland_altman(ba, item: str) -> tuple[go.Figure, pd.DataFrame]:
+    """``ba``: engine.views.agreement.BlandAltmanData. The judge's expected score is continuous, so neighbouring
+    points sat a few pixels apart and their bubbles and counts covered each other: points are drawn on the view's
+    grid, one bubble per grid point, sized and labelled by how many summaries it holds, and no bubble is wider than
+    the grid's spacing on screen."""
+    df = pd.DataFrame(ba.points, columns=["summary", "mean", "LLM − human"])
+    grouped = pd.DataFrame(ba.bubbles, columns=["mean", "LLM − human", "summaries", "names"])
+    limits, step = ba.limits, BA_STEP
     ys = grouped["LLM − human"].tolist() + (list(limits) if limits is not None else [])
     xs = grouped["mean"].tolist()
-    y_range = [min(ys, default=-1) - 2 * BA_STEP, max(ys, default=1) + 2 * BA_STEP]
-    x_range = [min(xs, default=1) - 2 * BA_STEP, max(xs, default=5) + 2 * BA_STEP]
-    spacing = min(BA_PLOT_PX[1] * BA_STEP / (y_range[1] - y_range[0]), BA_PLOT_PX[0] * BA_STEP / (x_range[1] - x_range[0]))
+    y_range = [min(ys, default=-1) - 2 * step, max(ys, default=1) + 2 * step]
+    x_range = [min(xs, default=1) - 2 * step, max(xs, default=5) + 2 * step]
+    spacing = min(BA_PLOT_PX[1] * step / (y_range[1] - y_range[0]), BA_PLOT_PX[0] * step / (x_range[1] - x_range[0]))
     diameter = max(6.0, min(18.0, spacing - 2))
     fig = px.scatter(_for_plot(grouped), x="mean", y="LLM − human", size="summaries",
                      text="summaries" if diameter >= 12 else None, hover_name="names", height=380,
@@ -100,13 +96,10 @@ def bland_altman(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
     return fig, df
 
 
-def confusion(rows: list[dict], item: str) -> tuple[go.Figure, pd.DataFrame]:
-    pairs = [(round(r[f"{item}:human_median"] + 1e-9), round(r[f"{item}:llm"]))
-             for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None]
-    levels = sorted({v for p in pairs for v in p} | {1, 2, 3, 4, 5}) if pairs else [1, 2, 3, 4, 5]
-    m = pd.DataFrame(0, index=levels, columns=levels)
-    for h, l in pairs:
-        m.loc[h, l] += 1
+def confusion(levels: list[int], counts: list[list[int]], item: str) -> tuple[go.Figure, pd.DataFrame]:
+    """``levels``, ``counts``: engine.views.agreement.confusion_counts (rows: the raters' median, columns: the
+    judge)."""
+    m = pd.DataFrame(counts, index=levels, columns=levels)
     fig = px.imshow(m, text_auto=True, labels={"x": "LLM judge", "y": "human median (rounded)", "color": "summaries"},
                     height=360, color_continuous_scale="Blues")
     fig.update_layout(title=untrusted.plot(f"Confusion: {item_label(item)}"))
@@ -190,28 +183,20 @@ def spot_checks(vs_panel: list[dict], pairs: list[dict], in_reference: bool) -> 
         table(pairs, "spot_checks_pairs")
 
 
-def report_button(dataset: str, config_key: str | None, spot_checks_in_reference: bool = False) -> None:
-    """Make the committee report (self-contained HTML, and a PDF when Chromium is installed) once and offer both:
-    the files are kept for this dataset, configuration and data version, so downloading one leaves the other (no
-    second generation); the download buttons do not rerun the page."""
-    import tempfile
-    from pathlib import Path
+def report_button(make: Callable[[], tuple[bytes, Optional[bytes]]], key: tuple, dataset: str) -> None:
+    """Make the committee report (self-contained HTML, and a PDF when Chromium is installed: ``make()`` returns
+    both) once and offer both: the files are kept for ``key`` (dataset, configuration, data), so downloading one
+    leaves the other (no second generation); the download buttons do not rerun the page."""
+    from engine.views.agreement import ReportError
 
-    from components import state
-    from engine.views.agreement import ReportError, committee_report, pdf_printer_available
-
-    key = (dataset, config_key, state.data_version(), spot_checks_in_reference)
     if st.button("Make the committee report (HTML + PDF)", key="make_report"):
-        with st.spinner("Writing the report…"), tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
-            html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
+        with st.spinner("Writing the report…"):
             try:
-                committee_report(state.store(), dataset, html, pdf if pdf_printer_available() else None, config_key,
-                                 count_tokens=state.token_counter(), spot_checks=spot_checks_in_reference)
+                html, pdf = make()
             except ReportError as exc:
                 st.error(untrusted.md(exc))
                 return
-            st.session_state["committee_report"] = {"key": key, "html": html.read_bytes(),
-                                                    "pdf": pdf.read_bytes() if pdf.exists() else None}
+            st.session_state["committee_report"] = {"key": key, "html": html, "pdf": pdf}
     made = st.session_state.get("committee_report")
     if not made or made["key"] != key:
         return

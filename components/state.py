@@ -1,7 +1,6 @@
-"""Shared Streamlit plumbing: the workspace store (cached resource), cached dataset reads, selection state."""
+"""Shared Streamlit plumbing: the workspace store, the models and the tokenizer, each opened once per process
+(``st.cache_resource``); dataset reads kept under the store's data fingerprint; the shared selection."""
 from __future__ import annotations
-
-import json
 
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -10,7 +9,7 @@ import streamlit as st
 
 from engine.core import untrusted
 from engine.core.models import Dataset
-from engine.sample import SAMPLE_NAME, ensure_sample
+from engine.sample import SAMPLE_NAME, open_workspace
 from engine.data.settings import AppSettings, SettingsError, load_settings, workspace_path
 from engine.data.store import DatasetInfo, Store, StoreError
 
@@ -38,9 +37,7 @@ _use_app_navigation()
 
 @st.cache_resource(show_spinner=False)
 def _store_for(path: str) -> Store:
-    store = Store(path)
-    ensure_sample(store)
-    return store
+    return open_workspace(path)
 
 
 def show_store_error(exc: Exception) -> None:
@@ -88,7 +85,7 @@ def store() -> Store:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _dataset(path: str, name: str, version: int) -> Dataset:
+def _dataset(path: str, name: str, version: int, fingerprint: str) -> Dataset:
     return _store_for(path).load_dataset(name)
 
 
@@ -103,23 +100,7 @@ def bump_data_version() -> None:
 
 def dataset(name: str) -> Dataset:
     s = store()
-    return _dataset(s.location, name, data_version())
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _stigma_results(path: str, name: str, version: int, extra_json: str):
-    from engine.evidence.stigma.detector import assess_dataset
-
-    return assess_dataset(_dataset(path, name, version), extra_entries=json.loads(extra_json))
-
-
-def stigma_results(name: str):
-    """The stigmatizing-language detector's result for every summary of a dataset (built-in lexicon plus this
-    workspace's clinician entries), computed once per data version and lexicon, not on every rerun."""
-    from engine.evidence.stigma.entries import workspace_entries
-
-    s = store()
-    return _stigma_results(s.location, name, data_version(), json.dumps(workspace_entries(s), sort_keys=True))
+    return _dataset(s.location, name, data_version(), s.data_fingerprint(name, content_only=True))
 
 
 def datasets() -> list[DatasetInfo]:
@@ -293,22 +274,6 @@ def require_dataset():
         st.stop()
 
 
-@st.cache_data(max_entries=4, show_spinner="Computing agreement statistics…")
-def _agreement(path: str, name: str, version: int, judge_key: str, n_boot: int, config_key: str | None = None,
-               spot_checks: bool = False):
-    from engine.views.agreement import agreement_report
-
-    return agreement_report(_store_for(path), name, config_key, n_boot, count_tokens=token_counter(),
-                            spot_checks=spot_checks)
-
-
-def judge_configurations(name: str):
-    """The judge configurations present in a dataset's stored results (most summaries first)."""
-    from engine.views.agreement import judge_configurations as configurations
-
-    return configurations(store(), name)
-
-
 @st.cache_resource(show_spinner=False)
 def _token_counter(model_path: str):
     from engine.llm.modelfiles import judge_token_counter
@@ -319,15 +284,6 @@ def _token_counter(model_path: str):
 def token_counter():
     """Counts tokens with the configured judge model's tokenizer (loaded once, vocabulary only)."""
     return _token_counter(settings().llama_model_path)
-
-
-def agreement(name: str, n_boot: int = 1000, config_key: str | None = None, spot_checks: bool = False):
-    """The dataset's agreement report (the rater panel, reviews, and the LLM judge results of ONE judge
-    configuration — never pooled); ``spot_checks``: the clinicians' spot checks enter the human reference.
-    Cached until the data change."""
-    s = store()
-    judge_key = str(len(s.judge_results(name, latest_only=False)))
-    return _agreement(s.location, name, data_version(), judge_key, n_boot, config_key, spot_checks)
 
 
 def case_picker(ds):

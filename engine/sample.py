@@ -109,3 +109,11 @@ def export_evidence(store: Store, path: Path, methods: tuple = EVIDENCE_METHODS)
 
 def load_manifest() -> dict:
     return json.loads(SAMPLE_MANIFEST.read_text(encoding="utf-8"))
+
+
+def open_workspace(path) -> Store:
+    """The workspace at ``path`` (an SQLite file or a PostgreSQL address), opened, with the sample imported the
+    first time (:func:`ensure_sample`): what the app opens once per process."""
+    store = Store(path)
+    ensure_sample(store)
+    return store

@@ -63,7 +63,7 @@ def isolated_settings(tmp_path, monkeypatch, suite_prefix_cache):
 # Test modules whose `store` tests run against both stores: the embedded SQLite file and a PostgreSQL server that the
 # suite starts itself (initdb + pg_ctl in a temporary folder, on a loopback port, password from a password file).
 BOTH_STORES = {"test_store", "test_job_records", "test_reviews", "test_reviewer_work", "test_panel_and_spot_checks", "test_judge_batch",
-               "test_config_sets", "test_calibration", "test_agreement", "test_team_workspace"}
+               "test_config_sets", "test_calibration", "test_agreement", "test_team_workspace", "test_data_fingerprint"}
 
 
 def chromium_gate(ci: bool, chromium: str | None) -> tuple[str, str]:

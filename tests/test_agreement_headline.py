@@ -153,7 +153,9 @@ def test_length_chart_keeps_its_statistic_in_a_subtitle_and_the_confusion_matrix
              "accurate:human_median": 1 + (i + 1) % 5} for i in range(10)]
     fig, _ = length_scatter(rows, "accurate", "llm", -0.1234, 0.04)
     assert "Spearman" not in fig.layout.title.text and "Spearman ρ = -0.123" in fig.layout.title.subtitle.text
-    fig, _ = confusion(rows, "accurate")
+    from engine.views.agreement import confusion_counts
+
+    fig, _ = confusion(*confusion_counts(rows, "accurate"), "accurate")
     assert list(fig.layout.xaxis.tickvals) == [1, 2, 3, 4, 5] == list(fig.layout.yaxis.tickvals)
 
 

@@ -137,8 +137,8 @@ def test_evidence_csv_export_has_the_column():
 
 
 def test_disagreements_exclude_argument():
-    from components.state import _agreement
     from engine.analysis.agreement import disagreements
+    from engine.views.agreement import agreement_report
     from engine.judge.results import JudgeResult
     from engine.judge.configs import configurations
     from engine.sample import ensure_sample
@@ -148,7 +148,7 @@ def test_disagreements_exclude_argument():
     store = Store(workspace_path())
     ensure_sample(store)
     key = configurations([JudgeResult.from_json(x) for x in store.judge_results("sample")])[0].key
-    rep = _agreement(str(store.path), "sample", 0, "x", 50, key)
+    rep = agreement_report(store, "sample", key, 50)
     rows = disagreements(rep)
     drop = {rows[0]["summary_id"], rows[1]["summary_id"]}
     kept = disagreements(rep, exclude=drop)

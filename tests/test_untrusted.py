@@ -187,7 +187,9 @@ def test_agreement_downloads_are_neutralised(monkeypatch):
                    for k, sid in enumerate(payload.FORMULAS + ('<a href="http://127.0.0.2:9/">s</a>',))]
     fig, data = av.length_scatter(per_summary, "thorough", "human_mean", 0.1, 0.5)
     av.show(fig, data, "length")
-    fig2, data2 = av.bland_altman(per_summary, "thorough")
+    from engine.views.agreement import bland_altman_data
+
+    fig2, data2 = av.bland_altman(bland_altman_data(per_summary, "thorough"), "thorough")
     av.show(fig2, data2, "bland")
     assert len(got) == 3
     for key, blob in got.items():

@@ -5,7 +5,6 @@ stored calibration, the scores used, and the filtered disagreement list — and 
 (trend lines, Bland–Altman limits)."""
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -20,6 +19,16 @@ from engine.analysis.headline import HeadlineRow, headline, llm_vs_human_rows, m
 from engine.analysis.items import LIKERT
 from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_svg  # noqa: F401 (ReportError: for the page)
 from engine.analysis.spot_checks import spot_check_rows
+from engine.statistics import bland_altman, least_squares_line
+from engine.core.rubric import ITEMS
+from engine.data.store import StoreError
+
+__all__ = ["AgreementPage", "AgreementPageView", "CALIBRATION_KINDS", "CalibrationRefused", "ITEM_LABELS",
+           "INTERVAL_NOTE", "ReportError", "StoreError", "agreement_page"]
+
+CALIBRATION_KINDS = calibration.CALIBRATION_KINDS
+CalibrationRefused = calibration.CalibrationRefused
+ITEM_LABELS = {i.key: i.label for i in ITEMS}
 
 
 @dataclass
@@ -119,22 +128,21 @@ def rho_caption(rho: Optional[float], p: Optional[float]) -> str:
 
 
 def trend_line(xs: Sequence[float], ys: Sequence[float]) -> Optional[tuple[float, float]]:
-    """(slope, intercept) of the least-squares line (scipy.stats.linregress); None for fewer than two distinct x."""
-    from scipy.stats import linregress
-
+    """(slope, intercept) of the least-squares line (engine.statistics.least_squares_line); None for fewer than two
+    distinct x."""
     if len(xs) < 2 or len(set(xs)) < 2:
         return None
-    fit = linregress(list(xs), list(ys))
-    return float(fit.slope), float(fit.intercept)
+    fit = least_squares_line(xs, ys)
+    return fit.slope, fit.intercept
 
 
 def bland_altman_limits(differences: Sequence[float]) -> Optional[tuple[float, float, float]]:
     """(bias, lower, upper): the mean difference and the 95 % limits of agreement, mean ∓ 1.96 SD (sample SD;
-    Bland & Altman 1986); None for fewer than two differences."""
+    Bland & Altman 1986; engine.statistics.bland_altman); None for fewer than two differences."""
     if len(differences) < 2:
         return None
-    m, sd = statistics.fmean(differences), statistics.stdev(differences)
-    return m, m - 1.96 * sd, m + 1.96 * sd
+    ba = bland_altman(differences)
+    return ba.bias, ba.lower, ba.upper
 
 
 def disagreement_rows(rep: AgreementReport, item: str, smoke_test: bool, exclude_smoke: bool) -> list[dict]:
@@ -182,3 +190,109 @@ def pdf_printer_available() -> bool:
     from engine.analysis import report
 
     return report.chromium_path() is not None
+
+
+BA_STEP = 0.25  # Bland–Altman points are drawn on a quarter-point grid (the CSV keeps the exact values)
+
+
+@dataclass(frozen=True)
+class BlandAltmanData:
+    """``points``: one row per summary with both scores (summary, mean, LLM − human); ``bubbles``: the points
+    snapped to a :data:`BA_STEP` grid, one row per grid point with how many summaries it holds and their names (at
+    most eight); ``limits``: (bias, lower, upper) or None."""
+
+    points: list[dict]
+    bubbles: list[dict]
+    limits: Optional[tuple[float, float, float]]
+
+
+def bland_altman_data(rows: Sequence[dict], item: str) -> BlandAltmanData:
+    """The judge's score against the raters' median for ``item`` (rows of the report's ``per_summary``)."""
+    points = [{"summary": r["summary_id"], "mean": (r[f"{item}:llm"] + r[f"{item}:human_median"]) / 2,
+               "LLM − human": r[f"{item}:llm"] - r[f"{item}:human_median"]}
+              for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None]
+    grid: dict[tuple[float, float], list[str]] = {}
+    for p in points:
+        at = tuple(round(p[c] / BA_STEP) * BA_STEP for c in ("mean", "LLM − human"))
+        grid.setdefault(at, []).append(p["summary"])
+    bubbles = [{"mean": m, "LLM − human": d, "summaries": len(names),
+                "names": ", ".join(names[:8]) + (" …" if len(names) > 8 else "")}
+               for (m, d), names in sorted(grid.items())]
+    return BlandAltmanData(points, bubbles, bland_altman_limits([p["LLM − human"] for p in points]))
+
+
+def confusion_counts(rows: Sequence[dict], item: str) -> tuple[list[int], list[list[int]]]:
+    """(levels, counts[human level][LLM level]) of the raters' median (rounded) against the judge's score (rounded)
+    for ``item``; every score 1–5 is a level."""
+    pairs = [(round(r[f"{item}:human_median"] + 1e-9), round(r[f"{item}:llm"]))
+             for r in rows if r.get(f"{item}:llm") is not None and r.get(f"{item}:human_median") is not None]
+    levels = sorted({v for p in pairs for v in p} | {1, 2, 3, 4, 5})
+    at = {v: i for i, v in enumerate(levels)}
+    counts = [[0] * len(levels) for _ in levels]
+    for h, llm in pairs:
+        counts[at[h]][at[llm]] += 1
+    return levels, counts
+
+
+class AgreementPage:
+    """Everything the Agreement page shows and does for one dataset: the judge configurations, then for the one
+    chosen the report (kept while the data are unchanged: engine.views.memo) and its view, the charts' data, the
+    filtered disagreements, fitting a calibration and writing the committee report."""
+
+    def __init__(self, store, name: str, ds: Dataset):
+        self.store, self.name, self.ds = store, name, ds
+        self.configurations = judge_configurations(store, name)
+        self.report: Optional[AgreementReport] = None
+        self.view: Optional[AgreementPageView] = None
+
+    def analyse(self, config, spot_checks: bool, count_tokens=None, n_boot: int = 1000) -> AgreementPageView:
+        """The report of ``config`` (a JudgeConfig or None) and its view; the figures behind :attr:`report`."""
+        from engine.views.memo import remembered, stigma_results
+
+        key = (config.key if config else None, spot_checks, n_boot)
+        self.report = remembered(self.store, self.name, "agreement", key, lambda: agreement_report(
+            self.store, self.name, key[0], n_boot, count_tokens=count_tokens, spot_checks=spot_checks))
+        self.config = config
+        self.view = agreement_page_view(self.store, self.name, self.ds, self.report, config,
+                                        stigma_results(self.store, self.name, self.ds))
+        return self.view
+
+    def length_correlation(self, item: str, y: str):
+        return length_correlation(self.report, item, y)
+
+    def bland_altman(self, item: str) -> BlandAltmanData:
+        return bland_altman_data(self.report.per_summary, item)
+
+    def confusion(self, item: str):
+        return confusion_counts(self.report.per_summary, item)
+
+    def disagreements(self, item: str, exclude_smoke: bool) -> list[dict]:
+        smoke = bool(self.config and self.config.smoke_test)
+        return disagreement_rows(self.report, item, smoke, exclude_smoke)
+
+    def fit_calibration(self, kind: str):
+        """Fit and store a calibration of the chosen configuration, then read the view again."""
+        from engine.views.memo import stigma_results
+
+        fitted = fit_calibration(self.store, self.name, self.config.key, kind)
+        self.view = agreement_page_view(self.store, self.name, self.ds, self.report, self.config,
+                                        stigma_results(self.store, self.name, self.ds))
+        return fitted
+
+    def report_files(self, count_tokens=None, spot_checks: bool = False) -> tuple[bytes, Optional[bytes]]:
+        """The committee report of the chosen configuration as (HTML, PDF or None where no Chromium can print it);
+        raises :class:`ReportError` with the reason."""
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory(prefix="sumcheck-report-") as d:
+            html, pdf = Path(d) / "report.html", Path(d) / "report.pdf"
+            committee_report(self.store, self.name, html, pdf if pdf_printer_available() else None,
+                             self.config.key if self.config else None, count_tokens=count_tokens,
+                             spot_checks=spot_checks)
+            return html.read_bytes(), (pdf.read_bytes() if pdf.exists() else None)
+
+
+def agreement_page(store, name: str, ds: Dataset) -> AgreementPage:
+    """The Agreement page's one entry (:class:`AgreementPage`)."""
+    return AgreementPage(store, name, ds)
