@@ -4,13 +4,15 @@ from __future__ import annotations
 from typing import Sequence
 
 import streamlit as st
+from markupsafe import Markup
 
 from components.evidence_view import marks_html
+from components.html import fragment
 from engine.core import untrusted
 
 def _text_html(text: str) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return "<br>".join(untrusted.html(line) for line in lines)
+    return fragment("text_lines", lines=lines)
 
 
 def note_anchor(nid: str) -> str:
@@ -23,12 +25,9 @@ def note_anchor(nid: str) -> str:
 def _badge(nid: str, known_note_ids: Sequence[str]) -> str:
     ok = nid in known_note_ids
     colour = "#1f6feb" if ok else "#cf222e"
-    title = untrusted.html(f"cites note {nid} (click to show it)" if ok
-                           else f"cites note {nid}, which is not in this case")
-    badge = (f'<span title="{title}" style="background:{colour};color:white;border-radius:4px;'
-             f'padding:0 5px;font-size:0.8em;white-space:nowrap">Note {untrusted.html(nid)}</span>')
+    title = f"cites note {nid} (click to show it)" if ok else f"cites note {nid}, which is not in this case"
     # a cited note that exists: the badge scrolls its notes box to it (an in-page link, nothing leaves the page)
-    return f'<a href="#{note_anchor(nid)}" style="text-decoration:none">{badge}</a>' if ok else badge
+    return fragment("citation_badge", nid=nid, title=title, colour=colour, anchor=note_anchor(nid) if ok else "")
 
 
 # stigmatizing-language categories (engine/resources/stigma_lexicon.json) -> highlight colour
@@ -53,16 +52,12 @@ FLAG_STYLE = {"citation wrong": ("✗ cite", "#cf222e"), "citation missing": ("?
 
 def _flag_badge(kind: str, title: str) -> str:
     symbol, colour = FLAG_STYLE.get(kind, ("!", "#cf222e"))
-    return (f'<span class="sumcheck-flag" data-kind="{untrusted.html(kind)}" title="{untrusted.html(title)}" '
-            f'style="border:1px solid {colour};color:{colour};border-radius:4px;padding:0 4px;margin-left:3px;'
-            f'font-size:0.75em;white-space:nowrap">{untrusted.html(symbol)}</span>')
+    return fragment("flag_badge", kind=kind, title=title, symbol=symbol, colour=colour)
 
 
 def flag_legend() -> str:
     """HTML legend of the sentence flags."""
-    chips = "".join(_flag_badge(k, k) + f' <span style="font-size:0.8em;margin-right:8px">{untrusted.html(k)}</span>'
-                    for k in FLAG_STYLE)
-    return f'<div style="font-size:0.8em">Sentence flags (hover one for the reason): {chips}</div>'
+    return fragment("flag_legend", flags=[(k, symbol, colour) for k, (symbol, colour) in FLAG_STYLE.items()])
 
 
 def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]], known_note_ids: Sequence[str],
@@ -90,14 +85,13 @@ def summary_html(text: str, citations: Sequence[tuple[int, int, Sequence[str]]],
             out.append("".join(_flag_badge(k, t) for k, t in by_end.pop(pos)))
     out.append(_marked_html(text[pos:], pos, marks))
     out += ["".join(_flag_badge(k, t) for k, t in v) for v in by_end.values()]  # a flag past the text's end
-    return f'<div style="line-height:1.7">{"".join(out)}</div>'
+    return fragment("summary_block", body=Markup("".join(out)))  # escaped text, marks and badges built above
 
 
 def stigma_legend(categories: dict[str, str]) -> str:
     """HTML legend: one swatch per stigmatizing-language category (``categories``: key -> label)."""
-    chips = "".join(f'<span style="background:{STIGMA_COLOURS.get(k, STIGMA_DEFAULT_COLOUR)};padding:0 6px;'
-                    f'margin-right:6px;border-radius:3px">{untrusted.html(v)}</span>' for k, v in categories.items())
-    return f'<div style="font-size:0.8em">Stigmatizing language (hover a mark for its category): {chips}</div>'
+    return fragment("stigma_legend", chips=[(STIGMA_COLOURS.get(k, STIGMA_DEFAULT_COLOUR), v)
+                                            for k, v in categories.items()])
 
 
 NOTE_STYLE = "font-family:inherit;font-size:0.92em;line-height:1.55"
@@ -107,12 +101,10 @@ def note_html(n: dict, marks: Sequence[Mark] = ()) -> str:
     """One note as a block: its header (id, date, type, author) and its text in the page's own font, with ``marks``
     (stigmatizing language) highlighted; the block's id is :func:`note_anchor` so a citation badge can reach it."""
     meta = " · ".join(x for x in (n.get("date"), n.get("note_type"), n.get("author_specialty")) if x)
-    head = untrusted.html(f"Note {n['note_id']}" + (f" — {meta}" if meta else "")
-                          + f" — {len(n['text'].split())} words")
+    head = f"Note {n['note_id']}" + (f" — {meta}" if meta else "") + f" — {len(n['text'].split())} words"
     body = _marked_html(n["text"], 0, marks) if marks else _text_html(n["text"])
-    return (f'<div id="{note_anchor(n["note_id"])}" style="scroll-margin-top:6px;margin-bottom:14px">'
-            f'<div style="font-weight:600;border-bottom:1px solid #d0d7de;margin-bottom:4px">{head}</div>'
-            f'<div style="{NOTE_STYLE}">{body}</div></div>')
+    return fragment("note_block", anchor=note_anchor(n["note_id"]), head=head, style=NOTE_STYLE,
+                    body=Markup(body))  # the note's text, escaped by _marked_html or _text_html
 
 
 def render_notes(notes: Sequence[dict], marks: dict[str, Sequence[Mark]] | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.evidence_view import render_focus_note
+from components.html import fragment
 from engine.core import untrusted
 
 
@@ -15,9 +16,8 @@ def heat_colour(score: float, lo: float, hi: float) -> str:
 
 
 def legend(lo: float, hi: float, label: str) -> None:
-    stops = "".join(f'<span style="background:{heat_colour(lo + (hi - lo) * k / 4, lo, hi)};padding:2px 10px">'
-                    f"{lo + (hi - lo) * k / 4:.2f}</span>" for k in range(5))
-    st.markdown(f'<div style="font-size:0.85em">{untrusted.html(label)}: {stops}</div>', unsafe_allow_html=True)
+    stops = [(heat_colour(lo + (hi - lo) * k / 4, lo, hi), lo + (hi - lo) * k / 4) for k in range(5)]
+    st.markdown(fragment("heat_legend", label=label, stops=stops), unsafe_allow_html=True)
 
 
 def render_heat_note(note_id: str, text: str, units: list[dict], threshold: float, hi: float,
@@ -35,5 +35,4 @@ def render_heat_note(note_id: str, text: str, units: list[dict], threshold: floa
 
 def verdict_badge(verdict: str) -> str:
     colour = {"ok": "#1a7f37", "missing": "#bf8700", "wrong": "#cf222e", "n/a": "#6e7781"}.get(verdict, "#cf222e")
-    return (f'<span style="background:{colour};color:white;border-radius:4px;padding:0 6px;font-size:0.8em">'
-            f"citation {untrusted.html(verdict)}</span>")
+    return fragment("verdict_badge", verdict=verdict, colour=colour)

@@ -7,75 +7,32 @@ from typing import Callable, Sequence
 
 import pandas as pd
 import streamlit as st
+from markupsafe import Markup
 
+from components.html import fragment
 from engine.core import untrusted
 
 
 FOCUS_BACKGROUND = "rgba(31,111,235,0.35)"
 FOCUS_OUTLINE = "outline:2px solid #1f6feb;outline-offset:1px"
 _FOCUS_ID = re.compile(r"sc-focus-[0-9a-f]{16}")
-# Our own constant script (the only thing put in it is a hex id, checked by :func:`focus_script`). Once the box is
-# laid out it centres the focused passage inside its scroll box; when the reader has just picked it
-# (data-scroll="page") it also brings the passage into the window if it is not there. It checks again while the
-# rest of the page settles, and centres the passage again when a hidden tab holding the box is shown.
-_FOCUS_SCRIPT = """<script>(function () {
-  var id = "%s", tries = 0;
-  function inBox(el) {
-    var box = el.parentElement, r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
-    return box.clientHeight > 0 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
-  }
-  function inWindow(el) {
-    var r = el.getBoundingClientRect();
-    return r.top >= 0 && r.bottom <= (window.innerHeight || document.documentElement.clientHeight);
-  }
-  function centreInBox(el) {
-    var box = el.parentElement;
-    if (!box || box.clientHeight === 0) return;
-    var b = box.getBoundingClientRect(), r = el.getBoundingClientRect();
-    box.scrollTop += (r.top - b.top) - (box.clientHeight - r.height) / 2;
-  }
-  function focus(el) {
-    if (!el.isConnected) return;
-    if (!inBox(el)) centreInBox(el);
-    if (el.getAttribute("data-scroll") === "page" && el.parentElement.clientHeight > 0 && !inWindow(el))
-      el.scrollIntoView({block: "center", inline: "nearest", behavior: "instant"});
-  }
-  function start() {
-    var el = document.getElementById(id);
-    if (!el) { if (++tries < 40) setTimeout(start, 50); return; }
-    focus(el);
-    [150, 400, 900, 1600].forEach(function (ms) { setTimeout(function () { focus(el); }, ms); });
-    var box = el.parentElement, shown = box.clientHeight > 0;
-    if (window.ResizeObserver) {
-      var watch = new ResizeObserver(function () {
-        if (!el.isConnected) { watch.disconnect(); return; }
-        var now = box.clientHeight > 0;
-        if (now && !shown) centreInBox(el);
-        shown = now;
-      });
-      watch.observe(box);
-    }
-  }
-  requestAnimationFrame(function () { requestAnimationFrame(start); });
-})();</script>"""
 
 
 def marks_html(text: str, spans: Sequence[tuple[int, int, str, str]], offset: int = 0,
                escape: Callable[[str], str] = untrusted.html,
-               attrs: Callable[[int, int], tuple[str, str]] = lambda start, end: ("", "")) -> str:
+               attrs: Callable[[int, int], dict] = lambda start, end: {}) -> str:
     """``text`` (starting at ``offset`` of the full text the spans refer to) with every (start, end, css background,
     title) span that lies inside it marked; overlapping spans after the first are skipped. Text goes through
-    ``escape`` (:func:`engine.core.untrusted.html`, or a variant that keeps line breaks), titles through
-    :func:`engine.core.untrusted.html`; ``attrs(start, end)`` gives a mark's extra attributes and extra style."""
+    ``escape`` (:func:`engine.core.untrusted.html`, or a variant that keeps line breaks), titles through the
+    ``mark`` fragment's autoescape; ``attrs(start, end)`` gives a mark's extra values for that fragment
+    (``focus_id``, ``scroll``, ``outline``)."""
     out, pos = [], 0
     for start, end, colour, title in sorted(spans):
         a, b = start - offset, end - offset
         if a < pos or b > len(text) or b <= a:
             continue
-        extra_attrs, extra_style = attrs(start, end)
         out.append(escape(text[pos:a]))
-        out.append(f'<mark{extra_attrs} title="{untrusted.html(title)}" style="background:{colour};padding:0 1px;'
-                   f'border-radius:2px{extra_style}">{escape(text[a:b])}</mark>')
+        out.append(fragment("mark", body=Markup(escape(text[a:b])), title=title, colour=colour, **attrs(start, end)))
         pos = b
     out.append(escape(text[pos:]))
     return "".join(out)
@@ -95,16 +52,12 @@ def highlight_html(text: str, spans: Sequence[tuple[int, int, str, str]], height
             spans.append((focus[0], focus[1], FOCUS_BACKGROUND, "selected passage"))
         if focus_id and not _FOCUS_ID.fullmatch(focus_id):
             raise ValueError("focus_id must come from focus_id()")
-    def focus_attrs(start: int, end: int) -> tuple[str, str]:
+    def focus_attrs(start: int, end: int) -> dict:
         if focus is None or (start, end) != tuple(focus):
-            return "", ""
-        return ((f' id="{focus_id}"' if focus_id else "") + f' data-scroll="{"page" if scroll_page else "box"}"',
-                ";" + FOCUS_OUTLINE)
+            return {}
+        return {"focus_id": focus_id, "scroll": "page" if scroll_page else "box", "outline": FOCUS_OUTLINE}
 
-    style = "white-space:pre-wrap;font-family:inherit;line-height:1.6"
-    if height:
-        style += f";max-height:{height}px;overflow-y:auto"
-    return f'<div style="{style}">{marks_html(text, spans, attrs=focus_attrs)}</div>'
+    return fragment("highlight_box", body=Markup(marks_html(text, spans, attrs=focus_attrs)), height=height)
 
 
 def focus_id(where: str, text: str, span: tuple[int, int]) -> str:
@@ -114,10 +67,14 @@ def focus_id(where: str, text: str, span: tuple[int, int]) -> str:
 
 
 def focus_script(fid: str) -> str:
-    """The constant scroll script for the passage with id ``fid`` (nothing but a :func:`focus_id` goes in)."""
+    """The constant scroll script (the ``focus_script`` fragment) for the passage with id ``fid``: nothing but a
+    :func:`focus_id` goes in. Once the box is laid out it centres the focused passage inside its scroll box; when
+    the reader has just picked it (data-scroll="page") it also brings the passage into the window if it is not
+    there. It checks again while the rest of the page settles, and centres the passage again when a hidden tab
+    holding the box is shown."""
     if not _FOCUS_ID.fullmatch(fid):
         raise ValueError("focus_script takes only an id made by focus_id()")
-    return _FOCUS_SCRIPT % fid
+    return fragment("focus_script", fid=fid)
 
 
 def aligned_passages(sentence) -> tuple[list, object | None]:
@@ -145,8 +102,7 @@ def render_focus_note(text: str, spans: Sequence[tuple[int, int, str, str]], hei
 
 def weight_badge(weight: float) -> str:
     colour = "#cf222e" if weight >= 1 else "#bf8700" if weight >= 0.5 else "#6e7781"
-    return (f'<span style="background:{colour};color:white;border-radius:10px;padding:1px 8px;font-size:0.85em">'
-            f"{weight:.2g}</span>")
+    return fragment("weight_badge", weight=weight, colour=colour)
 
 
 def render_medomit_summary(weight, count, ddx_difference, n_facts: int) -> None:
@@ -287,32 +243,25 @@ def explain_columns(columns: Sequence[str]) -> str:
     return "\n".join(f"- **{c}**: {COLUMN_HELP[c]}" for c in columns if c in COLUMN_HELP)
 
 
-def group_chart(rows: list[dict], by: str, metrics: Sequence[str]):
-    """Bars of the mean of each metric per group (one panel per metric: the scales differ); None when no metric
-    has a value. Group names reach the figure only through ``untrusted.plot``."""
+def group_chart(data: list[dict], by: str, metrics: Sequence[str]):
+    """Bars of the group means ``data`` (rows of ``by``, metric, mean, summaries: engine.views.evidence.
+    group_chart_rows), one panel per metric (the scales differ), and the rows as a frame for the CSV; the figure is
+    None when there is no row. Group names reach the figure only through ``untrusted.plot``."""
     import plotly.express as px
 
-    recs = []
-    for r in rows:
-        for m in metrics:
-            v = r.get(m)
-            if v is not None and not (isinstance(v, float) and v != v):
-                recs.append({by: r.get(by) or "(none)", "metric": m, "value": float(v)})
-    if not recs:
-        return None, pd.DataFrame(columns=[by, "metric", "mean", "summaries"])
-    df = pd.DataFrame(recs)
-    data = (df.groupby([by, "metric"], as_index=False).agg(mean=("value", "mean"), summaries=("value", "size")))
-    data["mean"] = data["mean"].round(4)
-    shown = data.copy()
-    shown[by] = shown[by].map(untrusted.plot)
+    frame = pd.DataFrame(data, columns=[by, "metric", "mean", "summaries"])
+    if not data:
+        return None, frame
+    shown = frame.assign(**{by: frame[by].map(untrusted.plot)})
+    present = {r["metric"] for r in data}
     fig = px.bar(shown, x=by, y="mean", facet_col="metric", color="metric", text="summaries",
-                 category_orders={"metric": [m for m in metrics if m in set(data["metric"])]},
+                 category_orders={"metric": [m for m in metrics if m in present]},
                  labels={by: untrusted.plot(by), "mean": "mean"}, height=380,
                  title=untrusted.plot(f"Mean per {by} (bar label: summaries with a value)"))
     fig.update_yaxes(matches=None, showticklabels=True)
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     fig.update_layout(showlegend=False)
-    return fig, data
+    return fig, frame
 
 
 def cut_around(primary: Sequence[tuple[int, int, str, str]], secondary: Sequence[tuple[int, int, str, str]]

@@ -6,7 +6,9 @@ import json
 from typing import Mapping, Optional, Sequence
 
 import streamlit as st
+from markupsafe import Markup
 
+from components.html import fragment
 from engine.core.rubric import Item, Scale, format_value, parse_value
 
 NOT_RATED = "—"
@@ -88,9 +90,8 @@ NEXT_LABEL = "Next summary"
 PREV_LABEL = "Previous summary"
 FORM_MARKER = "sumcheck-review-form"  # class of a hidden span next to the form: the script acts only on that page
 # Static markup of our own (no data in it): the marker span and the style that keeps the form column in view.
-STICKY_FORM_STYLE = (f'<span class="{FORM_MARKER}"></span><style>'
-                     f'div[data-testid="stColumn"]:has(.{FORM_MARKER}-col)'
-                     '{position:sticky;top:3.5rem;align-self:flex-start}</style>')
+STICKY_FORM_STYLE = fragment("sticky_form_style", marker=FORM_MARKER)
+FORM_COLUMN_MARKER = fragment("column_marker", marker=FORM_MARKER)  # marks the column the sticky style keeps in view
 
 SHORTCUTS_HELP = ("**Keyboard shortcuts** — **1**–**5** set the level of the highlighted item, **0** = NA "
                   "(Synthesized) · **y** / **n** answer a yes/no item · **j** / **k** highlight the next / previous "
@@ -98,87 +99,19 @@ SHORTCUTS_HELP = ("**Keyboard shortcuts** — **1**–**5** set the level of the
                   "**Ctrl+Enter** (or **Enter** outside a comment) saves. Keys are ignored while you type in a "
                   "comment, except Ctrl+Enter.")
 
-# Inline only: no src=, no fetch, no URL. It runs in a same-origin srcdoc iframe and listens on the page itself.
-_SCRIPT = """
-(function () {
-  var P = window.parent, D = P.document;
-  var ITEMS = __ITEMS__, SAVE = __SAVE__, NEXT = __NEXT__, PREV = __PREV__, MARK = __MARK__;
-  function active() { return !!D.querySelector('.' + MARK); }
-  function groups() {
-    var form = D.querySelector('[data-testid="stForm"]');
-    return form ? Array.prototype.slice.call(form.querySelectorAll('[data-testid="stRadio"]')) : [];
-  }
-  function typing(el) {
-    if (!el) return false;
-    var t = el.tagName;
-    return t === 'TEXTAREA' || el.isContentEditable || (t === 'INPUT' && el.type !== 'radio' && el.type !== 'checkbox');
-  }
-  function button(text) {
-    var bs = D.querySelectorAll('button');
-    for (var i = 0; i < bs.length; i++) {
-      if (!bs[i].disabled && bs[i].innerText.indexOf(text) >= 0) return bs[i];
-    }
-    return null;
-  }
-  function press(text, e) { var b = button(text); if (b) { e.preventDefault(); b.click(); } }
-  function current(gs) {
-    for (var i = 0; i < gs.length; i++) { if (gs[i].contains(D.activeElement)) return i; }
-    var f = P.__sumcheckFocus;
-    return (typeof f === 'number' && f >= 0 && f < gs.length) ? f : 0;
-  }
-  function highlight(gs, i, focus) {
-    i = Math.max(0, Math.min(i, gs.length - 1));
-    P.__sumcheckFocus = i;
-    gs.forEach(function (g, j) { g.style.outline = j === i ? '2px solid #1f6feb' : ''; g.style.borderRadius = '4px'; });
-    var inp = gs[i].querySelector('input:checked') || gs[i].querySelector('input');
-    if (inp && focus) { inp.focus({preventScroll: true}); }
-    gs[i].scrollIntoView({block: 'nearest'});
-  }
-  function choose(g, test) {
-    var ls = g.querySelectorAll('[role="radiogroup"] label');
-    for (var i = 0; i < ls.length; i++) {
-      if (test(ls[i].innerText.trim())) { var inp = ls[i].querySelector('input'); (inp || ls[i]).click(); return true; }
-    }
-    return false;
-  }
-  function onKey(e) {
-    if (!active()) return;
-    var k = e.key;
-    if (k === 'Enter' && (e.ctrlKey || e.metaKey)) { press(SAVE, e); return; }
-    if (e.altKey || e.ctrlKey || e.metaKey || typing(D.activeElement)) return;
-    if (k === ']') { press(NEXT, e); return; }
-    if (k === '[') { press(PREV, e); return; }
-    if (k === 'Enter') { if (!D.activeElement || D.activeElement.tagName !== 'BUTTON') press(SAVE, e); return; }
-    var gs = groups();
-    if (!gs.length || gs.length !== ITEMS.length) return;
-    var i = current(gs), it = ITEMS[i], ok = false;
-    if (k === 'j') { e.preventDefault(); highlight(gs, i + 1, true); return; }
-    if (k === 'k') { e.preventDefault(); highlight(gs, i - 1, true); return; }
-    if (/^[1-5]$/.test(k) && !it.binary) ok = choose(gs[i], function (t) { return t.indexOf(k + ' ') === 0; });
-    else if (k === '0' && it.na) ok = choose(gs[i], function (t) { return t.indexOf('NA') === 0; });
-    else if ((k === 'y' || k === 'n') && it.binary) ok = choose(gs[i], function (t) { return t === (k === 'y' ? 'yes' : 'no'); });
-    if (ok) { e.preventDefault(); highlight(gs, i + 1, true); }
-  }
-  if (P.__sumcheckKeyHandler) D.removeEventListener('keydown', P.__sumcheckKeyHandler, true);
-  P.__sumcheckKeyHandler = onKey;
-  D.addEventListener('keydown', onKey, true);
-  var gs = groups();
-  if (gs.length) highlight(gs, typeof P.__sumcheckFocus === 'number' ? P.__sumcheckFocus : 0, false);
-})();
-"""
 
-
-def _js(value: object) -> str:
-    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
+def _js(value: object) -> Markup:
+    """``value`` as a JavaScript literal for our inline script: JSON with ``<`` and ``>`` as escapes, so no text
+    can close the script; markup for the template, which writes it as it is."""
+    return Markup(json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
 def shortcuts_script(items: Sequence[Item]) -> str:
-    """The keyboard-shortcut listener as one inline ``<script>`` (no external reference)."""
+    """The keyboard-shortcut listener as one inline script (the ``shortcuts_script`` fragment: inline only, no
+    src=, no fetch, no URL). It runs in a same-origin srcdoc iframe and listens on the page itself."""
     spec = [{"key": i.key, "binary": i.scale is Scale.BINARY, "na": i.allows_na} for i in items]
-    body = (_SCRIPT.replace("__ITEMS__", _js(spec)).replace("__SAVE__", _js(SAVE_LABEL))
-            .replace("__NEXT__", _js(NEXT_LABEL)).replace("__PREV__", _js(PREV_LABEL))
-            .replace("__MARK__", _js(FORM_MARKER)))
-    return f"<script>{body}</script>"
+    return fragment("shortcuts_script", items=_js(spec), save=_js(SAVE_LABEL), next_label=_js(NEXT_LABEL),
+                    prev=_js(PREV_LABEL), marker=_js(FORM_MARKER))
 
 
 def render_shortcuts(items: Sequence[Item]) -> None:

@@ -6,8 +6,8 @@ shortcuts (``components.review_form.render_shortcuts``) set levels, move between
 import streamlit as st
 
 from components import case_view, frames, state, triage_view
-from components.review_form import (FORM_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE, render_review_form,
-                                    render_shortcuts)
+from components.review_form import (FORM_COLUMN_MARKER, NEXT_LABEL, PREV_LABEL, STICKY_FORM_STYLE,
+                                    render_review_form, render_shortcuts)
 from engine.core import untrusted
 from engine.views import review as view
 
@@ -65,8 +65,8 @@ def _queues(page, order, queue, me: str, reviewer: str, kind: str) -> None:
                            "least two reviewers, blinded to each other and to the judge until each has saved.")
                 st.selectbox("Open", [e.summary_id for e in queue], key="assigned_open", on_change=_open,
                              args=(order, "assigned_open"), index=None, placeholder="Pick one of your summaries",
-                             format_func=lambda s: f"{'✓ ' if any(e.done for e in queue if e.summary_id == s) else ''}"
-                                                   f"{inline(s)}")
+                             format_func=lambda s: ("✓ " if any(e.done for e in queue if e.summary_id == s)
+                                                    else "") + inline(s))
     if kind == view.ADJUDICATION:
         with st.expander("Adjudication queue — where reviewers disagree (shows their scores)", expanded=False):
             margin = st.number_input("Margin (1–5 items: a larger difference is a disagreement)", 0.0, 4.0, 1.0, 0.5,
@@ -81,7 +81,7 @@ def _queues(page, order, queue, me: str, reviewer: str, kind: str) -> None:
 
 
 def _form(page, name: str, sid: str, reviewer: str, kind: str) -> None:
-    st.markdown(f'<span class="{FORM_MARKER}-col"></span>', unsafe_allow_html=True)
+    st.markdown(FORM_COLUMN_MARKER, unsafe_allow_html=True)
     st.markdown(f"#### Your review — {view.KIND_LABELS[kind].lower()}")
     if not reviewer:
         st.info("Enter your name as reviewer to score this summary.")

@@ -1,6 +1,6 @@
 """Settings page: the judge model source (embedded, a GGUF file, a model Ollama or LM Studio keeps on this machine,
-or an OpenAI-compatible server), llama.cpp parameters and the workspace path. Downloading a model is on the "Get a model"
-page (pages/models.py), the clinician lexicon entries on the "Lexicon" page (pages/lexicon.py)."""
+or an OpenAI-compatible server), llama.cpp parameters and the workspace path. Downloading a model is on the "Get a
+model" page (pages/models.py), the clinician lexicon entries on the "Lexicon" page (pages/lexicon.py)."""
 import streamlit as st
 
 from components import settings_view, state

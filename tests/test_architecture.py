@@ -175,7 +175,7 @@ def test_pages_and_components_hold_no_statistics_or_store_calls():
 
 def test_the_case_page_draws_one_engine_view():
     src = (ROOT / "pages" / "case.py").read_text(encoding="utf-8")
-    assert "engine.views.case" in src
+    assert "from engine.views import case as view" in src
     assert not any(_ui_violations(ROOT / "pages" / "case.py"))
 
 
@@ -265,3 +265,329 @@ def test_no_page_or_component_calls_a_store_method_by_any_name():
     calls = [f"{_rel(p)}: .{n}(" for p in UI if _rel(p) != "components/state.py"
              for n in names if re.search(rf"\.{n}\(", p.read_text(encoding="utf-8"))]
     assert calls == []
+
+
+# ------------------------------------------------------------------- the command line
+def test_cli_command_modules_register_their_own_commands():
+    """``build_parser`` builds only the top parser and hands its subparsers to the command modules: every
+    engine/cli/*_commands.py defines ``register(subparsers)`` adding its own commands, and ``build_parser`` stays
+    within 80 lines."""
+    tree = ast.parse((ROOT / "engine" / "cli" / "__init__.py").read_text(encoding="utf-8"))
+    (build,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build_parser"]
+    assert build.end_lineno - build.lineno + 1 <= 80, f"build_parser is {build.end_lineno - build.lineno + 1} lines"
+    modules = sorted((ROOT / "engine" / "cli").glob("*_commands.py"))
+    assert modules
+    without = [_rel(p) for p in modules
+               if not any(isinstance(n, ast.FunctionDef) and n.name == "register" and len(n.args.args) == 1
+                          for n in ast.parse(p.read_text(encoding="utf-8")).body)]
+    assert without == []
+
+
+# ------------------------------------------------------------------- statistics are computed in engine.statistics
+STATISTICS_LIBRARIES = ("scipy", "sklearn", "statsmodels")
+# The places outside engine/statistics that may still import a statistics library, each with why it is not a
+# statistic the statistics package should own.
+STATISTICS_LIBRARY_EXCEPTIONS = {
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.feature_extraction.text"):
+        "scikit-learn's English stop-word list, read as a word list",
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.model_selection"):
+        "coverage's embedding geometry: the kernel density's bandwidth search",
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.neighbors"):
+        "coverage's embedding geometry: the kernel density of sentence embeddings",
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.decomposition"):
+        "coverage's embedding geometry: PCA of sentence embeddings",
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.preprocessing"):
+        "coverage's embedding geometry: standardising embeddings before PCA",
+    ("engine/evidence/coverage/embedding_methods.py", "sklearn.cluster"):
+        "coverage's embedding geometry: clustering of sentence embeddings",
+    ("engine/evidence/text/lexical.py", "sklearn.feature_extraction.text"):
+        "scikit-learn's English stop-word list, read as a word list",
+}
+
+
+def _statistics_library_imports() -> set[tuple[str, str]]:
+    files = [p for p in PRODUCT if (ROOT / "engine" / "statistics") not in p.parents]
+    files += sorted((ROOT / "bench").rglob("*.py"))
+    return {(_rel(p), mod) for p in files for _, mod, _ in _imports(p)
+            if mod.split(".")[0] in STATISTICS_LIBRARIES}
+
+
+def test_statistics_libraries_are_imported_only_by_engine_statistics():
+    """scipy, scikit-learn and statsmodels are imported by engine/statistics alone (engine, components, pages,
+    app.py and bench/ call its functions), except the named places that use them for something that is not a
+    statistic."""
+    found = _statistics_library_imports()
+    outside = [f"{path}: {mod}" for path, mod in sorted(found - set(STATISTICS_LIBRARY_EXCEPTIONS))]
+    assert outside == [], "a statistic computed outside engine/statistics:\n" + "\n".join(outside)
+    stale = sorted(set(STATISTICS_LIBRARY_EXCEPTIONS) - found)
+    assert stale == [], f"no longer imported: remove these exceptions {stale}"
+
+
+# ------------------------------------------------------------------- a page reads one view and draws in functions
+PAGES = sorted((ROOT / "pages").glob("*.py"))
+# what a page may import from the engine besides its own view module, with the reason
+PAGE_IMPORT_EXCEPTIONS = {"engine.core.untrusted": "the one escaping helper: a page writes data into Markdown"}
+
+
+def _page_engine_imports(path) -> set[str]:
+    out = set()
+    for _, mod, name in _imports(path):
+        if mod == "engine" or mod.startswith("engine."):
+            out.add(f"{mod}.{name}" if name and mod in ("engine.views", "engine.core") else mod)
+    return out
+
+
+def _view_alias(path) -> str:
+    for node, mod, name in _imports(path):
+        if mod == "engine.views" and name == path.stem:
+            return next(a.asname or a.name for a in node.names if a.name == name)
+    return ""
+
+
+def test_a_page_imports_only_its_own_view():
+    """A page imports from the engine only engine.views.<page> (which hands it its view, actions, job starters,
+    exceptions and constants) and the escaping helper."""
+    bad = {_rel(p): sorted(_page_engine_imports(p) - {f"engine.views.{p.stem}", *PAGE_IMPORT_EXCEPTIONS})
+           for p in PAGES}
+    assert {k: v for k, v in bad.items() if v} == {}
+    assert all(_view_alias(p) for p in PAGES), "every page reads its view module"
+
+
+def _view_names_used(path) -> tuple[set[str], set[str]]:
+    """(names of the page's view module it uses, those of them it calls)."""
+    alias, tree = _view_alias(path), ast.parse(path.read_text(encoding="utf-8"))
+    used, called = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == alias:
+            used.add(node.attr)
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if ast.unparse(fn).endswith("guarded") and node.args:  # state.guarded(view.x, ...) calls view.x
+            fn = node.args[0]
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == alias:
+            called.add(fn.attr)
+    return used, called
+
+
+def test_a_page_calls_one_entry_of_its_view():
+    """Of its view module a page calls one entry (the function that returns what it shows), plus the module's
+    named ACTIONS (what the reader asks it to do) and job starters; everything it uses is in the module's
+    ``__all__`` (its front door); classes (option types, exceptions) are used freely."""
+    import importlib
+    import inspect
+
+    problems = {}
+    for p in PAGES:
+        mod = importlib.import_module(f"engine.views.{p.stem}")
+        used, called = _view_names_used(p)
+        outside = sorted(used - set(getattr(mod, "__all__", ())))
+        entries = sorted(n for n in called if not inspect.isclass(getattr(mod, n, None)) and not n.endswith("_job")
+                         and n not in getattr(mod, "ACTIONS", ()))
+        if outside or len(entries) != 1:
+            problems[_rel(p)] = {"not in __all__": outside, "entries called": entries}
+    assert problems == {}
+
+
+def test_a_page_draws_in_functions():
+    """A page file defines constants and functions and ends by calling ``main()``: no drawing at module level, so
+    every part of a page is a function the function-length rule sees."""
+    bad = {}
+    for p in PAGES:
+        body = ast.parse(p.read_text(encoding="utf-8")).body
+        for i, node in enumerate(body):
+            ok = (isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign, ast.AnnAssign))
+                  or (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+                  or (i == len(body) - 1 and isinstance(node, ast.Expr) and ast.unparse(node) == "main()"))
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                    and ast.unparse(node.value.func).startswith("st."):
+                ok = False  # a widget or element drawn at module level
+            if not ok:
+                bad.setdefault(_rel(p), []).append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+        if not (body and ast.unparse(body[-1]) == "main()"):
+            bad.setdefault(_rel(p), []).append("does not end by calling main()")
+    assert bad == {}
+
+
+# ------------------------------------------------------------------- HTML and SVG only in templates
+MARKUP_TAG = re.compile(r"<(?:a|b|br|circle|code|div|em|g|h[1-6]|i|iframe|img|input|label|li|line|mark|ol|p|path|"
+                        r"polygon|polyline|pre|rect|script|small|span|strong|style|sub|sup|svg|table|tbody|td|text|"
+                        r"th|thead|tr|ul)(?=[\s/>])", re.I)
+# Modules of the engine or the components that may still write a tag in a string literal, each with its reason.
+# (None: every fragment is a template macro.)
+MARKUP_EXCEPTIONS: dict[str, str] = {}
+
+
+def _markup_literals(path) -> list[str]:
+    """``file:line`` of each string literal in ``path`` (f-string parts included, docstrings not) holding a tag."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [f"{_rel(path)}:{node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and MARKUP_TAG.search(node.value)]
+
+
+def test_html_and_svg_are_written_only_in_templates():
+    """No module of the engine, the components, the pages or app.py writes an HTML or SVG tag in a string literal:
+    markup lives in
+    Jinja2 templates with autoescape (components/templates/fragments.html.j2 through ``components.html.fragment``;
+    the report's engine/analysis/report.html.j2 and engine/analysis/charts.svg.j2), where every data value is
+    escaped by ``engine.core.untrusted.html``. A module that must keep one is named in MARKUP_EXCEPTIONS with why."""
+    files = [*(ROOT / "engine").rglob("*.py"), *(ROOT / "components").glob("*.py"), *(ROOT / "pages").glob("*.py"),
+             ROOT / "app.py"]
+    found = [hit for p in sorted(files) for hit in _markup_literals(p)]
+    assert [hit for hit in found if hit.split(":")[0] not in MARKUP_EXCEPTIONS] == []
+    assert set(MARKUP_EXCEPTIONS) <= {hit.split(":")[0] for hit in found}, "an exception no longer needed"
+
+
+# ------------------------------------------------------------------- words are cut in one place
+WORD_REGEX_CALLS = ("compile", "findall", "finditer", "split", "sub", "subn")
+WORD_PROBE = "Qzvk, wxjy; ZQXV-kvzq. jxwq (VVQZ) xq"  # made-up words, no phrase pattern names them
+# (module, pattern) -> why the pattern is no word tokenizer although it cuts the probe like one; empty, and a new
+# entry says why the shared tokenizer (engine.evidence.text.tokens.tokenize) cannot read it
+NOT_WORD_TOKENIZERS: dict[tuple[str, str], str] = {}
+
+
+def _cuts_words(pattern: str) -> bool:
+    """A pattern cuts words when, run over :data:`WORD_PROBE`, it finds two or more of the probe's made-up words (or
+    parts of them: matches of two or more letters only) and never glues a comma or semicolon to letters (which
+    chunks at white space, ``\\S+``, rather than cutting words); or when removing its matches leaves only the
+    probe's letters (a keep-the-letters normaliser, ``[^a-z]``, ``\\W+``)."""
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        return False
+    found = [m.group() for m in rx.finditer(WORD_PROBE)]
+    words = [w for w in found if len(w) >= 2 and w.isalpha()]
+    if len(words) >= 2 and not any(("," in w or ";" in w) and any(c.isalpha() for c in w) for w in found):
+        return True
+    return rx.sub("", WORD_PROBE.lower()) == "".join(c for c in WORD_PROBE.lower() if c.isalpha())
+
+
+def test_no_evidence_module_cuts_words_with_a_regex_of_its_own():
+    """Every module of engine.evidence but engine.evidence.text.tokens cuts words with
+    :func:`engine.evidence.text.tokens.tokenize` (its parameters say where a check reads words its own way). Checked:
+    each string literal given as the pattern of ``re.compile``, ``re.findall``, ``re.finditer``, ``re.split``,
+    ``re.sub`` or ``re.subn``, by what it does (:func:`_cuts_words`), whatever its syntax. Phrase patterns (literal
+    words, "no|denies"), number and date patterns and patterns composed at run time (from word lists) do not cut
+    the probe's words and pass; ``re.search``/``re.match``/``re.fullmatch`` find one match and are not looked at."""
+    assert _cuts_words(r"[a-z0-9]+") and _cuts_words(r"\w+") and _cuts_words(r"[^a-z]") and _cuts_words(r"\W+")
+    assert not any(_cuts_words(p) for p in (r"\S+", r"\s+", r"[-/]", r"\b(?:no|denies)\b", r"\d+(?:\.\d+)?", "[A-Z]"))
+    found = []
+    for path in sorted((ROOT / "engine" / "evidence").rglob("*.py")):
+        if path == ROOT / "engine" / "evidence" / "text" / "tokens.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in WORD_REGEX_CALLS and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "re" and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and _cuts_words(node.args[0].value)):
+                found.append((_rel(path), node.args[0].value, node.lineno))
+    assert [hit for hit in found if hit[:2] not in NOT_WORD_TOKENIZERS] == []
+    assert set(NOT_WORD_TOKENIZERS) <= {hit[:2] for hit in found}, "an exception no longer needed"
+
+
+# ------------------------------------------------------------------- components draw; state only opens things once
+COMPONENTS = sorted((ROOT / "components").glob("*.py"))
+AGGREGATIONS = {"groupby", "agg", "aggregate", "mean", "sum", "median", "std", "var", "value_counts", "pivot",
+                "pivot_table", "apply", "merge", "cumsum", "diff", "corr", "quantile", "describe", "crosstab"}
+
+
+def test_components_hold_no_frame_arithmetic():
+    """A component draws rows an engine view computed: no grouping, aggregation or statistic on a frame (a
+    chart's axis range is drawing, not a figure)."""
+    bad = [f"{_rel(p)}:{n.lineno} .{n.func.attr}()" for p in COMPONENTS for n in ast.walk(ast.parse(p.read_text("utf-8")))
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in AGGREGATIONS]
+    assert bad == []
+
+
+STATE_STORE_CALLS = {"load_dataset", "list_datasets", "data_fingerprint"}
+
+
+def test_state_opens_things_once_and_reads_only_datasets_and_the_fingerprint():
+    """components/state.py opens the workspace, the models and the tokenizer once (``st.cache_resource``), reads
+    datasets (``st.cache_data`` keyed by the store's data fingerprint) and nothing else of the workspace: no
+    result lists, no statistics, no evidence."""
+    import inspect
+
+    from engine.data import store as store_mod
+
+    src = (ROOT / "components" / "state.py").read_text("utf-8")
+    methods = {m for m, _ in inspect.getmembers(store_mod.Store, callable) if not m.startswith("_")}
+    called = {n.func.attr for n in ast.walk(ast.parse(src))
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in methods}
+    assert called <= STATE_STORE_CALLS, called - STATE_STORE_CALLS
+    engine_uses = {mod for _, mod, _ in _imports(ROOT / "components" / "state.py") if mod.startswith("engine.")}
+    assert not {m for m in engine_uses if m.split(".")[1] in ("analysis", "statistics", "views")}, engine_uses
+
+
+# ------------------------------------------------------------------- short functions and modules over the product
+MAX_FUNCTION_LINES = 80
+# "path:qualified name" of a function allowed over MAX_FUNCTION_LINES -> why (empty: every function fits)
+LONG_FUNCTION_EXCEPTIONS: dict[str, str] = {}
+# a module of pages/, components/, bench/ or app.py allowed over MAX_MODULE_LINES -> why (empty: every module fits)
+LONG_MODULE_EXCEPTIONS: dict[str, str] = {}
+
+
+def _outside_engine():
+    return [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "components").glob("*.py"),
+            *(ROOT / "bench").rglob("*.py")]
+
+
+def _function_lengths(path):
+    """("path:qualified name", lines) of every function and method in ``path``, its lines counted from the first
+    statement after its docstring to its last line (a nested function counts in its parent and on its own)."""
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = child.body[1:] if ast.get_docstring(child) is not None else child.body
+                yield f"{_rel(path)}:{prefix}{child.name}", child.end_lineno - body[0].lineno + 1 if body else 0
+            inner = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            yield from walk(child, f"{prefix}{child.name}." if inner else prefix)
+
+    yield from walk(ast.parse(path.read_text(encoding="utf-8")), "")
+
+
+def test_no_function_is_over_80_lines():
+    """Every function and method of engine/, pages/, components/, bench/ and app.py is at most 80 lines, its
+    docstring not counted: a longer one is split into named helpers. One that must stay longer is named in
+    LONG_FUNCTION_EXCEPTIONS with why."""
+    long = {name: n for p in [*(ROOT / "engine").rglob("*.py"), *_outside_engine()]
+            for name, n in _function_lengths(p) if n > MAX_FUNCTION_LINES}
+    assert {k: v for k, v in long.items() if k not in LONG_FUNCTION_EXCEPTIONS} == {}
+    assert set(LONG_FUNCTION_EXCEPTIONS) <= set(long), "an exception no longer needed"
+
+
+def _long_modules(paths) -> dict[str, int]:
+    """path -> lines of each module in ``paths`` over MAX_MODULE_LINES."""
+    return {_rel(p): n for p in paths if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+
+
+def test_no_page_component_or_bench_module_is_over_500_lines():
+    """Every module of pages/, components/, bench/ and app.py is at most 500 lines, as every engine module is. One
+    that must stay longer is named in LONG_MODULE_EXCEPTIONS with why."""
+    long = _long_modules(_outside_engine())
+    assert {k: v for k, v in long.items() if k not in LONG_MODULE_EXCEPTIONS} == {}
+    assert set(LONG_MODULE_EXCEPTIONS) <= set(long), "an exception no longer needed"
+
+
+def test_no_bench_or_test_module_reaches_for_a_bench_modules_private_names():
+    """Benchmarks share helpers by public names (bench/validity_common.py, bench/verify_set.py): no ``from bench_mod
+    import _x`` and no ``bench_mod._x`` from another bench module or a test."""
+    benches = {p.stem for p in (ROOT / "bench").glob("*.py")}
+    files = [*(ROOT / "bench").glob("*.py"), *(ROOT / "tests").glob("*.py")]
+    bad = []
+    for p in files:
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        aliases = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                   if a.name in benches and a.name != p.stem}  # bench modules imported by their top-level name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in benches and node.module != p.stem:
+                bad += [f"{_rel(p)}: from {node.module} import {a.name}" for a in node.names
+                        if a.name.startswith("_")]
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                bad.append(f"{_rel(p)}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert bad == []

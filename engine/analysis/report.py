@@ -201,6 +201,15 @@ def _wrap(text: str, per_line: int) -> list[str]:
     return lines or [""]
 
 
+CHARTS = "charts.svg.j2"
+
+
+@functools.lru_cache(maxsize=1)
+def _charts():
+    """The macros of ``charts.svg.j2`` (autoescape, every value through :func:`engine.core.untrusted.html`)."""
+    return untrusted.markup_environment(Path(__file__).parent).get_template(CHARTS).module
+
+
 def forest_svg(rows: Sequence[HeadlineRow], which: str, title: str) -> str:
     """A forest plot: one line per item, the estimate with its 95 % CI over the Koo & Li bands."""
     width, left, right, step = 760, 190, 700, 24
@@ -214,58 +223,40 @@ def forest_svg(rows: Sequence[HeadlineRow], which: str, title: str) -> str:
     def x(v: float) -> float:
         return left + (min(max(v, lo), 1.0) - lo) / (1.0 - lo) * (right - left)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{untrusted.html(title)}" style="font:12px sans-serif">']
-    parts += [f'<text x="8" y="{14 * (i + 1)}" font-weight="bold">{untrusted.html(line)}</text>'
-              for i, line in enumerate(title_lines)]
+    bands = []
     prev, last_end, row = lo, -math.inf, 0
     for limit, name in KOO_LI_BANDS:
         hi = min(limit, 1.0)
         if hi > prev:
-            parts.append(f'<rect x="{x(prev):.1f}" y="{top - 10}" width="{x(hi) - x(prev):.1f}" '
-                         f'height="{step * len(rows) + 4}" fill="{BAND_COLOURS[name]}"/>')
             mid, half = (x(prev) + x(hi)) / 2, len(name) * BAND_CHAR_PX / 2
             row = 1 - row if mid - half < last_end + 4 else 0  # a label that would touch its neighbour goes up a row
             last_end = mid + half if row == 0 else max(last_end, mid + half)
-            parts.append(f'<text x="{mid:.1f}" y="{top - 14 - 12 * row}" text-anchor="middle" '
-                         f'font-size="10" fill="#555">{name}</text>')
+            bands.append({"x": x(prev), "width": x(hi) - x(prev), "fill": BAND_COLOURS[name], "mid": mid,
+                          "label_y": top - 14 - 12 * row, "name": name})
         prev = max(prev, hi)
+    items = []
     for k, (r, e) in enumerate(est):
-        y = top + k * step + 6
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{untrusted.html(r.label)}</text>')
-        if e is None:
-            parts.append(f'<text x="{left + 6}" y="{y + 4}" fill="#888">not computed</text>')
-            continue
-        if e.ci_low is not None and e.ci_high is not None:
-            parts.append(f'<line x1="{x(e.ci_low):.1f}" x2="{x(e.ci_high):.1f}" y1="{y}" y2="{y}" stroke="#333" '
-                         'stroke-width="2"/>')
-        parts.append(f'<circle cx="{x(e.value):.1f}" cy="{y}" r="4.5" fill="{"#1f6feb" if which == "humans" else "#cf222e"}"/>')
-        parts.append(f'<text x="{right + 6}" y="{y + 4}" font-size="11">{e.value:.2f}</text>')
+        ci = e is not None and e.ci_low is not None and e.ci_high is not None
+        items.append({"y": top + k * step + 6, "label": r.label, "value": None if e is None else e.value,
+                      "at": None if e is None else x(e.value), "low": x(e.ci_low) if ci else None,
+                      "high": x(e.ci_high) if ci else None})
     axis_y = top + step * len(rows) + 4
-    for t in sorted({round(v / 10, 1) for v in range(int(round(lo * 10)), 11, 2)} | {0.0}):
-        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#333"/>'
-                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle" font-size="10">{t:.1f}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    ticks = [{"x": x(t), "tick": t} for t in sorted({round(v / 10, 1) for v in range(int(round(lo * 10)), 11, 2)}
+                                                      | {0.0})]
+    return str(_charts().forest(width=width, height=height, title=title, title_lines=title_lines,
+                                band_top=top - 10, band_height=step * len(rows) + 4, bands=bands, rows=items,
+                                left=left, right=right, dot="#1f6feb" if which == "humans" else "#cf222e",
+                                axis_y=axis_y, ticks=ticks))
 
 
 def bars_svg(counts: dict[str, tuple[int, int]], title: str) -> str:
     """Score distribution of one item: for levels 1–5, the share of summaries per level, humans vs LLM."""
     width, height, left, base = 300, 130, 30, 100
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{untrusted.html(title)}" style="font:11px sans-serif">',
-             f'<text x="{left}" y="12" font-weight="bold">{untrusted.html(title)}</text>']
     tot_h = sum(h for h, _ in counts.values()) or 1
     tot_l = sum(v for _, v in counts.values()) or 1
-    for k, level in enumerate(sorted(counts)):
-        h, v = counts[level]
-        x0 = left + k * 52
-        hh, lh = 80 * h / tot_h, 80 * v / tot_l
-        parts.append(f'<rect x="{x0}" y="{base - hh:.1f}" width="20" height="{hh:.1f}" fill="#1f6feb"/>')
-        parts.append(f'<rect x="{x0 + 22}" y="{base - lh:.1f}" width="20" height="{lh:.1f}" fill="#cf222e"/>')
-        parts.append(f'<text x="{x0 + 21}" y="{base + 14}" text-anchor="middle">{untrusted.html(level)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    levels = [{"x": left + k * 52, "humans": 80 * counts[level][0] / tot_h, "llm": 80 * counts[level][1] / tot_l,
+               "level": level} for k, level in enumerate(sorted(counts))]
+    return str(_charts().bars(width=width, height=height, left=left, base=base, title=title, levels=levels))
 
 
 # ----------------------------------------------------------------------------------------------- HTML

@@ -14,7 +14,8 @@ other people. Each *sink* has exactly one function here:
   one-line labels.
 * :func:`html` — text placed into HTML that we build ourselves (``unsafe_allow_html=True`` blocks). Line
   breaks become character references: a blank line would end the HTML block and the rest would be parsed as
-  Markdown again.
+  Markdown again. Our HTML and SVG fragments are Jinja2 templates loaded by :func:`markup_environment`, whose
+  autoescape is this function.
 * :func:`plot` — text placed into plotly titles, labels and hover text (plotly renders a subset of HTML,
   ``<a href>`` included; entities are shown as characters).
 * :func:`csv_cell` / :func:`csv_frame` / :func:`csv_text` / :func:`dataframe_csv` — every CSV the app or the
@@ -80,6 +81,22 @@ def html(value: Any) -> str:
     references (so the text cannot end the HTML block it sits in)."""
     text = _html.escape("" if value is None else str(value), quote=True)
     return text.replace("\r", "&#13;").replace("\n", "&#10;")
+
+
+def markup_environment(directory):
+    """A Jinja2 environment for the HTML and SVG templates in ``directory``: autoescape on, and every value a
+    template writes that is not already markup (a ``markupsafe.Markup``, a macro's output) escaped by :func:`html`,
+    so a template escapes exactly as this module does (quotes, ``&``, line breaks); a missing name is an error
+    (``StrictUndefined``); a block tag takes its line's indent and the line break after it with it."""
+    import jinja2
+    from markupsafe import Markup
+
+    def escaped(value: Any):
+        return value if hasattr(value, "__html__") else Markup(html(value))
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), autoescape=True, finalize=escaped,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=False)
 
 
 def plot(value: Any) -> str:

@@ -200,10 +200,11 @@ class ResultStore:
     # -- what a cache of derived figures is keyed by ------------------------------------------------------------
     FINGERPRINT_TABLES = ("imports", "judge_results", "evidence_results", "reviews", "calibrations")
 
-    def data_fingerprint(self, dataset: str) -> str:
+    def data_fingerprint(self, dataset: str, content_only: bool = False) -> str:
         """A short key that changes whenever the dataset's content, its judge or evidence results, reviews or
         calibrations, or the workspace's stigmatizing-language entries change, whichever window or command wrote
-        them: one aggregate query per table (counts and newest times), never the rows themselves."""
+        them: one aggregate query per table (counts and newest times), never the rows themselves.
+        ``content_only``: the key of the dataset's content alone (its imports)."""
         import hashlib
 
         parts: list = []
@@ -211,10 +212,11 @@ class ResultStore:
             did = self.dataset_id(con, dataset)
             parts.append(tuple(con.execute("SELECT content_hash, created_at FROM datasets WHERE dataset_id = ?",
                                            (did,)).fetchone()))
-            for table in self.FINGERPRINT_TABLES:
+            for table in self.FINGERPRINT_TABLES[:1] if content_only else self.FINGERPRINT_TABLES:
                 when = "imported_at" if table == "imports" else "created_at"
                 parts.append(tuple(con.execute(f"SELECT COUNT(*), MAX({when}) FROM {table} WHERE dataset_id = ?",
                                                (did,)).fetchone()))
-            parts.append(tuple(con.execute("SELECT COUNT(*), MAX(created_at), MAX(deactivated_at), SUM(active) "
-                                           "FROM stigma_entries").fetchone()))
+            if not content_only:
+                parts.append(tuple(con.execute("SELECT COUNT(*), MAX(created_at), MAX(deactivated_at), SUM(active) "
+                                               "FROM stigma_entries").fetchone()))
         return hashlib.sha256(repr(parts).encode("utf-8")).hexdigest()[:16]

@@ -3,7 +3,7 @@ sentence support, citations, claim verification, stigmatizing language) with the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Optional, Sequence
 
 from engine.core.models import Dataset
 from engine.evidence.support.alignment import combined_scores
@@ -11,6 +11,9 @@ from engine.evidence.coverage.regions import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
 from engine.evidence.medomit.rows import dataset_rows, group_means
 from engine.evidence.coverage.omission_flags import describe, omission_flags
+
+__all__ = ["CHART_METRICS", "EvidencePageView", "evidence_all_job", "evidence_page_view", "group_chart_rows",
+           "medomit_all_job"]
 
 GROUPS = ("generator", "quality group")
 
@@ -30,6 +33,10 @@ class EvidencePageView:
     lexicon_version: str = ""
     disagreement: dict[str, str] = field(default_factory=dict)  # grouping -> MED-OMIT and coverage rank it apart
 
+    def chart(self, by: str) -> list[dict]:
+        """The chart's group means by ``by`` (:func:`group_chart_rows` of :attr:`chart_rows`)."""
+        return group_chart_rows(self.chart_rows, by)
+
 
 # What each omission signal's validity was measured as (docs/evidence.md, "Omitted facts"), for the page to say which to trust
 # when the two rank groups of summaries differently.
@@ -43,7 +50,7 @@ def group_disagreement(rows: Sequence[dict], by: str) -> str:
     """When the groups of ``by`` rank one way by mean MED-OMIT weight and the other way by mean coverage omission
     score (Spearman of the group means < 0, at least 3 groups with both), a sentence saying so and which signal has
     measured validity; "" otherwise."""
-    from scipy.stats import spearmanr
+    from engine.statistics import spearman_rho
 
     groups: dict[str, list[tuple[float, float]]] = {}
     for r in rows:
@@ -55,7 +62,7 @@ def group_disagreement(rows: Sequence[dict], by: str) -> str:
     means = [(sum(w for w, _ in v) / len(v), sum(c for _, c in v) / len(v)) for v in groups.values()]
     if len({m[0] for m in means}) < 2 or len({m[1] for m in means}) < 2:
         return ""  # one signal does not tell the groups apart: no order to contradict
-    rho = spearmanr([m[0] for m in means], [m[1] for m in means]).statistic
+    rho = spearman_rho([m[0] for m in means], [m[1] for m in means]).value
     if not rho < 0:
         return ""
     return (f"By {by}, MED-OMIT and unit coverage rank the groups in opposite orders (Spearman of the group means "
@@ -98,9 +105,13 @@ def _embedding_rows(ds: Dataset, covs: dict, als: dict, ver: dict) -> list[dict]
     return rows
 
 
-def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Sequence = ()) -> EvidencePageView:
+def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Optional[Sequence] = None) -> EvidencePageView:
     """Everything the Evidence page shows of dataset ``name``. ``stigma_results``: the detector's result per
-    summary (computed once per data version by the caller's cache)."""
+    summary (None: read through :func:`engine.views.memo.stigma_results`)."""
+    if stigma_results is None:
+        from engine.views.memo import stigma_results as remembered_stigma
+
+        stigma_results = remembered_stigma(store, name, ds)
     view = EvidencePageView()
     results = stored_results(store, name, "medomit")
     typed = dataset_rows(ds, results)
@@ -130,3 +141,37 @@ def evidence_page_view(store, name: str, ds: Dataset, stigma_results: Sequence =
         view.lexicon_version = stigma_results[0].lexicon_version
         view.stigma_by_group = {g: stigma_rates(view.stigma_rows, g) for g in GROUPS}
     return view
+
+
+CHART_METRICS = ("omission score", "mean support", "MED-OMIT weight")
+
+
+def group_chart_rows(rows: Sequence[dict], by: str, metrics: Sequence[str] = CHART_METRICS) -> list[dict]:
+    """The mean of each metric per group of ``by`` (a missing group reads "(none)"), with how many summaries have a
+    value: rows of ``by``, metric, mean (4 decimals), summaries, sorted by group and metric name."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        for m in metrics:
+            v = r.get(m)
+            if v is not None and not (isinstance(v, float) and v != v):
+                sums.setdefault((r.get(by) or "(none)", m), []).append(float(v))
+    keys = sorted(sums)
+    return [{by: g, "metric": m, "mean": round(sum(sums[(g, m)]) / len(sums[(g, m)]), 4),
+             "summaries": len(sums[(g, m)])} for g, m in keys]
+
+
+def medomit_all_job(loaded, store, ds: Dataset, name: str, embedder, facts: str):
+    """MED-OMIT over every summary of ``ds`` as a background job (not started); ``loaded``: (backend, model
+    sha256) of the judge model."""
+    from engine.evidence.medomit.pipeline import MedOmit, medomit_job
+
+    backend, sha = loaded
+    mo = MedOmit(backend, sha, cache=store, embedder=embedder, facts=facts)
+    return medomit_job(mo, ds, [s.summary_id for s in ds.summaries], store=store, dataset_name=name)
+
+
+def evidence_all_job(store, name: str, ds: Dataset, embedder):
+    """Coverage, sentence support and citation checks over every summary of ``ds`` as a background job."""
+    from engine.evidence.batch import evidence_job
+
+    return evidence_job(store, name, ds, [s.summary_id for s in ds.summaries], embedder)
