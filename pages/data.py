@@ -183,6 +183,19 @@ def _import(store, v) -> bool:
         return _validate_and_import(store, paths, options, target, name, replace, force, inputs, shown)
 
 
+def _write_then_rerun(write, said) -> None:
+    """A workspace change the reader confirmed: ``write()``, then the page again with ``said(its result)`` shown
+    (the store's error instead when it cannot be made)."""
+    try:
+        out = write()
+    except view.StoreError as exc:
+        state.show_store_error(exc)
+        return
+    state.bump_data_version()
+    st.session_state["data_flash"] = said(out)
+    st.rerun()
+
+
 def _datasets(store, v) -> None:
     st.markdown("#### Datasets in the workspace")
     st.caption(f"Workspace: {md(state.workspace_label())}")
@@ -193,15 +206,9 @@ def _datasets(store, v) -> None:
             sure = st.checkbox(f"Yes, delete '{untrusted.md_inline(victim)}' with all its ratings and results",
                                key="delete_sure")
             if st.button("Delete", disabled=not sure):
-                try:
-                    saved = view.delete(store, victim)
-                except view.StoreError as exc:
-                    state.show_store_error(exc)
-                else:
-                    state.bump_data_version()
-                    st.session_state["data_flash"] = (f"Deleted '{md(victim)}'; the workspace before the delete "
-                                                      f"is backed up in {md(saved)}.")
-                    st.rerun()
+                _write_then_rerun(lambda: view.delete(store, victim),
+                                  lambda saved: f"Deleted '{md(victim)}'; the workspace before the delete is backed "
+                                                f"up in {md(saved)}.")
     flash = st.session_state.pop("data_flash", None)
     if flash:
         st.success(flash)
@@ -229,15 +236,9 @@ def _backups(store, v) -> None:
                                                              if b.path == p))
             sure_r = st.checkbox("Yes, replace everything in the workspace with this backup", key="restore_sure")
             if st.button("Restore", disabled=not sure_r, key="restore_go"):
-                try:
-                    before = view.restore(store, chosen)
-                except view.StoreError as exc:
-                    state.show_store_error(exc)
-                else:
-                    state.bump_data_version()
-                    st.session_state["data_flash"] = (f"Restored {md(chosen)}; the state before the restore is in "
-                                                      f"{md(before)}.")
-                    st.rerun()
+                _write_then_rerun(lambda: view.restore(store, chosen),
+                                  lambda before: f"Restored {md(chosen)}; the state before the restore is in "
+                                                 f"{md(before)}.")
 
 
 def main() -> None:
