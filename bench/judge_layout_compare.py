@@ -43,8 +43,7 @@ def main() -> None:
     from engine.data.loading import load_paths
     from engine.data.ratings import medians
     from engine.sample import SAMPLE_BUNDLE
-    from engine.statistics.bootstrap import cluster_bootstrap
-    from engine.statistics.significance import spearman_rho
+    from engine.statistics import cluster_bootstrap, spearman_rho
 
     ds, _ = load_paths([str(SAMPLE_BUNDLE)], name="sample")
     ref = {s.summary_id: medians(r for r in ds.ratings_for(s.summary_id) if r.rater_group != "llm")

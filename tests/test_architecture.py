@@ -591,3 +591,37 @@ def test_no_bench_or_test_module_reaches_for_a_bench_modules_private_names():
                     and node.attr.startswith("_") and not node.attr.startswith("__"):
                 bad.append(f"{_rel(p)}:{node.lineno}: {node.value.id}.{node.attr}")
     assert bad == []
+
+
+# ------------------------------------------------------------------- a package with a front door is entered by it
+def _front_doors() -> dict[str, set[str]]:
+    """Engine packages whose ``__init__`` declares ``__all__``: package name -> its public names."""
+    out = {}
+    for init in (ROOT / "engine").rglob("__init__.py"):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                name = ".".join(init.parent.relative_to(ROOT).parts)
+                out[name] = set(ast.literal_eval(node.value))
+    return out
+
+
+def test_a_package_with_a_front_door_is_entered_only_by_it():
+    """Outside a package that lists its public names in ``__init__.__all__`` (engine.statistics), the product and
+    the benches import from the package itself, never from its modules; every name in ``__all__`` exists."""
+    import importlib
+
+    doors = _front_doors()
+    assert "engine.statistics" in doors
+    for pkg, names in doors.items():
+        mod = importlib.import_module(pkg)
+        assert not [n for n in names if not hasattr(mod, n)], pkg
+    files = [*PRODUCT, *(ROOT / "bench").glob("*.py")]
+    bad = []
+    for p in files:
+        rel = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for _, mod, _ in _imports(p):
+            for pkg in doors:
+                if mod.startswith(pkg + ".") and not rel.startswith(pkg + "."):
+                    bad.append(f"{_rel(p)}: {mod}")
+    assert bad == []

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from engine import statistics as rel
-from engine.statistics.bootstrap import percentile_interval, resample_counts, two_sided_p
+from engine.statistics import percentile_interval, resample_counts, two_sided_p
 from engine.core.models import ADJUDICATED_GROUP, Dataset, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP
 from engine.core.rubric import ITEMS, Scale
 

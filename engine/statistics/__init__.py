@@ -43,7 +43,8 @@ from engine.statistics.kappa import cohen_kappa, fleiss_kappa, gwet_ac
 from engine.statistics.significance import (mann_whitney_u, midranks, pearson_r, spearman_defined, spearman_rho,
                                             wilcoxon_signed_rank)
 from engine.statistics.blandaltman import BlandAltman, bland_altman
-from engine.statistics.bootstrap import cluster_bootstrap, cluster_bootstrap_values, percentile_interval
+from engine.statistics.bootstrap import (cluster_bootstrap, cluster_bootstrap_values, percentile_interval,
+                                        resample_counts, two_sided_p)
 from engine.statistics.clustered import ClusterEstimate, mean_absolute_error_clustered, spearman_clustered
 from engine.statistics.discrimination import auroc
 from engine.statistics.factor import correlation_matrix, kmo, principal_axis_varimax, scree_eigenvalues
@@ -78,6 +79,8 @@ __all__ = [
     "cluster_bootstrap",
     "cluster_bootstrap_values",
     "percentile_interval",
+    "resample_counts",
+    "two_sided_p",
     "bland_altman",
     "BlandAltman",
     "least_squares_line",
