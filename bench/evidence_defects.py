@@ -36,7 +36,7 @@ from engine.evidence.kinds import kind  # noqa: E402
 from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
-from engine.evidence.text.sentences import split_sentences  # noqa: E402
+from engine.evidence.text import split_sentences  # noqa: E402
 
 
 def shipped_evidence():

@@ -76,7 +76,7 @@ def conversations(split: str, n: int) -> list[dict]:
 def labels(facts, note: str, emb) -> list[int | None]:
     """1 kept, 0 left out, None in between (see the module docstring)."""
     from engine.evidence.coverage.unitcov import lexical_set
-    from engine.evidence.text.sentences import split_sentences
+    from engine.evidence.text import split_sentences
 
     sents = [s.text for s in split_sentences(note)] or [note]
     X = emb.sentence_embeddings([f.text for f in facts])

@@ -58,8 +58,7 @@ from engine.evidence.coverage.base import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
-from engine.evidence.text.salience import unit_salience  # noqa: E402
-from engine.evidence.text.sentences import split_sentences  # noqa: E402
+from engine.evidence.text import split_sentences, unit_salience  # noqa: E402
 from engine.statistics import auroc, logistic_curve, spearman_rho  # noqa: E402
 
 SPLIT_SEED = 13

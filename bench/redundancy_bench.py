@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine.evidence.support.alignment import is_heading  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.evidence.support.redundancy import restatements  # noqa: E402
-from engine.evidence.text.sentences import split_sentences  # noqa: E402
+from engine.evidence.text import split_sentences  # noqa: E402
 
 
 def flags(emb, text):

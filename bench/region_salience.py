@@ -29,7 +29,7 @@ from engine.evidence.coverage.base import CoverageParams, Region
 from engine.evidence.coverage.regions import merge_regions, score_coverage, select_regions  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.evidence.text.salience import LOW_SALIENCE, unit_salience  # noqa: E402
+from engine.evidence.text import LOW_SALIENCE, unit_salience  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
 
 TOP = 5

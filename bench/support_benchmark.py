@@ -52,8 +52,7 @@ from engine.evidence.text import lexical as L
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note  # noqa: E402
-from engine.evidence.text.salience import classify  # noqa: E402
-from engine.evidence.text.sentences import split_sentences  # noqa: E402
+from engine.evidence.text import classify, split_sentences  # noqa: E402
 
 SEED = 20260513
 K_SWAP = 8

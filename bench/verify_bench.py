@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 import verify_set  # noqa: E402
 from wrapped_backend import WrappedBackend  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
-from engine.evidence.text.lexical import content_stems  # noqa: E402
+from engine.evidence.text import content_stems  # noqa: E402
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
 from engine.evidence.support.verification.claims import split_claims  # noqa: E402
 from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination,  # noqa: E402

@@ -33,10 +33,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.evidence.text.lexical import content_stems, numbers
+from engine.evidence.text import content_stems, numbers
 from engine.evidence.support import specifics
-from engine.evidence.text import terms  # noqa: E402
-from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text import split_sentences, terms  # noqa: E402
 
 REALDEV = Path(__file__).resolve().parents[2] / "shared" / "realdev"
 MTS_SECTIONS = ("GENHX", "PASTMEDICALHX", "FAM/SOCHX", "MEDICATIONS", "PASTSURGICAL", "ROS", "ALLERGY",

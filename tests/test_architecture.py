@@ -446,7 +446,7 @@ def test_html_and_svg_are_written_only_in_templates():
 WORD_REGEX_CALLS = ("compile", "findall", "finditer", "split", "sub", "subn")
 WORD_PROBE = "Qzvk, wxjy; ZQXV-kvzq. jxwq (VVQZ) xq"  # made-up words, no phrase pattern names them
 # (module, pattern) -> why the pattern is no word tokenizer although it cuts the probe like one; empty, and a new
-# entry says why the shared tokenizer (engine.evidence.text.tokens.tokenize) cannot read it
+# entry says why the shared tokenizer (engine.evidence.text.tokenizer.tokenize) cannot read it
 NOT_WORD_TOKENIZERS: dict[tuple[str, str], str] = {}
 
 
@@ -467,8 +467,8 @@ def _cuts_words(pattern: str) -> bool:
 
 
 def test_no_evidence_module_cuts_words_with_a_regex_of_its_own():
-    """Every module of engine.evidence but engine.evidence.text.tokens cuts words with
-    :func:`engine.evidence.text.tokens.tokenize` (its parameters say where a check reads words its own way). Checked:
+    """Every module of engine.evidence but engine.evidence.text.tokenizer cuts words with
+    :func:`engine.evidence.text.tokenizer.tokenize` (its parameters say where a check reads words its own way). Checked:
     each string literal given as the pattern of ``re.compile``, ``re.findall``, ``re.finditer``, ``re.split``,
     ``re.sub`` or ``re.subn``, by what it does (:func:`_cuts_words`), whatever its syntax. Phrase patterns (literal
     words, "no|denies"), number and date patterns and patterns composed at run time (from word lists) do not cut
@@ -477,7 +477,7 @@ def test_no_evidence_module_cuts_words_with_a_regex_of_its_own():
     assert not any(_cuts_words(p) for p in (r"\S+", r"\s+", r"[-/]", r"\b(?:no|denies)\b", r"\d+(?:\.\d+)?", "[A-Z]"))
     found = []
     for path in sorted((ROOT / "engine" / "evidence").rglob("*.py")):
-        if path == ROOT / "engine" / "evidence" / "text" / "tokens.py":
+        if path == ROOT / "engine" / "evidence" / "text" / "tokenizer.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -607,12 +607,13 @@ def _front_doors() -> dict[str, set[str]]:
 
 
 def test_a_package_with_a_front_door_is_entered_only_by_it():
-    """Outside a package that lists its public names in ``__init__.__all__`` (engine.statistics), the product and
-    the benches import from the package itself, never from its modules; every name in ``__all__`` exists."""
+    """Outside a package that lists its public names in ``__init__.__all__`` (engine.statistics, engine.evidence.text),
+    the product and the benches import from the package itself, never from its modules; every name in ``__all__``
+    exists."""
     import importlib
 
     doors = _front_doors()
-    assert "engine.statistics" in doors
+    assert {"engine.statistics", "engine.evidence.text"} <= set(doors)
     for pkg, names in doors.items():
         mod = importlib.import_module(pkg)
         assert not [n for n in names if not hasattr(mod, n)], pkg

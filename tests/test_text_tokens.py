@@ -1,4 +1,4 @@
-"""The one word tokenizer of the evidence checks (engine.evidence.text.tokens) reads every text exactly as each
+"""The one word tokenizer of the evidence checks (engine.evidence.text.tokenizer) reads every text exactly as each
 check's own regular expression read it before the checks shared it, and the number words are listed once.
 
 ``READINGS`` pairs, for each place that cuts words, the expression it used (kept here as the reference) with the
@@ -21,7 +21,7 @@ from engine.evidence.medomit import result as medomit_result
 from engine.evidence.stigma import detector, rules
 from engine.evidence.support.verification import ask, claims
 from engine.evidence.text import abbreviations, lexical, salience, terms
-from engine.evidence.text.tokens import (NUMBER_WORDS, ONES, QUANTITY_WORDS, SCALES, TENS, Word, is_number_word,
+from engine.evidence.text.tokenizer import (NUMBER_WORDS, ONES, QUANTITY_WORDS, SCALES, TENS, Word, is_number_word,
                                          tokenize)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from engine.core.models import Case, Summary
 from engine.evidence.coverage.base import CoverageError, CoverageParams, Region, Unit, checked_summary_text, global_of
 from engine.evidence.embeddings import Embedder, TokenEmbeddings
-from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text import split_sentences
 
 
 _STOP: Optional[frozenset] = None

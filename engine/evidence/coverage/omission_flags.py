@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 from engine.core import citations
 from engine.core.models import Case, Note
 from engine.evidence.coverage.base import Region, Unit
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:
     """Sentences of the latest note that say a result is pending, which no summary sentence carries: a summary
     sentence carries one when it says something is pending, preliminary or expected and shares a content word with
     it."""
-    from engine.evidence.text.sentences import split_sentences
+    from engine.evidence.text import split_sentences
     from engine.evidence.coverage.unitcov import source_units
 
     latest = {n.note_id for n in latest_notes(case)}
@@ -120,7 +120,7 @@ def uncited_note_flags(case: Case, summary_text: str, units: Sequence[Unit], thr
     """One flag per note the summary never cites, when it cites at least one note of the case (a summary without
     citations is the citation check's finding, not this one). ``units``: the coverage method's scored units."""
     from engine.evidence.coverage.regions import merge_regions
-    from engine.evidence.text.salience import unit_salience
+    from engine.evidence.text import unit_salience
 
     ids = [n.note_id for n in case.notes]
     cited = set(citations.cited_ids(summary_text, style)) & set(ids)

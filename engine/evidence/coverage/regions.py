@@ -39,7 +39,7 @@ from engine.evidence.coverage.embedding_methods import kde_scores, sentcov_score
 from engine.evidence.coverage.base import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
 from engine.evidence.embeddings import Embedder, EMBEDDING_NAME
 from engine.evidence.coverage.unitcov import unitcov_scores
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 
 # A region stating a change or a next step (started, stopped, switched, pending, scheduled, ordered, referred …)
@@ -118,10 +118,10 @@ def merge_regions(case: Case, units: Sequence[Unit], threshold: float, top: int,
     :func:`engine.evidence.text.salience.unit_salience`, all 1.0 = rank by raw score). With ``summary_text``, each region lists
     its key terms the summary never writes (:func:`engine.evidence.text.terms.missing_key_terms`). Regions are ranked by
     :func:`region_rank_key`."""
-    from engine.evidence.text.terms import missing_key_terms
+    from engine.evidence.text import missing_key_terms
 
     if salience is None:
-        from engine.evidence.text.salience import unit_salience
+        from engine.evidence.text import unit_salience
 
         salience = unit_salience(case, units)
     if len(salience) != len(units):
@@ -182,7 +182,7 @@ def select_regions(case: Case, units: Sequence[Unit], method: str, threshold: fl
     it, also the least covered places (units in the top 10 % of scores, 1 % for kde), all ranked by
     :func:`region_rank_key`. ``salience`` as in :func:`merge_regions` (None = the engine.evidence.text.salience rule)."""
     if salience is None:
-        from engine.evidence.text.salience import unit_salience
+        from engine.evidence.text import unit_salience
 
         salience = unit_salience(case, units)
     min_words = METHODS[method].min_region_words if method in METHODS else 2

@@ -15,10 +15,7 @@ import numpy as np
 from engine.core.models import Case, Summary
 from engine.evidence.coverage.base import CoverageError, CoverageParams, Unit, checked_summary_text
 from engine.evidence.embeddings import Embedder
-from engine.evidence.text.lexical import is_number_word, numbers
-from engine.evidence.text.salience import SPEAKER_TAG
-from engine.evidence.text.terms import stem
-from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text import SPEAKER_TAG, is_number_word, numbers, split_sentences, stem
 
 
 # an abbreviation that never ends a sentence ("approx. 2 kg", "Dr. Osei", "vs. 40"): the splitter's cut after it
@@ -47,7 +44,7 @@ def _source_units(notes: tuple[tuple[str, str], ...], max_words: int) -> tuple[S
     """The source cut into units a summary sentence can cover: every line, without its speaker tag, split into
     sentences (no merging across a lower-case start: transcripts are lower case), and a sentence longer than
     ``max_words`` words split into consecutive windows of ``max_words`` words — nothing is left out."""
-    from engine.evidence.text.sentences import segmenter
+    from engine.evidence.text import segmenter
 
     out: list[SourceUnit] = []
     for note_id, t in notes:
@@ -105,7 +102,7 @@ def lexical_set(text: str) -> frozenset[str]:
     engine.evidence.text.lexical.numbers) of ``text``: what a summary must repeat, in some form, to carry a source
     unit's facts. Stopwords, generic words and fillers do not count (engine.evidence.text.salience.content_words);
     number words count as their digits, not as words."""
-    from engine.evidence.text.salience import content_words
+    from engine.evidence.text import content_words
 
     nums = numbers(text)
     words = {stem(w) for w in content_words(text) if not is_number_word(w)}
@@ -125,7 +122,7 @@ def summary_units(text: str) -> list[str]:
 
 def source_kind(case: Case) -> str:
     """"conversation" when a note is a transcript with speaker tags (engine.evidence.text.salience.is_dialogue), else "notes"."""
-    from engine.evidence.text.salience import is_dialogue
+    from engine.evidence.text import is_dialogue
 
     return "conversation" if any(is_dialogue(n.text) for n in case.notes) else "notes"
 
@@ -145,7 +142,7 @@ KEY_TERM_BASE = 0.3  # the cap is KEY_TERM_BASE + (1 - KEY_TERM_BASE) x the shar
 
 def key_share(unit_text: str, summary_text: str) -> float:
     """Share of the unit's key terms (engine.evidence.text.terms.key_terms) the summary writes; 1.0 when it has none."""
-    from engine.evidence.text.terms import key_terms, missing_key_terms
+    from engine.evidence.text import key_terms, missing_key_terms
 
     keys = key_terms(unit_text)
     if not keys:
@@ -163,7 +160,7 @@ def unitcov_scores(case: Case, summary: Summary, emb: Embedder, p: CoverageParam
     the true omission rate with a logistic curve fitted per source kind on the development split
     (:data:`UNITCOV_CALIBRATION`), so one flag threshold means the same for notes and for conversations. A unit
     naming key terms is covered at most 0.3 + 0.7 × the share of them the summary writes (:data:`KEY_TERM_CAP`)."""
-    from engine.evidence.text.salience import unit_salience
+    from engine.evidence.text import unit_salience
 
     stext = checked_summary_text(summary.text)
     units = source_units(case)

@@ -4,7 +4,7 @@ a differential of likelihood words. A step with such a reply fails; nothing is i
 from __future__ import annotations
 
 from engine.evidence.medomit.result import Diagnosis
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 
 # fragments of our own prompts that a weak model copies back instead of answering

@@ -124,7 +124,7 @@ def fact_parts(text: str) -> list[tuple[str, int, int]]:
     (:func:`engine.evidence.support.verification.claims.split_claims`). A sentence of fewer than three words (a
     list number, a cut-off tail such as "Nopost") stays with its neighbour. One part when nothing cuts it."""
     from engine.evidence.support.verification.claims import MIN_WORDS, split_claims, word_count
-    from engine.evidence.text.sentences import segmenter
+    from engine.evidence.text import segmenter
 
     sentences: list[list[int]] = []
     for seg in segmenter().segment(text):

@@ -57,7 +57,7 @@ def gap_units(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAP
     """The source units (:class:`engine.evidence.coverage.unitcov.SourceUnit`) the linked ``facts`` leave
     uncovered, in note order (see the module docstring)."""
     from engine.evidence.coverage.unitcov import lexical_set, source_units
-    from engine.evidence.text.terms import missing_key_terms
+    from engine.evidence.text import missing_key_terms
 
     if not params.enabled:
         return []

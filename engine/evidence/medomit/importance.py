@@ -29,7 +29,7 @@ from typing import Callable, Optional, Sequence
 
 from engine.core.models import Case
 from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact, StepRecord
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 from engine.llm import case_record
 from engine.llm.backends import Backend, BackendError, NextToken
 from engine.llm.prompt_fence import Fence, quoted

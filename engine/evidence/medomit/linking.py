@@ -19,8 +19,7 @@ import re
 from functools import lru_cache
 from typing import Optional
 
-from engine.evidence.text.sentences import split_sentences
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import split_sentences, tokenize
 
 MIN_VERBATIM = 5  # characters (white space not counted) from which a probe is found anywhere in the squeezed note
 MIN_TOKEN = 2  # a shorter probe is found only as a token of its own (find_token); one character is never placed

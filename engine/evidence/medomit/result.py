@@ -9,7 +9,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 METHOD_VERSION = "medomit-v5"  # (the one-step pipeline's results are keyed by engine.evidence.medomit.facts.
 # ONE_STEP_VERSION as well) v5: passages no extracted fact covers are facts too; v4: omission decided per fact by

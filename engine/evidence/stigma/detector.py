@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from engine.evidence.stigma.rules import RULES, context_rule, quotes_of
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"
 RULES_VERSION = "stigma-rules-1"  # bump when a context rule changes: the lexicon version changes with it

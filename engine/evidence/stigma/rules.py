@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 RULE_NEGATED = "negated"
 RULE_PATIENT_QUOTE = "patient_quote"
 RULE_NOT_PATIENT = "not_the_patient"

@@ -60,12 +60,10 @@ import numpy as np
 from engine.evidence.support import specifics
 from engine.core.citations import strip as strip_citations
 from engine.evidence.embeddings import Embedder
-from engine.evidence.text.lexical import (BACKGROUND_PATH, LIST_MARKER, content_stems, lexical_support, numbers,
-                                     rouge_scorer, words)
+from engine.evidence.text import (BACKGROUND_PATH, LIST_MARKER, content_stems, lexical_support, numbers, rouge_scorer,
+                                  words)
 from engine.core.models import Case, Summary
-from engine.evidence.text.salience import SPEAKER_TAG
-from engine.evidence.text.sentences import Sentence, split_sentences
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import SPEAKER_TAG, Sentence, split_sentences, tokenize
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
 # v2: citations read by engine.core.citations. v3: the weak-support rule (support_score, lexical, semantic,
@@ -170,7 +168,7 @@ class SourceProfile:
 
 
 def source_units(case: Case) -> list[tuple[str, Sentence, str]]:
-    from engine.evidence.text.salience import is_dialogue
+    from engine.evidence.text import is_dialogue
 
     out = []
     for n in case.notes:
@@ -265,7 +263,7 @@ def citation_verdict(text: str, cites: Sequence[str], note_ids: set, profile: So
 
 
 def is_heading(text: str) -> bool:
-    from engine.evidence.text.salience import classify
+    from engine.evidence.text import classify
 
     return classify(text, dialogue=False).kind == "header"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from engine.evidence.text.terms import is_specific, stem, tokens
+from engine.evidence.text import is_specific, stem, tokens
 
 ANSWER_LINES = 2  # after a question, an "Allergies:" label or a heading: the answer's lines
 MAX_LIST_LINES = 12  # a bulleted allergy list read at most this far

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.evidence.text.lexical import canonical_number, content_stems, idf_weights, rouge_scorer
+from engine.evidence.text import canonical_number, content_stems, idf_weights, rouge_scorer
 
 MIN_CONTENT = 3
 UNITS = frozenset("""% mg mcg ug g kg lb lbs mm cm m ml l dl mmhg mg/dl g/dl g/g mg/g g/l mg/l iu/ml iu/l u/l meq/l

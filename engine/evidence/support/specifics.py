@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
 from engine.evidence.support import allergies
-from engine.evidence.text.terms import (DRUG_STEMS, FINDING_ENDINGS, MONTHS, Tok, is_specific, stem, tokens)
+from engine.evidence.text import DRUG_STEMS, FINDING_ENDINGS, MONTHS, Tok, is_specific, stem, tokens
 
 CHECKS_VERSION = "checks-2"  # 2: the unrecorded-allergy check; results decided by the checks carry it
 ANCHOR_GAP = 2  # a value belongs to the nearest content word at most this many words before it

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text.tokenizer import tokenize
 
 ABBREVIATIONS: dict[str, str] = {
     "afib": "atrial fibrillation", "a-fib": "atrial fibrillation", "aki": "acute kidney injury",

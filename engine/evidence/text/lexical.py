@@ -2,7 +2,7 @@
 
 * :func:`words`, :func:`numbers` (digits and number words, canonical), :func:`canonical_number`,
   :func:`claimed_numbers` (a sentence's numbers without its list numbers, dates and unit numbers); the number words
-  are those of :mod:`engine.evidence.text.tokens` (``NUMBER_WORDS`` and ``is_number_word`` are also importable
+  are those of :mod:`engine.evidence.text.tokenizer` (``NUMBER_WORDS`` and ``is_number_word`` are also importable
   from here);
 * :func:`content_stems` (Porter stems of the content words) weighted by rarity (:func:`idf_weights` over the
   background document frequencies of :func:`support_background`), :func:`lexical_support`;
@@ -19,14 +19,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.evidence.text.tokens import NUMBER_WORDS, ONES, SCALES, TENS, is_number_word, tokenize
+from engine.evidence.text.tokenizer import NUMBER_WORDS, ONES, SCALES, TENS, is_number_word, tokenize
 
 
 BACKGROUND_PATH = Path(__file__).resolve().parents[2] / "resources" / "support_background.json"
 
 
 def words(text: str) -> list[str]:
-    """The lower-cased words of ``text`` (:func:`engine.evidence.text.tokens.tokenize`): letters and digits, kept
+    """The lower-cased words of ``text`` (:func:`engine.evidence.text.tokenizer.tokenize`): letters and digits, kept
     whole across one "." "'" "/" or "-" ("b.i.d", "don't", "s/p", "cha2ds2-vasc")."""
     return tokenize(text, case="lower_text", joiners=".'/-")
 

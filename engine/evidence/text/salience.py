@@ -66,7 +66,7 @@ from functools import lru_cache, partial
 from typing import Optional, Protocol, Sequence
 
 from engine.core.models import Case
-from engine.evidence.text.tokens import NUMBER_WORDS, QUANTITY_WORDS, tokenize
+from engine.evidence.text.tokenizer import NUMBER_WORDS, QUANTITY_WORDS, tokenize
 
 # ------------------------------------------------------------------------------------------------- weights
 
@@ -147,7 +147,7 @@ tobacco cigarettes vaping side ow ouch marijuana cannabis drug drugs pregnant pr
 milligram milligrams mg units mcg referral hospice dnr dnar code mg/dl bp hr spo2 rr bmi a1c inr
 """.split())
 
-# An amount before a unit: a number word or a quantity word of engine.evidence.text.tokens ("two", "a few", "half"),
+# An amount before a unit: a number word or a quantity word of engine.evidence.text.tokenizer ("two", "a few", "half"),
 # except the number words this rule has never read: reading them lifts two turns of the sample's conversations
 # ("ninety percent", "eighteen pounds") from 0.3 to 1.0, which moves the omission benchmark's figures.
 UNREAD_NUMBER_WORDS = frozenset("zero thirteen fourteen sixteen seventeen eighteen nineteen seventy eighty ninety "

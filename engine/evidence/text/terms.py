@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Optional
 
 from engine.evidence.text.abbreviations import expand, words_for
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text.tokenizer import tokenize
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from engine.core.models import Case
 from engine.llm.backends import NextToken
 from engine.llm.prompt_fence import Fence, attr_escape
 from engine.evidence.support.verification.passages import PassageRef
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 PROMPT_VERSION = "verify-prompt-v1"
 KEEP = 3  # messages kept evaluated: instructions, record, acknowledgement

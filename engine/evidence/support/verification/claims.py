@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import tokenize
 
 MIN_WORDS = 3  # a piece shorter than this joins the piece before it
 

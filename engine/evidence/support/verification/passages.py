@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from engine.core.models import Case
-from engine.evidence.text.abbreviations import expand
-from engine.evidence.text.lexical import content_stems, idf_weights, numbers
-from engine.evidence.text.salience import is_dialogue
-from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text import content_stems, expand, idf_weights, is_dialogue, numbers, split_sentences
 
 TOP_LINES = 3  # best-matching lines in a passage (each with the line before it)
 

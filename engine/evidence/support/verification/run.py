@@ -33,7 +33,7 @@ from engine.core.stamps import json_key
 from engine.data.job_records import recorded
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
-from engine.evidence.text.sentences import split_sentences
+from engine.evidence.text import split_sentences
 from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answer, messages, question_message, read_yes,
                                               record_message)
 from engine.evidence.support.verification.claims import split_claims

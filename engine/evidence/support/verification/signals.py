@@ -28,9 +28,8 @@ from typing import Optional, Sequence
 
 from engine.core.models import Case
 from engine.evidence.support import specifics
-from engine.evidence.text.abbreviations import expand
-from engine.evidence.text.lexical import claimed_numbers, content_stems, lexical_support, numbers, rouge_scorer
-from engine.evidence.text.tokens import tokenize
+from engine.evidence.text import (claimed_numbers, content_stems, expand, lexical_support, numbers, rouge_scorer,
+                                  tokenize)
 
 NEVER_NOVEL = frozenset(("report", "state", "note", "present", "describ", "complain", "continu", "follow", "plan",
                          "recommend", "discuss", "advis", "seen", "visit", "today", "current", "prior", "histori",
