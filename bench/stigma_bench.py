@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.data.loading import load_paths  # noqa: E402
 from engine.data.ratings import medians  # noqa: E402
-from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
+from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
 from engine.statistics import cluster_bootstrap_values, cohen_kappa, percentile_interval  # noqa: E402
 
 BUNDLE = ROOT / "sample_data" / "pdsqi_sample"

@@ -176,8 +176,8 @@ def cmd_stigma(args) -> int:
     from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
     lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
     from engine.data.ratings import medians
-    from engine.evidence.stigma.detector import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
-    from engine.evidence.stigma.entries import workspace_entries
+    from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
+    from engine.evidence.stigma import workspace_entries
 
     store, ds, name, ids = dataset_and_ids(args)
     extra = workspace_entries(store)  # the clinician entries added on the Lexicon page (active ones)

@@ -59,7 +59,7 @@ def _overlapping(al: AlignmentResult, text: str, span: str):
 def check_defect(ds: Dataset, summary_id: str, defect: Mapping, alignment: Optional[AlignmentResult],
                  coverage: Optional[CoverageResult]) -> DefectCheck:
     """One documented defect against the evidence of its summary."""
-    from engine.evidence.stigma import detector as stigma
+    from engine.evidence import stigma
 
     kind = defect.get("type", "")
     summary = ds.summary(summary_id)

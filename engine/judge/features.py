@@ -74,7 +74,7 @@ def _json(text: Optional[str]) -> Optional[dict]:
 def evidence_for(store, dataset: str, ds: Dataset, extra_stigma=(), summary_ids=None) -> dict[str, EvidenceSummary]:
     """summary id -> its evidence numbers (only ``summary_ids`` when given); stored evidence that is missing leaves
     that feature None."""
-    from engine.evidence.stigma import detector as stigma
+    from engine.evidence import stigma
 
     cov = store.evidence_results(dataset, f"coverage:{DEFAULT_COVERAGE_METHOD}") if store is not None else {}
     ali = store.evidence_results(dataset, "alignment") if store is not None else {}

@@ -16,7 +16,7 @@ from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import json_key
 from engine.data.ratings import display_table, judge_cell
-from engine.evidence.stigma import detector as stigma
+from engine.evidence import stigma
 from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
                                               region_rank_score)
@@ -27,7 +27,7 @@ from engine.evidence.medomit.relink import read_stored
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows, same_weight_note
 from engine.evidence.coverage.omission_flags import omission_flags
-from engine.evidence.stigma.entries import workspace_entries
+from engine.evidence.stigma import workspace_entries
 from engine.evidence.support.verification.view import VerificationView, summary_view
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.stored import latest_result

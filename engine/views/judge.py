@@ -57,7 +57,7 @@ _ASSESSED: dict[tuple, object] = {}
 def assessed_once(case, summary, lexicon):
     """The stigma detector's answer (engine.evidence.stigma.detector.assess) remembered per lexicon version, case
     and summary (all immutable): the Judge page shows it on every rerun and scans the notes once."""
-    from engine.evidence.stigma import detector as stigma
+    from engine.evidence import stigma
 
     key = (lexicon.version, case, summary)
     hit = _ASSESSED.get(key)
@@ -75,8 +75,8 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
     (Thorough has no such rule: neither unit coverage's flag nor MED-OMIT's count separates the sample's complete
     summaries from the others well enough — 9 of its 12 complete summaries would be marked.)"""
     from engine.evidence.kinds import stored_result
-    from engine.evidence.stigma import detector as stigma
-    from engine.evidence.stigma.entries import workspace_entries
+    from engine.evidence import stigma
+    from engine.evidence.stigma import workspace_entries
 
     s, out = ds.summary(res.summary_id), {}
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.data.store import StoreBusy, StoreError
-from engine.evidence.stigma.detector import LexiconError, load_lexicon
-from engine.evidence.stigma.entries import add_clinician_entry, workspace_entries
+from engine.evidence.stigma import LexiconError, load_lexicon
+from engine.evidence.stigma import add_clinician_entry, workspace_entries
 
 __all__ = ["ACTIONS", "LexiconError", "LexiconView", "StoreBusy", "StoreError", "add_entry", "deactivate_entry",
            "lexicon_page_view"]

@@ -41,8 +41,8 @@ def forget() -> None:
 def stigma_results(store, name: str, ds) -> list:
     """The stigmatizing-language detector's result for every summary of dataset ``name`` (the built-in lexicon
     plus the workspace's clinician entries), kept while the data and the entries are unchanged."""
-    from engine.evidence.stigma.detector import assess_dataset
-    from engine.evidence.stigma.entries import workspace_entries
+    from engine.evidence.stigma import assess_dataset
+    from engine.evidence.stigma import workspace_entries
 
     entries = workspace_entries(store)
     return remembered(store, name, "stigma", repr(entries), lambda: assess_dataset(ds, extra_entries=entries))
