@@ -55,3 +55,23 @@ def test_views_keep_a_figure_until_the_data_change(store):
     store.put_judge_result(name, judge_result(s.summary_id, s.case_id, {"thorough": 2.0}))
     assert remembered(store, name, "count", "k", compute) == 3  # a new result: computed again
     forget()
+
+
+def test_a_figure_of_the_content_alone_outlives_new_results(store):
+    """The stigma scan reads only the text and the lexicon: a judge result written meanwhile keeps it; a new
+    import does not."""
+    from engine.views.memo import forget, remembered
+
+    name, ds = _sample(store)
+    forget()
+    calls = []
+    compute = lambda: calls.append(1) or len(calls)  # noqa: E731
+    assert remembered(store, name, "scan", "k", compute, content_only=True) == 1
+    s = ds.summaries[0]
+    store.put_judge_result(name, judge_result(s.summary_id, s.case_id, {"thorough": 2.0}))
+    assert remembered(store, name, "scan", "k", compute, content_only=True) == 1
+    gone = ds.summaries[-1].summary_id
+    smaller = replace(ds, summaries=ds.summaries[:-1], ratings=[r for r in ds.ratings if r.summary_id != gone])
+    store.import_dataset(smaller, name=name, replace=True, force=True)
+    assert remembered(store, name, "scan", "k", compute, content_only=True) == 2
+    forget()

@@ -247,13 +247,18 @@ class AgreementPage:
 
     def analyse(self, config, spot_checks: bool, count_tokens=None, n_boot: int = 1000) -> AgreementPageView:
         """The report of ``config`` (a JudgeConfig or None) and its view; the figures behind :attr:`report`."""
-        from engine.views.memo import remembered, stigma_results
+        from engine.views.memo import remembered
 
         key = (config.key if config else None, spot_checks, n_boot)
         self.report = remembered(self.store, self.name, "agreement", key, lambda: agreement_report(
             self.store, self.name, key[0], n_boot, count_tokens=count_tokens, spot_checks=spot_checks))
         self.config = config
-        self.view = agreement_page_view(self.store, self.name, self.ds, self.report, config,
+        return self._read_view()
+
+    def _read_view(self) -> AgreementPageView:
+        from engine.views.memo import stigma_results
+
+        self.view = agreement_page_view(self.store, self.name, self.ds, self.report, self.config,
                                         stigma_results(self.store, self.name, self.ds))
         return self.view
 
@@ -272,11 +277,8 @@ class AgreementPage:
 
     def fit_calibration(self, kind: str):
         """Fit and store a calibration of the chosen configuration, then read the view again."""
-        from engine.views.memo import stigma_results
-
         fitted = fit_calibration(self.store, self.name, self.config.key, kind)
-        self.view = agreement_page_view(self.store, self.name, self.ds, self.report, self.config,
-                                        stigma_results(self.store, self.name, self.ds))
+        self._read_view()
         return fitted
 
     def report_files(self, count_tokens=None, spot_checks: bool = False) -> tuple[bytes, Optional[bytes]]:

@@ -16,10 +16,12 @@ _kept: "OrderedDict[tuple, Any]" = OrderedDict()
 _lock = threading.Lock()
 
 
-def remembered(store, name: str, what: str, key: Hashable, compute: Callable[[], Any]) -> Any:
+def remembered(store, name: str, what: str, key: Hashable, compute: Callable[[], Any],
+               content_only: bool = False) -> Any:
     """``compute()`` for dataset ``name`` of ``store``, or the value kept from an earlier call with the same
-    ``what`` and ``key`` while the dataset's data fingerprint is unchanged."""
-    k = (store.location, name, store.data_fingerprint(name), what, key)
+    ``what`` and ``key`` while the dataset's data fingerprint is unchanged (``content_only``: a figure of the
+    dataset's content alone, which results, reviews and calibrations do not change)."""
+    k = (store.location, name, store.data_fingerprint(name, content_only=content_only), what, key)
     with _lock:
         if k in _kept:
             _kept.move_to_end(k)
@@ -41,8 +43,8 @@ def forget() -> None:
 def stigma_results(store, name: str, ds) -> list:
     """The stigmatizing-language detector's result for every summary of dataset ``name`` (the built-in lexicon
     plus the workspace's clinician entries), kept while the data and the entries are unchanged."""
-    from engine.evidence.stigma import assess_dataset
-    from engine.evidence.stigma import workspace_entries
+    from engine.evidence.stigma import assess_dataset, workspace_entries
 
     entries = workspace_entries(store)
-    return remembered(store, name, "stigma", repr(entries), lambda: assess_dataset(ds, extra_entries=entries))
+    return remembered(store, name, "stigma", repr(entries), lambda: assess_dataset(ds, extra_entries=entries),
+                      content_only=True)  # the entries are in the key: a scan reads only the text and the lexicon

@@ -145,8 +145,10 @@ def _most_similar(probes: list[str], notes: dict[str, str], order: list[str]) ->
                 window = " ".join(t[s:e].lower().split())
                 for probe in probes:
                     m = difflib.SequenceMatcher(None, probe, window, autojunk=False)
-                    if m.real_quick_ratio() > best[3] and m.quick_ratio() > best[3] and m.ratio() > best[3]:
-                        best = (nid, s, e, m.ratio())
+                    if m.real_quick_ratio() > best[3] and m.quick_ratio() > best[3]:  # upper bounds first
+                        r = m.ratio()
+                        if r > best[3]:
+                            best = (nid, s, e, r)
                 if len(window) > 1.5 * longest:
                     break
     return best

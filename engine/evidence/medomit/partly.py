@@ -45,9 +45,11 @@ def list_items(text: str) -> list[Item]:
     cuts, depth = [], 0
     for i in range(at, len(text)):
         c = text[i]
-        depth += c in "([" and 1 or 0
-        depth -= c in ")]" and depth > 0 and 1 or 0
-        if depth == 0 and c in ",;" and (i + 1 == len(text) or text[i + 1].isspace()):
+        if c in "([":
+            depth += 1
+        elif c in ")]" and depth > 0:
+            depth -= 1
+        elif depth == 0 and c in ",;" and (i + 1 == len(text) or text[i + 1].isspace()):
             cuts.append(i)
     items = []
     for a, b in zip([at] + [c + 1 for c in cuts], cuts + [len(text)]):
