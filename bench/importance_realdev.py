@@ -75,7 +75,7 @@ def conversations(split: str, n: int) -> list[dict]:
 
 def labels(facts, note: str, emb) -> list[int | None]:
     """1 kept, 0 left out, None in between (see the module docstring)."""
-    from engine.evidence.coverage.unitcov import lexical_set
+    from engine.evidence.coverage.unit_coverage import lexical_set
     from engine.evidence.text import split_sentences
 
     sents = [s.text for s in split_sentences(note)] or [note]
@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    from engine.evidence.coverage.unitcov import lexical_set
+    from engine.evidence.coverage.unit_coverage import lexical_set
     from engine.evidence.embeddings import default_embedder
     from engine.evidence.medomit.pipeline import MedOmit
     from engine.evidence.medomit.result import StepRecord

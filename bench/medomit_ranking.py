@@ -10,7 +10,7 @@ the two dropped facts 31st of 62 and 58th of 64.
 This script ranks each summary's omitted facts (the shipped rows, no model) by:
   * weight      MED-OMIT's order: fact score, heaviest first (ties by fact id);
   * weight,cov  the same, ties broken by the least covered fact first;
-  * others,...  the facts the other summaries of the case state first (engine.evidence.medomit.consensus),
+  * others,...  the facts the other summaries of the case state first (engine.evidence.medomit.peers),
                 then one of the tie-breaks above or P(omitted) or coverage alone;
 and prints, per ordering, the rank of each documented dropped fact that MED-OMIT reported (the manifest's
 ``dropped_fact`` defects, matched as bench/medomit_eval.py matches them): the median rank and how many are in the
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from medomit_eval import matches  # noqa: E402
 from validity_set import DEV_CASES  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.evidence.medomit.consensus import consensus  # noqa: E402
+from engine.evidence.medomit.peers import consensus  # noqa: E402
 from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
 from engine.evidence.medomit.rows import omitted_fact_rows  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_MEDOMIT, load_manifest  # noqa: E402

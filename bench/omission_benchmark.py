@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from engine.evidence.coverage.regions import METHODS, calibrate, score_coverage, select_regions
-from engine.evidence.coverage.base import CoverageParams  # noqa: E402
+from engine.evidence.coverage.results import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.core.models import Case, Note, Summary  # noqa: E402
@@ -273,7 +273,7 @@ def fit_calibration(results_dev: dict) -> None:
     rates of the development split's labelled summaries; then the flag threshold maximising F1 of complete (no)
     vs half-omitted (yes) on the calibrated development scores of both kinds together (one threshold that means
     the same for both)."""
-    from engine.evidence.coverage.unitcov import calibrated
+    from engine.evidence.coverage.unit_coverage import calibrated
 
     print("\n--fit (development split only)")
     coefs, comp, half = {}, [], []

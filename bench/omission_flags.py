@@ -1,4 +1,4 @@
-"""Note-level omission flags (engine.evidence.coverage.omission_flags) on the omission benchmark's cases.
+"""Note-level omission flags (engine.evidence.coverage.note_flags) on the omission benchmark's cases.
 
 The two flag rules were written while reading the sample's summaries (its documented dropped facts are their
 floor, tests/test_evidence_defects.py); nothing here was tuned, so both splits are reported.
@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import omission_benchmark as ob  # noqa: E402
 from engine.core.models import Summary  # noqa: E402
 from engine.evidence.coverage.regions import score_coverage  # noqa: E402
-from engine.evidence.coverage.base import CoverageParams  # noqa: E402
+from engine.evidence.coverage.results import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
-from engine.evidence.coverage.omission_flags import FLAG_KINDS, omission_flags  # noqa: E402
+from engine.evidence.coverage.note_flags import FLAG_KINDS, omission_flags  # noqa: E402
 
 
 def cited_text(item: ob.Item, keep: set[int]) -> str:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.data.loading import load_paths  # noqa: E402
 from engine.evidence.support.verification.result import VerificationResult  # noqa: E402
-from engine.evidence.verification_defects import check_manifest  # noqa: E402
+from engine.evidence.defect_check import check_verification  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest  # noqa: E402
 
 FACT_KINDS = ("fabricated_fact", "falsified_fact")
@@ -32,7 +32,7 @@ def main(path: Path = SAMPLE_VERIFY) -> dict:
         row = json.loads(line)
         results[row["summary_id"]] = VerificationResult.from_dict(json.loads(row["result"]))
     manifest = load_manifest()
-    checks = check_manifest(ds, manifest, results)
+    checks = check_verification(ds, manifest, results)
     facts = [c for c in checks if c.kind in FACT_KINDS]
     out = {"documented_facts": len(facts), "found": sum(c.found for c in facts), "sentences": 0,
            "other_sentences": 0, "other_unsupported": 0, "other_uncertain": 0, "high_quality_marks": []}

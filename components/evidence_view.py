@@ -282,7 +282,7 @@ VERDICT_SIGNS = {"unsupported": "✗", "uncertain": "~", "unscored": "?"}
 
 
 def render_verification(view, case) -> None:
-    """A summary's claim verification (an ``engine.evidence.support.verification.view.VerificationView``): headline,
+    """A summary's claim verification (an ``engine.views.verification.VerificationView``): headline,
     smoke-test mark, one row per claim (unsupported first) and the picked claim's passage in its note."""
     st.caption(untrusted.md_inline(view.headline, 400))
     res = view.result

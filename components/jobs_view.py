@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine.core import untrusted
 from engine.core.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
-from engine.data.job_records import JobRecord, start_or_join
+from engine.data.job_log import JobRecord, start_or_join
 from engine.data.schema import StoreError
 
 REFRESH_S = 0.5

@@ -45,7 +45,7 @@ class DatasetStatus:
     adjudicated: int = 0  # summaries with at least one adjudicated item
     next_steps: list[NextStep] = field(default_factory=list)
     verified: int = 0  # summaries with a claim verification stored
-    runs: list = field(default_factory=list)  # recorded runs, newest first (engine.data.job_records.JobRecord)
+    runs: list = field(default_factory=list)  # recorded runs, newest first (engine.data.job_log.JobRecord)
 
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
@@ -53,7 +53,7 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
     from engine.judge.stored import stored_judge_results
     from engine.judge.configs import configurations
     from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
-    from engine.data.job_records import job_records
+    from engine.data.job_log import job_records
 
     ds = store.load_dataset(name)
     raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}

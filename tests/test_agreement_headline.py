@@ -6,7 +6,7 @@ import pytest
 
 from engine.analysis.agreement import analyse
 from engine.analysis.formatting import format_p
-from engine.analysis.headline import headline, koo_li_band
+from engine.analysis.headlines import headline, koo_li_band
 from engine.judge.configs import config_key_of, configurations, results_for
 from engine.core.models import Case, Dataset, Note, Rating, Summary
 from engine.core.rubric import ITEMS
@@ -113,7 +113,7 @@ def test_an_interval_past_the_coefficients_range_is_marked_and_the_mark_is_said_
 
 
 def test_committee_verdict_says_whether_the_judge_may_be_used():
-    from engine.analysis.headline import HeadlineRow, committee_verdict
+    from engine.analysis.headlines import HeadlineRow, committee_verdict
     from engine.statistics import Estimate
 
     def row(humans, llm, band):

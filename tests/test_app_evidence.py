@@ -131,7 +131,7 @@ def test_case_page_focuses_the_picked_region_and_sentence():
     assert not at.exception, [e.value for e in at.exception]
     from engine.evidence.support.alignment import alignment_cached
     from engine.evidence.coverage.regions import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
-    from engine.evidence.coverage.base import CoverageParams
+    from engine.evidence.coverage.results import CoverageParams
     from engine.data.settings import workspace_path
     from engine.data.store import Store
 

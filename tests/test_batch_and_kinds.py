@@ -59,7 +59,7 @@ def test_every_coverage_method_and_llm_evidence_is_a_registered_kind():
 def test_shipped_evidence_reads_back_typed_through_the_registry(store):
     from engine.sample import ensure_sample
     from engine.evidence.support.alignment import AlignmentResult
-    from engine.evidence.coverage.base import CoverageResult
+    from engine.evidence.coverage.results import CoverageResult
     from engine.evidence.kinds import stored_results
     from engine.evidence.medomit.result import MedOmitResult
 

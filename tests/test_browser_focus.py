@@ -41,7 +41,7 @@ def _first_case_evidence(ws):
     sentence alignment, from the workspace the server imported the sample into (stored: nothing is computed)."""
     from engine.evidence.support.alignment import alignment_cached
     from engine.evidence.coverage.regions import DEFAULT_METHOD, DEFAULT_THRESHOLDS, coverage_cached, merge_regions
-    from engine.evidence.coverage.base import CoverageParams
+    from engine.evidence.coverage.results import CoverageParams
     from engine.data.store import Store
 
     def not_stored():

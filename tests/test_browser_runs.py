@@ -57,7 +57,7 @@ def test_a_cli_run_shows_on_the_case_page_of_another_session_and_is_cancelled_th
 
 
 def test_a_run_whose_process_died_is_shown_stopped_never_running(tmp_path):
-    from engine.data.job_records import job_records, recorded
+    from engine.data.job_log import job_records, recorded
     from engine.data.store import Store
     from engine.core.jobs import Job
 

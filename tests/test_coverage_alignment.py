@@ -4,7 +4,7 @@ import pytest
 from conftest import BUNDLE
 from engine.evidence.support.alignment import align_summary, combined_scores, coverage_density, extractive_fragments
 from engine.evidence.text.lexical import Rouge
-from engine.evidence.coverage.base import CoverageError, CoverageParams
+from engine.evidence.coverage.results import CoverageError, CoverageParams
 from engine.evidence.coverage.regions import calibrate, score_coverage
 from engine.evidence.embeddings import WINDOW
 from engine.data.loading import load_paths

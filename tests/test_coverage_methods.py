@@ -12,8 +12,8 @@ import pytest
 from conftest import BUNDLE
 from engine.cli import main
 from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS, score_coverage
-from engine.evidence.coverage.base import CoverageError, CoverageParams
-from engine.evidence.coverage.unitcov import UNITCOV_CALIBRATION, lexical_set, source_kind, source_units
+from engine.evidence.coverage.results import CoverageError, CoverageParams
+from engine.evidence.coverage.unit_coverage import UNITCOV_CALIBRATION, lexical_set, source_kind, source_units
 from engine.data.loading import load_paths
 from engine.core.models import Case, Note, Summary
 from engine.evidence.text.salience import line_salience

@@ -7,9 +7,9 @@ import pytest
 
 from conftest import SAMPLE
 from engine.evidence.support import specifics
-from engine.evidence.coverage.base import Region, Unit
+from engine.evidence.coverage.results import Region, Unit
 from engine.evidence.coverage.regions import merge_regions, region_rank_key
-from engine.evidence.coverage.unitcov import source_units
+from engine.evidence.coverage.unit_coverage import source_units
 from engine.evidence.defect_check import check_manifest, summary_rows
 from engine.core.models import Case, Note
 

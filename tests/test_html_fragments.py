@@ -12,7 +12,7 @@ import payload
 from components import case_view, coverage_view, evidence_view, review_form
 from components.html import fragment
 from engine.analysis import report
-from engine.analysis.headline import HeadlineRow
+from engine.analysis.headlines import HeadlineRow
 from engine.core import untrusted
 from engine.core.rubric import ITEMS
 from engine.statistics.base import Estimate

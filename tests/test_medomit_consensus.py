@@ -1,4 +1,4 @@
-"""The other summaries of a case as a guide to which omissions matter (engine.evidence.medomit.consensus), on the
+"""The other summaries of a case as a guide to which omissions matter (engine.evidence.medomit.peers), on the
 sample's MED-OMIT rows of the 1.5B: the model-fact pipeline's (tests/data, whose generated labels weigh nearly every
 fact alike) for the logic, the shipped one-step rows where the pages and the store read them."""
 import json
@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import ROOT, TIMEOUT
-from engine.evidence.medomit.consensus import comparable, consensus
+from engine.evidence.medomit.peers import comparable, consensus
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import SAME_WEIGHT_MIN_FACTS, omitted_fact_rows, same_weight_note
 from engine.sample import SAMPLE_MEDOMIT

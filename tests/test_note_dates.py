@@ -9,7 +9,7 @@ from engine.core.dates import parse_note_date
 from engine.core.models import Case, Note, Summary
 from engine.data.loading import load_paths
 from engine.data.validation import DatasetInvalid
-from engine.evidence.coverage.omission_flags import latest_notes, pending_flags
+from engine.evidence.coverage.note_flags import latest_notes, pending_flags
 from engine.judge.prompt import build_messages
 
 # File order is the reverse of time order, and the texts compare the wrong way round as strings.

@@ -1,8 +1,8 @@
 """Note-level omission flags: a note the summary never cites, a result the latest note says is still pending."""
 from engine.core.models import Case, Note
-from engine.evidence.coverage.base import Unit
-from engine.evidence.coverage.omission_flags import FLAG_KINDS, latest_notes, omission_flags, pending_flags
-from engine.evidence.coverage.unitcov import source_units
+from engine.evidence.coverage.results import Unit
+from engine.evidence.coverage.note_flags import FLAG_KINDS, latest_notes, omission_flags, pending_flags
+from engine.evidence.coverage.unit_coverage import source_units
 
 NOTES = (
     Note("1", "Clinic visit. Started apixaban 5 mg b.i.d. for atrial fibrillation. PD-L1 testing pending.",

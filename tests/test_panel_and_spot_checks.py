@@ -7,7 +7,7 @@ import pytest
 
 from conftest import BUNDLE
 from engine.analysis.agreement import analyse
-from engine.analysis.headline import at_chance, headline
+from engine.analysis.headlines import at_chance, headline
 from engine.analysis.spot_checks import spot_check_rows
 from engine.data.loading import load_paths
 from engine.core.models import Case, Dataset, Note, Rating, Summary

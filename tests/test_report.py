@@ -241,7 +241,7 @@ def _text_boxes(svg: str):
 def test_forest_plot_band_labels_and_title_never_collide():
     """With the axis from −1 the 'good' and 'excellent' bands are narrow: their labels go on two rows instead of
     running together; a long title wraps inside the figure."""
-    from engine.analysis.headline import HeadlineRow
+    from engine.analysis.headlines import HeadlineRow
     from engine.statistics.base import Estimate
 
     def row(v, lo):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import BUNDLE, ROOT
-from engine.data.backup import BackupError, anchor, backup, list_backups, prune, restore
+from engine.data.backups import BackupError, anchor, backup, list_backups, prune, restore
 from engine.cli import main
 from engine.judge.runner import Judge, run_batch
 from engine.judge.results import JudgeParams, JudgeResult
@@ -190,7 +190,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from engine.data.store import Store
 from engine.data.loading import load_paths
-from engine.data.backup import backup, restore
+from engine.data.backups import backup, restore
 store = Store(sys.argv[2])
 what = sys.argv[3]
 ds, _ = load_paths([sys.argv[4]], name="s")

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from engine.evidence.coverage.regions import COVERAGE_VERSION, merge_regions, result_from_dict, select_regions
-from engine.evidence.coverage.base import CoverageResult, Region, Unit
+from engine.evidence.coverage.results import CoverageResult, Region, Unit
 from engine.core.models import Case, Note
 from engine.evidence.text.salience import classify, line_salience, segment_weights, unit_salience
 from engine.evidence.text.sentences import split_sentences

@@ -11,7 +11,7 @@ import warnings
 from conftest import ROOT
 from engine.evidence.support.alignment import alignment_key
 from engine.evidence.coverage.regions import DEFAULT_METHOD, coverage_key
-from engine.evidence.coverage.base import CoverageParams
+from engine.evidence.coverage.results import CoverageParams
 from engine.evidence.embeddings import EMBEDDING_NAME
 from engine.sample import SAMPLE_EVIDENCE, SAMPLE_NAME, ensure_sample, import_shipped_evidence
 from engine.data.store import Store

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 from engine.data.loading import load_paths
-from engine.evidence.verification_defects import check_manifest
+from engine.evidence.defect_check import check_verification
 from engine.evidence.support.verification.result import VerificationResult
 from engine.evidence.support.verification.combination import shipped_combination
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_key
@@ -81,7 +81,7 @@ def test_every_sample_summary_ships_a_current_verification_by_the_default_judge(
 def test_the_shipped_verification_surfaces_the_documented_defects_it_surfaced_when_measured():
     ds = _sample()
     results = {sid: r for sid, (_k, r) in _shipped().items()}
-    checks = check_manifest(ds, load_manifest(), results)
+    checks = check_verification(ds, load_manifest(), results)
     facts = {(c.summary_id, c.span) for c in checks if c.kind in ("fabricated_fact", "falsified_fact") and c.found}
     cites = {(c.summary_id, c.span) for c in checks if c.kind == "wrong_citation" and c.found}
     assert len([c for c in checks if c.kind in ("fabricated_fact", "falsified_fact")]) == 22

@@ -87,7 +87,7 @@ def test_sample_workspace_copied_to_postgresql_and_back_is_identical(tmp_path, p
 
 
 def test_backup_and_restore_of_a_postgresql_workspace(pg_url):
-    from engine.data.backup import anchor, backup, list_backups, restore
+    from engine.data.backups import anchor, backup, list_backups, restore
 
     store = Store(pg_url)
     ds, _ = load_paths([BUNDLE], name="s")

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from conftest import BUNDLE
-from engine.evidence.coverage import omission_flags
+from engine.evidence.coverage import note_flags as omission_flags
 from engine.evidence.medomit import importance, linking
 from engine.evidence.medomit import checks as medomit_checks
 from engine.evidence.medomit import result as medomit_result

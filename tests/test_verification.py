@@ -15,7 +15,7 @@ from engine.evidence.support.verification.claims import split_claims
 from engine.evidence.support.verification.result import VerificationResult
 from engine.evidence.support.verification.run import (DEFAULT_PARAMS, VerifyParams, compute_verification, fact_findings,
                                               verify_summary)
-from engine.evidence.support.verification.view import summary_view
+from engine.views.verification import summary_view
 from engine.evidence.text.lexical import claimed_numbers, numbers
 from engine.llm.backends import NextToken
 
@@ -159,7 +159,7 @@ def test_results_round_trip_and_the_view_marks_unsupported_claims():
 
 def test_an_answer_near_the_line_is_uncertain_in_its_own_colour_and_never_counted_unsupported():
     from engine.evidence.support.verification.combination import shipped_combination
-    from engine.evidence.support.verification.view import UNCERTAIN_COLOUR, UNSUPPORTED_COLOUR
+    from engine.views.verification import UNCERTAIN_COLOUR, UNSUPPORTED_COLOUR
 
     comb = shipped_combination()
     # find the model's P(yes) that lands a plain, fully stated sentence inside the uncertain band

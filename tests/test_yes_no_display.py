@@ -40,7 +40,7 @@ def test_aggregate_of_likert_is_the_median_and_na_aware():
 
 
 def test_share_wording_is_the_agreement_pages():
-    from engine.analysis.headline import share_of
+    from engine.analysis.headlines import share_of
 
     assert format_share(12, 40) == "12 of 40 yes (30%)" == share_of((12, 40))
     assert format_share(0, 0) == ""

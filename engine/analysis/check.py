@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.core.jobs import Cancelled, Job, check_cancelled
-from engine.data.job_records import recorded
+from engine.data.job_log import recorded
 from engine.core.models import Dataset
 
 
@@ -114,7 +114,7 @@ class _Checker:
 
     def _coverage(self, sid: str):
         from engine.evidence.batch import compute_evidence
-        from engine.evidence.coverage.base import CoverageParams
+        from engine.evidence.coverage.results import CoverageParams
         from engine.evidence.kinds import stored_result
 
         batch = compute_evidence(self.store, self.dataset, self.ds, [sid], self.setup.embedder)

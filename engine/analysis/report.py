@@ -29,7 +29,7 @@ from engine.judge.configs import JudgeConfig, sampling_words
 from engine.analysis.agreement import AgreementReport, disagreements
 from engine.analysis.formatting import INTERVAL_NOTE, format_p
 from engine.core.numbers import formatted_rows
-from engine.analysis.headline import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
+from engine.analysis.headlines import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
                                       mixed_model_rows)
 from engine.analysis.spot_checks import spot_check_rows
 

@@ -239,11 +239,11 @@ def concurrency_arg(text: str) -> int:
 
 
 def run_recorded(job, store, quiet: bool = False):
-    """Run a recorded job (:mod:`engine.data.job_records`) in the foreground, its progress on stderr, and return
+    """Run a recorded job (:mod:`engine.data.job_log`) in the foreground, its progress on stderr, and return
     it ended; when the same work is already running in another window or command, follow that run to its end
-    instead and return its :class:`~engine.data.job_records.JobRecord` (Ctrl-C stops following; it goes on)."""
+    instead and return its :class:`~engine.data.job_log.JobRecord` (Ctrl-C stops following; it goes on)."""
     from engine.core.jobs import run_in_foreground
-    from engine.data.job_records import default_owner, follow, start_or_join
+    from engine.data.job_log import default_owner, follow, start_or_join
 
     job.owner = default_owner()
     mine, other = start_or_join(job)

@@ -78,7 +78,7 @@ def cmd_delete(args) -> int:
 
 
 def cmd_backup(args) -> int:
-    from engine.data.backup import backup
+    from engine.data.backups import backup
 
     store = open_store(args)
     say((str(backup(store, args.reason))))
@@ -86,7 +86,7 @@ def cmd_backup(args) -> int:
 
 
 def cmd_backups(args) -> int:
-    from engine.data.backup import anchor, list_backups
+    from engine.data.backups import anchor, list_backups
 
     store = open_store(args)
     infos = list_backups(anchor(store))
@@ -101,7 +101,7 @@ def cmd_backups(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    from engine.data.backup import restore
+    from engine.data.backups import restore
 
     store = open_store(args, write=True)
     if not args.yes:

@@ -69,7 +69,7 @@ def cmd_omissions(args) -> int:
 def _emit_case(emit, ds, run: list, store, name: str) -> None:
     """Emit a case's results of this run, each compared with the case's other summaries as the Case page compares
     them: this run's results and the workspace's stored ones."""
-    from engine.evidence.medomit.consensus import consensus, stored_case_results
+    from engine.evidence.medomit.peers import consensus, stored_case_results
 
     stored = store.evidence_results(name, "medomit") if store is not None else {}
     case_results = stored_case_results(ds, run[0].case_id, stored, known=run)
@@ -111,10 +111,10 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
     ``regions_order`` states (:data:`REGIONS_ORDER`), each with the figures that order comes from (``marks``,
     ``rank_score``, ``below_threshold``, ``salience``) beside its omission ``score``; the same sentence heads the
     output on stderr (not with --quiet)."""
-    from engine.evidence.coverage.base import CoverageError, CoverageParams
+    from engine.evidence.coverage.results import CoverageError, CoverageParams
     from engine.evidence.coverage.regions import REGIONS_ORDER, listed_order_key, region_row, score_coverage
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.coverage.omission_flags import omission_flags
+    from engine.evidence.coverage.note_flags import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
@@ -143,7 +143,7 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 
 def cmd_align(args) -> int:
     from engine.evidence.support.alignment import align_summary, combined_scores
-    from engine.evidence.coverage.base import CoverageError
+    from engine.evidence.coverage.results import CoverageError
     from engine.evidence.embeddings import Embedder
 
     store, ds, name, ids = dataset_and_ids(args)

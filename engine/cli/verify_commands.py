@@ -13,7 +13,7 @@ from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shi
 
 def cmd_verify(args) -> int:
     from engine.core.jobs import CACHED_COUNT, DONE
-    from engine.data.job_records import JobRecord
+    from engine.data.job_log import JobRecord
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_job
     from engine.llm.backends import BackendError
 

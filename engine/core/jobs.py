@@ -231,8 +231,8 @@ class Job:
         self._prompt_frac = 0.0  # the share of the current prompt read (an unplanned job's bar moves with it)
         self._detail = ""
         self.owner = ""  # who runs it, in words ("browser session 3f2a…", "python -m engine verify sample")
-        self.record_id = ""  # the workspace's row of this run, once recorded (engine.data.job_records)
-        self.record_spec: Optional[dict] = None  # what the row records (set by engine.data.job_records.recorded)
+        self.record_id = ""  # the workspace's row of this run, once recorded (engine.data.job_log)
+        self.record_spec: Optional[dict] = None  # what the row records (set by engine.data.job_log.recorded)
         self._on_start: list[Callable[["Job"], None]] = []
         self._on_end: list[Callable[["Job"], None]] = []
 

@@ -318,7 +318,7 @@ class Store(ResultStore, LexiconStore, JobStore):
           else :class:`StoreError` is raised.
         * replacing keeps the reviewer's work whose summary content is unchanged (:mod:`engine.data.carry_over`) and
           refuses to drop any (naming the counts) unless ``force``; an automatic backup is written first
-          (:mod:`engine.data.backup`).
+          (:mod:`engine.data.backups`).
         """
         if self.read_only:
             raise self.read_only_error()
@@ -330,7 +330,7 @@ class Store(ResultStore, LexiconStore, JobStore):
                   "summaries": len(ds.summaries), "ratings": len(ds.ratings)}
         backup_path = None
         if replace and into is None and (name or ds.name) in self.dataset_names():
-            from engine.data.backup import backup
+            from engine.data.backups import backup
 
             backup_path = str(backup(self, f"before-replace-{name or ds.name}"))
         with self.transaction() as con:
@@ -399,12 +399,12 @@ class Store(ResultStore, LexiconStore, JobStore):
 
     def delete_dataset(self, name: str) -> str:
         """Delete a dataset with everything stored for it, after writing an automatic backup of the workspace
-        (:mod:`engine.data.backup`); returns the backup's path."""
+        (:mod:`engine.data.backups`); returns the backup's path."""
         if self.read_only:
             raise self.read_only_error()
         with self.connect() as con:
             self.dataset_id(con, name)  # an unknown name is refused before any backup is written
-        from engine.data.backup import backup
+        from engine.data.backups import backup
 
         path = backup(self, f"before-delete-{name}")
         with self.transaction() as con:

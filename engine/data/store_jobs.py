@@ -3,7 +3,7 @@
 One row per run: what (kind, dataset, summaries, the work's key), who runs it (a browser session or a command, on
 which host and process), since when, its last heartbeat (seconds since the epoch, written about once a second by
 the running process), its state and progress (a JSON object), why it stopped, and whether someone asked it to
-cancel. What the rows mean — when a running row is really running — belongs to :mod:`engine.data.job_records`.
+cancel. What the rows mean — when a running row is really running — belongs to :mod:`engine.data.job_log`.
 """
 from __future__ import annotations
 

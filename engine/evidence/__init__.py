@@ -7,8 +7,8 @@
 * ``stigma`` — stigmatizing language.
 
 Beside them: the embedding model (``embeddings``), the registry of stored evidence kinds (``kinds``), the batch
-runner of the embedding evidence (``batch``) and the check of stored evidence against a defect manifest
-(``defect_check``).
+runner of the embedding evidence (``batch``) and the check of stored evidence, claim verification included, against a
+defect manifest (``defect_check``).
 
 Imports: engine.core, engine.llm, engine.data.
 """

@@ -11,11 +11,11 @@ from typing import Callable, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
-from engine.data.job_records import recorded
+from engine.data.job_log import recorded
 from engine.core.models import Dataset
 from engine.evidence.support.alignment import alignment_cached, alignment_key
 from engine.evidence.coverage.regions import coverage_cached, coverage_key
-from engine.evidence.coverage.base import CoverageError, CoverageParams
+from engine.evidence.coverage.results import CoverageError, CoverageParams
 from engine.evidence.embeddings import EMBEDDING_NAME
 
 EVIDENCE_STEPS = ("coverage", "sentence support")

@@ -17,13 +17,17 @@ Each defect is *found* when the evidence a reader is shown for it names it:
 * a wrong citation: a sentence overlapping the span has the verdict ``wrong`` or ``unknown``;
 * a missing citation: a sentence overlapping the span has the verdict ``missing``;
 * a dropped fact: one of the first :data:`TOP_REGIONS` uncovered regions overlaps the source span, or a note-level
-  omission flag (:mod:`engine.evidence.coverage.omission_flags`: a note never cited, a result still pending) points to a
+  omission flag (:mod:`engine.evidence.coverage.note_flags`: a note never cited, a result still pending) points to a
   passage overlapping it;
 * stigmatizing language: the lexicon detector marks a word inside the span;
 * redundancy (two spans saying the same thing): a sentence overlapping one span is marked as restating a sentence
   overlapping the other.
 
 A defect type with no evidence kind is listed and counted as not checked (``found`` None).
+
+:func:`check_verification` checks the same manifest against claim verification: a fabricated or falsified fact is
+found when an unsupported claim lies on its span, a wrong citation when the citation verdict on it is ``wrong`` or
+``unknown``.
 """
 from __future__ import annotations
 
@@ -31,8 +35,9 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from engine.evidence.support.alignment import AlignmentResult
-from engine.evidence.coverage.base import CoverageResult
-from engine.evidence.coverage.omission_flags import FLAG_KINDS, omission_flags
+from engine.evidence.support.verification.result import VerificationResult
+from engine.evidence.coverage.results import CoverageResult
+from engine.evidence.coverage.note_flags import FLAG_KINDS, omission_flags
 from engine.core.models import Dataset
 
 TOP_REGIONS = 5
@@ -145,3 +150,52 @@ def summary_rows(checks: list[DefectCheck]) -> list[dict]:
         rows.append({"defect": k.replace("_", " "), "documented": len(cs),
                      "found": "not checked" if cs[0].found is None else len(found)})
     return rows
+
+
+# ------------------------------------------------------------------ claim verification against the manifest
+VERIFICATION_DEFECT_TYPES = ("fabricated_fact", "falsified_fact", "wrong_citation")
+
+
+
+def _claim_spans(text: str, res: VerificationResult):
+    for s in res.sentences:
+        for c in s.claims:
+            at = text.find(c.text, s.start)
+            a, b = (at, at + len(c.text)) if 0 <= at < s.end else (s.start, s.end)
+            yield s, c, a, b
+
+
+def check_verification_defect(ds: Dataset, summary_id: str, defect: Mapping,
+                              res: Optional[VerificationResult]) -> DefectCheck:
+    """One documented defect against a summary's claim verification: a fabricated or falsified fact is found when an
+    unsupported claim lies on its span (the claim found inside its sentence; the whole sentence where it is not found
+    verbatim); a wrong citation when a sentence on the span has the citation verdict ``wrong`` or ``unknown``."""
+    kind, span = defect.get("type", ""), defect.get("summary_span", "")
+    if res is None:
+        return DefectCheck(summary_id, kind, span, False, "no claim verification stored")
+    text = ds.summary(summary_id).text
+    pos = text.find(span)
+    if pos < 0:
+        return DefectCheck(summary_id, kind, span, False, "the span is not in the summary")
+    end = pos + len(span)
+    if kind == "wrong_citation":
+        hits = [s for s in res.sentences if s.start < end and s.end > pos and s.citation_verdict in ("wrong", "unknown")]
+        return DefectCheck(summary_id, kind, span, bool(hits), "; ".join(s.citation_detail for s in hits)
+                           or "; ".join(f"citation {s.citation_verdict or 'not checked'}" for s in res.sentences
+                                        if s.start < end and s.end > pos))
+    on = [(c, a, b) for _s, c, a, b in _claim_spans(text, res) if a < end and b > pos]
+    hits = [c for c, _a, _b in on if c.verdict == "unsupported"]
+    shown = "; ".join(f"“{c.text}” P {c.p_supported:.2f}" + (f" ({'; '.join(c.notes_say)})" if c.notes_say else "")
+                      for c in hits) or "; ".join(f"“{c.text}” {c.verdict}"
+                                                  + (f" P {c.p_supported:.2f}" if c.p_supported is not None else "")
+                                                  for c, _a, _b in on)
+    return DefectCheck(summary_id, kind, span, bool(hits), shown or "no claim on the span")
+
+
+def check_verification(ds: Dataset, manifest: Mapping,
+                       results: Mapping[str, VerificationResult]) -> list[DefectCheck]:
+    """The manifest's defects that claim verification is meant to surface (:data:`VERIFICATION_DEFECT_TYPES`; the
+    others are not this evidence's business and are not listed), each checked against its summary's result."""
+    ids = {s.summary_id for s in ds.summaries}
+    return [check_verification_defect(ds, sid, d, results.get(sid)) for sid, entry in manifest.get("summaries", {}).items()
+            if sid in ids for d in entry.get("defects", []) if d.get("type") in VERIFICATION_DEFECT_TYPES]

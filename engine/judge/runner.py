@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
-from engine.data.job_records import recorded
+from engine.data.job_log import recorded
 from engine.core.models import Case, Dataset, Summary
 from engine.core.rubric import ITEMS, get_item
 from engine.core.stamps import now_iso

@@ -15,7 +15,7 @@ from engine.analysis.agreement import AgreementReport, disagreements, reliabilit
 from engine.analysis.configured import configured_results
 from engine.analysis.detector import detector_agreement
 from engine.analysis.formatting import INTERVAL_NOTE, format_estimate, format_p  # noqa: F401 (INTERVAL_NOTE: for the page)
-from engine.analysis.headline import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
+from engine.analysis.headlines import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
 from engine.analysis.items import LIKERT
 from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_svg  # noqa: F401 (ReportError: for the page)
 from engine.analysis.spot_checks import spot_check_rows

@@ -20,21 +20,21 @@ from engine.evidence import stigma
 from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
                                               region_rank_score)
-from engine.evidence.coverage.base import CoverageError, CoverageParams
+from engine.evidence.coverage.results import CoverageError, CoverageParams
 from engine.evidence.kinds import stored_result
-from engine.evidence.medomit.consensus import Consensus, consensus, stored_case_results
+from engine.evidence.medomit.peers import Consensus, consensus, stored_case_results
 from engine.evidence.medomit.relink import read_stored
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows, same_weight_note
-from engine.evidence.coverage.omission_flags import omission_flags
+from engine.evidence.coverage.note_flags import omission_flags
 from engine.evidence.stigma import workspace_entries
-from engine.evidence.support.verification.view import VerificationView, summary_view
+from engine.views.verification import VerificationView, summary_view
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.stored import latest_result
 from engine.judge import used_scores
 from engine.llm import injection
 
-from engine.evidence.coverage.omission_flags import FLAG_KINDS as OMISSION_FLAG_KINDS
+from engine.evidence.coverage.note_flags import FLAG_KINDS as OMISSION_FLAG_KINDS
 from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
 
 __all__ = ["CasePage", "CaseView", "CoverageView", "DEFAULT_METHOD", "MAX_REGIONS", "METHODS",
@@ -222,7 +222,7 @@ class CoverageView:
     """One coverage method on one summary: its scored units, the slider's range, and at ``threshold`` the
     note-level flags and the merged regions in rank order (tier marks, then score x salience)."""
 
-    coverage: object = None  # engine.evidence.coverage.base.CoverageResult
+    coverage: object = None  # engine.evidence.coverage.results.CoverageResult
     error: str = ""
     low: float = 0.0
     high: float = 0.0

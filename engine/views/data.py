@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from engine.core.models import Dataset
 from engine.core.rubric import ITEMS
-from engine.data import backup as backup_mod
+from engine.data import backups as backup_mod
 from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
 from engine.data.mapping import LoadOptions, RatingsMapping
 from engine.data.store import ImportResult, StoreError
@@ -29,7 +29,7 @@ class DataPageView:
     dataset_names: list[str]
     dataset_rows: list[dict]
     backup_rows: list[dict]
-    backups: list  # engine.data.backup.BackupInfo, newest first (the restore picker)
+    backups: list  # engine.data.backups.BackupInfo, newest first (the restore picker)
 
 
 def data_page_view(store) -> DataPageView:

@@ -10,7 +10,7 @@ from engine.evidence.support.alignment import combined_scores
 from engine.evidence.coverage.regions import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
 from engine.evidence.medomit.rows import dataset_rows, group_means
-from engine.evidence.coverage.omission_flags import describe, omission_flags
+from engine.evidence.coverage.note_flags import describe, omission_flags
 
 __all__ = ["CHART_METRICS", "EvidencePageView", "evidence_all_job", "evidence_page_view", "group_chart_rows",
            "medomit_all_job"]

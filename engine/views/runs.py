@@ -1,10 +1,10 @@
-"""The runs a window shows: long work recorded in the workspace (:mod:`engine.data.job_records`), from this
+"""The runs a window shows: long work recorded in the workspace (:mod:`engine.data.job_log`), from this
 window, another one or the command line."""
 from __future__ import annotations
 
 from typing import Optional
 
-from engine.data.job_records import JobRecord, request_cancel, running_for
+from engine.data.job_log import JobRecord, request_cancel, running_for
 
 
 def running_runs(store, dataset: Optional[str] = None, summary_id: Optional[str] = None) -> list[JobRecord]:

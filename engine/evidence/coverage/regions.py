@@ -36,9 +36,9 @@ import numpy as np
 from engine.core.citations import strip as strip_citations
 from engine.core.models import Case, Summary
 from engine.evidence.coverage.embedding_methods import kde_scores, sentcov_scores, topiccov_scores
-from engine.evidence.coverage.base import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
+from engine.evidence.coverage.results import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
 from engine.evidence.embeddings import Embedder, EMBEDDING_NAME
-from engine.evidence.coverage.unitcov import unitcov_scores
+from engine.evidence.coverage.unit_coverage import unitcov_scores
 from engine.evidence.text import tokenize
 
 

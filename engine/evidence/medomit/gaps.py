@@ -2,14 +2,14 @@
 
 A small model's fact list skips parts of a long, dense note: a plan line ("Start dapagliflozin 10 mg p.o. q.d.")
 that no extracted fact mentions can never be reported omitted. :func:`passage_facts` reads the notes in the units
-unit coverage uses (:func:`engine.evidence.coverage.unitcov.source_units`: sentences, long ones in windows) and
+unit coverage uses (:func:`engine.evidence.coverage.unit_coverage.source_units`: sentences, long ones in windows) and
 takes a unit as a fact of its own — its text word for word, linked to its own span with link kind ``"passage"`` —
 when the extracted facts lying on it carry too little of it:
 
   * a key term of the unit (a drug, a named condition or procedure, a label: :func:`engine.evidence.text.terms.key_terms`)
     that none of those facts writes, or
   * less than :attr:`GapParams.min_carried` of the unit's content words and numbers
-    (:func:`engine.evidence.coverage.unitcov.lexical_set`) written by those facts.
+    (:func:`engine.evidence.coverage.unit_coverage.lexical_set`) written by those facts.
 
 "Those facts" are the linked facts whose span overlaps the unit (a fact elsewhere in the notes that repeats a word
 does not cover this unit). A unit with fewer than :attr:`GapParams.min_content` content words and numbers (a
@@ -54,9 +54,9 @@ def _overlaps(f: Fact, note_id: str, start: int, end: int) -> bool:
 
 
 def gap_units(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAPS) -> list:
-    """The source units (:class:`engine.evidence.coverage.unitcov.SourceUnit`) the linked ``facts`` leave
+    """The source units (:class:`engine.evidence.coverage.unit_coverage.SourceUnit`) the linked ``facts`` leave
     uncovered, in note order (see the module docstring)."""
-    from engine.evidence.coverage.unitcov import lexical_set, source_units
+    from engine.evidence.coverage.unit_coverage import lexical_set, source_units
     from engine.evidence.text import missing_key_terms
 
     if not params.enabled:

@@ -6,7 +6,7 @@ the fact is rightly omitted, but listed whole it reads as if the summary said no
 cuts such a fact after its list number and heading at commas and semicolons (outside brackets; a number's thousands comma is not a
 cut); :func:`written_items` says which items the summary writes: an item is written when the summary repeats at
 least :data:`WRITTEN_SHARE` of its content words and numbers
-(:func:`engine.evidence.coverage.unitcov.lexical_set`), every number it gives and every key term it names
+(:func:`engine.evidence.coverage.unit_coverage.lexical_set`), every number it gives and every key term it names
 (:func:`engine.evidence.text.terms.missing_key_terms`, abbreviations read both ways), and the words it repeats are
 two or more, or a key term or number (one common word, "day" of "day of", shows nothing). This explains a decision;
 it decides nothing.
@@ -66,7 +66,7 @@ def list_items(text: str) -> list[Item]:
 
 def written_items(fact_text: str, summary_text: str) -> ItemsWritten:
     """The fact's list items (:func:`list_items`) split into those ``summary_text`` writes and those it does not."""
-    from engine.evidence.coverage.unitcov import lexical_set
+    from engine.evidence.coverage.unit_coverage import lexical_set
     from engine.evidence.text import key_terms, missing_key_terms, numbers
 
     said, said_numbers = lexical_set(summary_text), numbers(summary_text)

@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence
 
 from engine.core.batch import run_cached
 from engine.core.jobs import CACHED_COUNT, Job
-from engine.data.job_records import recorded
+from engine.data.job_log import recorded
 from engine.core.models import Case, Summary
 from engine.core.stamps import now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses

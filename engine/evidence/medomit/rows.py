@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.evidence.medomit.consensus import Consensus, consensus
+from engine.evidence.medomit.peers import Consensus, consensus
 from engine.evidence.medomit.partly import written_items
 from engine.evidence.medomit.relink import placed_when_read
 from engine.evidence.medomit.result import MedOmitResult

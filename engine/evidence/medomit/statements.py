@@ -1,6 +1,6 @@
 """The notes' atomic statements as MED-OMIT facts, by rules (no model).
 
-Each note is read in the units unit coverage reads (:func:`engine.evidence.coverage.unitcov.source_units`: lines
+Each note is read in the units unit coverage reads (:func:`engine.evidence.coverage.unit_coverage.source_units`: lines
 without their speaker tag, cut into sentences, here with no word windows) and each sentence is cut at its clause
 boundaries by the claim splitter claim verification uses
 (:func:`engine.evidence.support.verification.claims.split_claims`): "BP 152/94 today; started lisinopril 10 mg
@@ -20,7 +20,7 @@ _NO_WINDOWS = 10 ** 6
 
 def statement_facts(case: Case, min_content: int = MIN_CONTENT) -> list[Fact]:
     """The atomic statements of ``case``'s notes as facts S1, S2, … in note order (see the module docstring)."""
-    from engine.evidence.coverage.unitcov import lexical_set, source_units
+    from engine.evidence.coverage.unit_coverage import lexical_set, source_units
     from engine.evidence.support.verification.claims import split_claims
 
     out: list[Fact] = []

@@ -30,7 +30,7 @@ from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
 from engine.core.models import Case, Dataset, Summary
 from engine.core.run_plan import DEFAULT_DECODE_WEIGHT
 from engine.core.stamps import json_key
-from engine.data.job_records import recorded
+from engine.data.job_log import recorded
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
 from engine.evidence.text import split_sentences

@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine.core.models import Case, Summary
-from engine.evidence.coverage.base import CoverageError, CoverageParams, Unit, checked_summary_text
+from engine.evidence.coverage.results import CoverageError, CoverageParams, Unit, checked_summary_text
 from engine.evidence.embeddings import Embedder
 from engine.evidence.text import SPEAKER_TAG, is_number_word, numbers, split_sentences, stem
 

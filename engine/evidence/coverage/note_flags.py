@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 from engine.core import citations
 from engine.core.models import Case, Note
-from engine.evidence.coverage.base import Region, Unit
+from engine.evidence.coverage.results import Region, Unit
 from engine.evidence.text import tokenize
 
 
@@ -94,7 +94,7 @@ def pending_flags(case: Case, summary_text: str) -> list[OmissionFlag]:
     sentence carries one when it says something is pending, preliminary or expected and shares a content word with
     it."""
     from engine.evidence.text import split_sentences
-    from engine.evidence.coverage.unitcov import source_units
+    from engine.evidence.coverage.unit_coverage import source_units
 
     latest = {n.note_id for n in latest_notes(case)}
     pending = [u for u in source_units(case) if u.note_id in latest and PENDING.search(u.text)
