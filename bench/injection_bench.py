@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from engine.judge.runner import Judge, open_llama_backend
 from engine.judge.results import JudgeParams  # noqa: E402
-from engine.judge.prompt import build_messages, read_user_message  # noqa: E402
+from engine.judge.prompt import build_messages, read_messages  # noqa: E402
 from engine.core.models import Case, Dataset, Note, Summary  # noqa: E402
 from engine.core.rubric import ITEMS, Scale  # noqa: E402
 
@@ -56,14 +56,13 @@ def main() -> None:
     be, sha = open_llama_backend(args.model, n_ctx=4096, n_threads=args.threads)
     print(f"model: {be.describe()['model_file']}  samples: {args.samples}")
     judge = Judge(be, sha, JudgeParams(n_samples=args.samples))
-    _, specials = be._special_tokens()
-    special_ids = set(specials.values())
+    special_ids = be.special_token_ids()
     rows = {}
     for injected in (False, True):
         ds = dataset(injected)
         case, summary = ds.cases[0], ds.summaries[0]
         msgs = build_messages(case, summary)
-        back = read_user_message(msgs[-1]["content"])
+        back = read_messages(msgs)
         intact = (back.summary == summary.text and [n["text"] for n in back.notes] == [n.text for n in case.notes])
         ids = be.tokenize(be.render(msgs))
         n_special = sum(1 for t in ids if t in special_ids)

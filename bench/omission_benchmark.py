@@ -174,7 +174,7 @@ class Scorer:
         self.n += 1
         r = score_coverage(item.case, Summary("bench", item.case.case_id, text), self.emb, CoverageParams(method=self.key))
         sal = unit_salience(item.case, r.units)
-        import engine.evidence.coverage.regions as coverage_module
+        from engine.evidence.coverage import regions as coverage_module
 
         coverage_module.RANK_ACTIONS = False  # the rankings before this rule, on the same units
         try:

@@ -191,6 +191,10 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
             self._specials = (pattern, ids)
         return self._specials
 
+    def special_token_ids(self) -> set[int]:
+        """Ids of the vocabulary's control and unknown tokens (read by :meth:`tokenize` only in a template's text)."""
+        return set(self._special_tokens()[1].values())
+
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text``. A :class:`RenderedPrompt` has its template's control strings parsed as special
         tokens and its contents tokenised as plain text; any other string is plain text throughout (data).
