@@ -34,7 +34,7 @@ from validity_set import DEV_CASES, FACTS  # noqa: E402
 def build():
     """(dataset, labels: summary id -> [True where the sentence's citation is wrong])."""
     from engine.data.loading import load_paths
-    from engine.core.models import Case, Dataset, Note, Summary
+    from engine.core import Case, Dataset, Note, Summary
     from engine.sample import SAMPLE_BUNDLE
 
     base, _ = load_paths([str(SAMPLE_BUNDLE / "cases.csv"), str(SAMPLE_BUNDLE / "notes.csv")], name="cit")
@@ -88,14 +88,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from engine.evidence.support.alignment import CITED_SUPPORT, align_summary
     from engine.evidence.embeddings import Embedder
-    from engine.llm.injection import scan
+    from engine.llm import injection
 
     ds, labels = build()
     emb = Embedder()
     rows = []  # (split, truth wrong, cited support, old-rule wrong, verdict)
     injection = 0
     for s in ds.summaries:
-        injection += len(scan(s.text))
+        injection += len(injection.scan(s.text))
         res = align_summary(ds.case(s.case_id), s, emb)
         split = "dev" if s.case_id in DEV_CASES else "test"
         truth = labels[s.summary_id]

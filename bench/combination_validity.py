@@ -74,7 +74,7 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
     from engine.judge.combination import COMBINATIONS, COMBINATION_VERSION, WEIGHTS_NOTE, combine, dataset_scales
     from engine.judge.features import evidence_for
     from engine.judge.runner import open_llama_backend
-    from engine.llm.modelfiles import DEFAULT_EMBEDDED
+    from engine.llm import DEFAULT_EMBEDDED
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "validity.sqlite")

@@ -28,8 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.data.loading import load_paths  # noqa: E402
 from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
 from engine.judge.runner import Judge, open_llama_backend  # noqa: E402
-from engine.llm.llama import gpu_offload_supported  # noqa: E402
-from engine.llm.modelfiles import QWEN_KEY  # noqa: E402
+from engine.llm import QWEN_KEY, gpu_offload_supported  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import verify_set  # noqa: E402
-from engine.core.models import Case, Note  # noqa: E402
+from engine.core import Case, Note  # noqa: E402
 from engine.statistics import auroc  # noqa: E402
 
 OUT = ROOT / "bench" / "out" / "importance_realdev.json"
@@ -110,8 +110,7 @@ def main() -> None:
     from engine.evidence.medomit.pipeline import MedOmit
     from engine.evidence.medomit.result import StepRecord
     from engine.evidence.medomit.statements import statement_facts
-    from engine.llm.llama import LlamaCppBackend
-    from engine.llm.modelfiles import default_embedded_key, embedded_model_path, embedded_sha256
+    from engine.llm import LlamaCppBackend, default_embedded_key, embedded_model_path, embedded_sha256
 
     key = default_embedded_key()
     be = LlamaCppBackend(embedded_model_path(key), n_ctx=8192, n_threads=args.threads)

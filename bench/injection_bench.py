@@ -26,8 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from engine.judge.runner import Judge, open_llama_backend
 from engine.judge.results import JudgeParams  # noqa: E402
 from engine.judge.prompt import build_messages, read_messages  # noqa: E402
-from engine.core.models import Case, Dataset, Note, Summary  # noqa: E402
-from engine.core.rubric import ITEMS, Scale  # noqa: E402
+from engine.core import Case, Dataset, ITEMS, Note, Scale, Summary  # noqa: E402
 
 NOTES = (
     Note("1", "67-year-old man with new atrial fibrillation, heart rate 112. Started metoprolol 25 mg daily and "

@@ -45,7 +45,7 @@ from engine.judge.runner import Judge, open_llama_backend, run_batch
 from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
 from engine.judge.prompt import build_messages  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.core.models import Case, Dataset, Note  # noqa: E402
+from engine.core import Case, Dataset, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -189,7 +189,7 @@ def stub_server(latency: float) -> tuple[subprocess.Popen, str]:
 def concurrency_part(args) -> None:
     import requests
 
-    from engine.llm.http_backend import OpenAIHTTPBackend
+    from engine.llm import OpenAIHTTPBackend
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")
     ids = [s.summary_id for s in ds.summaries[: args.summaries]]

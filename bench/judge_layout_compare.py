@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--boot", type=int, default=2000)
     args = ap.parse_args()
 
-    from engine.core.rubric import ITEMS, Scale
+    from engine.core import ITEMS, Scale
     from engine.data.loading import load_paths
     from engine.data.ratings import medians
     from engine.sample import SAMPLE_BUNDLE

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         combination_validity.print_figures(combination_validity.figures(args.threads or 2,
                                                                         medomit=not args.no_medomit))
     if args.record:
-        from engine.llm.modelfiles import VALIDITY_FILE
+        from engine.llm import VALIDITY_FILE
 
         try:
             kept = [r for r in json.loads(VALIDITY_FILE.read_text(encoding="utf-8")) if r["model"] not in args.models]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.llm.backends import Capabilities, Generation, NextToken  # noqa: E402
+from engine.llm import Capabilities, Generation, NextToken  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
 from engine.evidence.medomit.pipeline import MedOmit, run_medomit  # noqa: E402
 from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
@@ -116,7 +116,7 @@ OracleBackend.next_token = _oracle_next_token
 
 def _blocks(prompt: str):
     """The fenced data blocks of a MED-OMIT prompt (engine.llm.prompt_fence)."""
-    from engine.llm.prompt_fence import read_blocks
+    from engine.llm import read_blocks
 
     code = re.search(r'tags whose names end in "-([0-9a-f]{10})"', prompt).group(1)
     return read_blocks(prompt, code)
@@ -375,7 +375,7 @@ def main():
                  lambda mo, d, sids: run_pipeline(mo, d, sids, Path(tmp) / "o.sqlite"))
     if not args.oracle_only:
         from engine.judge.runner import open_llama_backend
-        from engine.llm.modelfiles import EMBEDDED
+        from engine.llm import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)
         if args.decide_again or args.relink:  # the closed questions' answers are kept on disk (asks only new ones)

@@ -72,7 +72,7 @@ class Recorder(WrappedBackend):
         return None
 
     def generate(self, prompt, schema, max_tokens, temperature, seed, want_logprobs=False):
-        from engine.llm.backends import BackendError, Generation
+        from engine.llm import BackendError, Generation
 
         key, hit = self._pending or ("", None)
         self._pending = None
@@ -88,7 +88,7 @@ class Recorder(WrappedBackend):
                           "stop")
 
     def next_token(self, messages, keep):
-        from engine.llm.backends import NextToken
+        from engine.llm import NextToken
 
         self.calls.append({"case": self.case, "kind": "question", "messages": list(messages), "keep": keep})
         return NextToken({"yes": math.log(0.5), "no": math.log(0.5)}, 0, 0, 0.0)
@@ -136,7 +136,7 @@ def replay_prompt(recorded):
     """The rendered prompt of a recorded step: its segments, so that the chat template's control strings are
     tokenised as control tokens and the data as text, exactly as in the recorded run. A recording made before the
     segments were kept holds one plain string, which replays with the template's text tokenised as data."""
-    from engine.llm.backends import RenderedPrompt
+    from engine.llm import RenderedPrompt
 
     if isinstance(recorded, str):
         return recorded
@@ -146,7 +146,7 @@ def replay_prompt(recorded):
 def replay(args) -> None:
     import llama_cpp  # noqa: F401 - before NumPy (see the module docstring)
 
-    from engine.llm.llama import LlamaCppBackend, gpu_offload_supported
+    from engine.llm import LlamaCppBackend, gpu_offload_supported
 
     files = [Path(f).read_text(encoding="utf-8").splitlines() for f in args.calls]
     headers = [json.loads(lines[0]) for lines in files]

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import omission_benchmark as ob  # noqa: E402
-from engine.core.models import Summary  # noqa: E402
+from engine.core import Summary  # noqa: E402
 from engine.evidence.coverage.regions import score_coverage  # noqa: E402
 from engine.evidence.coverage.results import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402

@@ -51,7 +51,7 @@ from engine.evidence.support import alignment as A
 from engine.evidence.text import lexical as L
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data.loading import load_paths  # noqa: E402
-from engine.core.models import Case, Note  # noqa: E402
+from engine.core import Case, Note  # noqa: E402
 from engine.evidence.text import classify, split_sentences  # noqa: E402
 
 SEED = 20260513

@@ -23,8 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.core.models import Case, Dataset, Note, Rating, Summary  # noqa: E402
-from engine.core.rubric import ITEMS, Scale  # noqa: E402
+from engine.core import Case, Dataset, ITEMS, Note, Rating, Scale, Summary  # noqa: E402
 from engine.data.pg_server import PgServer  # noqa: E402
 from engine.data.store import Store  # noqa: E402
 

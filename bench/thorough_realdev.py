@@ -81,7 +81,7 @@ def variants(row: dict) -> list[tuple[str, str, float]]:
 
 
 def build(split: str, n: int, skip: int = 0):
-    from engine.core.models import Case, Dataset, Note, Summary
+    from engine.core import Case, Dataset, Note, Summary
 
     cases, summaries, truth = [], [], {}
     for row in conversations(split, n, skip):
@@ -96,7 +96,7 @@ def build(split: str, n: int, skip: int = 0):
 def judge_all(ds, store, threads: int) -> dict:
     from engine.judge.results import JudgeParams
     from engine.judge.runner import Judge, open_llama_backend, run_batch
-    from engine.llm.modelfiles import DEFAULT_EMBEDDED
+    from engine.llm import DEFAULT_EMBEDDED
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=DEFAULT_EMBEDDED)
     judge = Judge(backend, sha, JudgeParams(n_samples=1, early_stop=False))

@@ -180,7 +180,7 @@ def dataset(variants: list[Variant], name: str = "validity"):
 
     sys.path.insert(0, str(ROOT))
     from engine.data.loading import load_paths
-    from engine.core.models import Dataset, Summary
+    from engine.core import Dataset, Summary
     from engine.sample import SAMPLE_BUNDLE
 
     files = [str(SAMPLE_BUNDLE / "cases.csv"), str(SAMPLE_BUNDLE / "notes.csv")]

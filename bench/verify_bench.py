@@ -48,14 +48,14 @@ import numpy as np  # noqa: E402
 
 import verify_set  # noqa: E402
 from wrapped_backend import WrappedBackend  # noqa: E402
-from engine.core.models import Case, Note, Summary  # noqa: E402
+from engine.core import Case, Note, Summary  # noqa: E402
 from engine.evidence.text import content_stems  # noqa: E402
 from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
 from engine.evidence.support.verification.claims import split_claims  # noqa: E402
 from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination,  # noqa: E402
                                                                fit_monotone, shipped_combination)
 from engine.evidence.support.verification.signals import FEATURES, RecordWords, claim_signals  # noqa: E402
-from engine.llm.backends import NextToken  # noqa: E402
+from engine.llm import NextToken  # noqa: E402
 from engine.statistics import auroc  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -102,8 +102,7 @@ def lexical_absent(sentence: str, record: str) -> float:
 
 
 def open_backend(which: str, threads: int):
-    from engine.llm.llama import LlamaCppBackend
-    from engine.llm.modelfiles import DEFAULT_EMBEDDED, SMOKE_EMBEDDED, embedded_model_path, embedded_sha256
+    from engine.llm import DEFAULT_EMBEDDED, LlamaCppBackend, SMOKE_EMBEDDED, embedded_model_path, embedded_sha256
 
     key = DEFAULT_EMBEDDED if which == "default" else SMOKE_EMBEDDED
     path = embedded_model_path(key)

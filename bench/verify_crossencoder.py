@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import verify_set  # noqa: E402
 from verify_bench import (OUT, CachedAnswers, auroc, combined_scores, natural_like, open_backend,  # noqa: E402
                           run, signal_rows)
-from engine.core.models import Case, Note  # noqa: E402
+from engine.core import Case, Note  # noqa: E402
 from engine.evidence.support.verification.combination import shipped_combination  # noqa: E402
 from engine.evidence.support.verification.passages import LineIndex, record_lines  # noqa: E402
 

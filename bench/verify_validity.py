@@ -42,7 +42,7 @@ def main():
     from engine.data.store import Store
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
     from engine.judge.runner import open_llama_backend
-    from engine.llm.modelfiles import DEFAULT_EMBEDDED
+    from engine.llm import DEFAULT_EMBEDDED
 
     variants = [v for v in all_variants() if v.kind in ("clean", "accurate") and (a.choose or v.split == "test")]
     OUT.mkdir(exist_ok=True)

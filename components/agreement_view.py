@@ -13,8 +13,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.core import untrusted
-from engine.core.rubric import item_label
+from engine.core import item_label, untrusted
 from engine.views.agreement import BA_STEP, INTERVAL_NOTE, rho_caption, trend_line
 
 

@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from engine.core.numbers import column_format
+from engine.core import column_format
 
 
 def _blank(v) -> bool:

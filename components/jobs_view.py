@@ -12,8 +12,7 @@ from typing import Callable, Optional
 
 import streamlit as st
 
-from engine.core import untrusted
-from engine.core.jobs import CANCELLED, DONE, FAILED, Job, JobStatus
+from engine.core import CANCELLED, DONE, FAILED, Job, JobStatus, untrusted
 from engine.data.job_log import JobRecord, start_or_join
 from engine.data.schema import StoreError
 

@@ -142,7 +142,7 @@ def partial_rows(partial) -> list[dict]:
     """Table rows for a partial result handed over while sampling runs (``engine.judge.runner.PartialResult``): per item the
     median over the samples so far, the greedy sample's expected score, and whether the median is already that of
     the full run. Empty when it holds no scores."""
-    from engine.core.rubric import ITEMS
+    from engine.core import ITEMS
 
     if not partial.items:
         return []

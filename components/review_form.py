@@ -9,7 +9,7 @@ import streamlit as st
 from markupsafe import Markup
 
 from components.html import fragment
-from engine.core.rubric import Item, Scale, format_value, parse_value
+from engine.core import Item, Scale, format_value, parse_value
 
 NOT_RATED = "—"
 

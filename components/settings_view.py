@@ -1,6 +1,6 @@
 """Settings page pieces: the embedded models' measured validity, the choice of MED-OMIT's fact source."""
 from components.frames import show
-from engine.core.rubric import item_label
+from engine.core import item_label
 
 
 def _f(v) -> str:

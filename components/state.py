@@ -7,8 +7,7 @@ from typing import Any, Callable, Optional
 
 import streamlit as st
 
-from engine.core import untrusted
-from engine.core.models import Dataset
+from engine.core import Dataset, untrusted
 from engine.sample import SAMPLE_NAME, open_workspace
 from engine.data.settings import AppSettings, SettingsError, load_settings, workspace_path
 from engine.data.store import DatasetInfo, Store, StoreError
@@ -228,7 +227,7 @@ def judge_backend():
     """(backend, model sha256) for the configured judge model source: llama.cpp for the embedded model, a GGUF file
     or a model found on this machine (loaded once per model and settings); an OpenAI-compatible server (asked what
     it serves on every run; sha256 None). On failure the page shows why and gets None."""
-    from engine.llm.backends import BackendError
+    from engine.llm import BackendError
     from engine.judge.source import open_judge_backend
     from engine.data.settings import SOURCE_SERVER
 
@@ -276,7 +275,7 @@ def require_dataset():
 
 @st.cache_resource(show_spinner=False)
 def _token_counter(model_path: str):
-    from engine.llm.modelfiles import judge_token_counter
+    from engine.llm import judge_token_counter
 
     return judge_token_counter(model_path)[0]
 
@@ -299,7 +298,7 @@ def case_picker(ds):
 
 @st.cache_data(ttl=60, show_spinner="Looking for Ollama and LM Studio models…")
 def _local_models(ollama: tuple[str, ...], lmstudio: tuple[str, ...]):
-    from engine.llm.local_models import discover
+    from engine.llm import discover
 
     return discover(ollama=[Path(d) for d in ollama], lmstudio=[Path(d) for d in lmstudio])
 
@@ -307,7 +306,7 @@ def _local_models(ollama: tuple[str, ...], lmstudio: tuple[str, ...]):
 def local_models(refresh: bool = False):
     """The GGUF models Ollama and LM Studio keep on this machine (engine.llm.local_models.discover), remembered for a
     minute per set of folders."""
-    from engine.llm.local_models import lmstudio_dirs, ollama_dirs
+    from engine.llm import lmstudio_dirs, ollama_dirs
 
     if refresh:
         _local_models.clear()

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from engine.core.processes import pid_alive
+from engine.core import pid_alive
 
 PREFIX = "sumcheck-upload-"
 

@@ -5,7 +5,7 @@ The start page and ``python -m engine status DATASET`` read this; nothing here c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from engine.core.models import RESERVED_RATER_GROUPS
+from engine.core import RESERVED_RATER_GROUPS
 from engine.data.store import Store
 
 

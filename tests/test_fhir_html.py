@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.data.fhir.attachments import html_to_text
+from engine.data.fhir._attachments import html_to_text
 from engine.data.loading import load_paths
 from engine.data.mapping import LoadOptions
 from engine.data.validation import DatasetInvalid
@@ -90,7 +90,7 @@ def test_markup_never_survives(html):
 
 
 def test_an_element_tree_too_deep_is_refused_quickly(tmp_path):
-    from engine.data.fhir.narrative import MAX_DEPTH, TooDeep, reduce_html
+    from engine.data.fhir._narrative import MAX_DEPTH, TooDeep, reduce_html
 
     start = time.monotonic()
     with pytest.raises(TooDeep):

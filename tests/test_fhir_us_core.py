@@ -341,7 +341,7 @@ def test_a_ccda_that_cannot_be_read_is_a_warning_naming_the_document(tmp_path, n
 
 def test_hl7_timestamps_become_dates_the_date_reader_accepts():
     from engine.core.dates import parse_note_date
-    from engine.data.fhir.ccda import hl7_date
+    from engine.data.fhir._ccda import hl7_date
 
     assert hl7_date("20240105143000-0500") == "2024-01-05T14:30:00-05:00"
     assert hl7_date("20240105") == "2024-01-05" and hl7_date("202401051430") == "2024-01-05T14:30:00"

@@ -99,7 +99,7 @@ def test_early_stop_gives_the_medians_of_the_full_run(backend):
 def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, monkeypatch):
     """A fresh backend (as in a fresh process) loads the saved rubric prefix instead of evaluating it, and the
     replies, token for token, and the expected scores are those of a cold evaluation without any prefix."""
-    from engine.llm.prefix_cache import prefix_cache_dir
+    from engine.llm._prefix_cache import prefix_cache_dir
     from engine.llm.modelfiles import resolve_model_path
 
     monkeypatch.setenv("SUMCHECK_CACHE_DIR", str(tmp_path))
@@ -136,7 +136,7 @@ def test_rubric_prefix_is_saved_once_and_loaded_bit_exact(backend, tmp_path, mon
 def test_saved_prefixes_are_pruned_to_the_most_recent(tmp_path, monkeypatch):
     import os
 
-    import engine.llm.prefix_cache as prefix_cache
+    import engine.llm._prefix_cache as prefix_cache
     from engine.llm.llama import LlamaCppBackend
 
     for i in range(12):

@@ -1,4 +1,4 @@
-"""The thread count llama.cpp decodes with follows the measured speeds (engine.llm.threads): it stays at the
+"""The thread count llama.cpp decodes with follows the measured speeds (engine.llm._threads): it stays at the
 configured count on idle cores, drops to fewer when another process holds a core (the speeds measured on 2 cores
 with the 1.5B: 10.6 tokens/s with 2 threads idle, 5.9 with 1, 3.3 with 2 while one core is busy), and comes back
 when the cores are free again. With the real smoke-test model the count changes no logit."""
@@ -6,7 +6,7 @@ import pytest
 
 from engine.llm.llama import LlamaCppBackend
 from engine.llm.modelfiles import resolve_model_path
-from engine.llm.threads import ThreadGovernor
+from engine.llm._threads import ThreadGovernor
 
 IDLE = {2: 10.6, 1: 5.9}
 BUSY = {2: 3.3, 1: 5.9}

@@ -36,8 +36,7 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from engine import statistics as rel
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS, item_label
+from engine.core import Dataset, ITEMS, item_label
 from engine.analysis.formatting import format_boot_p, format_p
 from engine.analysis.groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
                                  item_correlation_matrix, per_summary_rows, run_factor_analysis)

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from engine.core.jobs import Cancelled, Job, check_cancelled
+from engine.core import Cancelled, Job, check_cancelled
 from engine.data.job_log import recorded
-from engine.core.models import Dataset
+from engine.core import Dataset
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from engine.core.models import Dataset
+from engine.core import Dataset
 from engine.judge.configs import JudgeConfig, configurations, find, results_for
 from engine.judge.results import JudgeResult
 from engine.judge.stored import stored_judge_results

@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from engine import statistics as rel
-from engine.core.models import Dataset
+from engine.core import Dataset
 from engine.analysis.items import plain_reason
 
 
@@ -37,7 +37,7 @@ def detector_agreement(ds: Dataset, detector: dict[str, dict[str, float]],
     κ with its asymptotic 95 % CI (engine.statistics.cohen_kappa). κ is not defined when a side answers the same
     for every summary; the reason is kept in ``notes``."""
     from engine.data.ratings import medians
-    from engine.core.rubric import get_item
+    from engine.core import get_item
 
     out = []
     for key in ("stigmatizing_notes", "stigmatizing_summary"):

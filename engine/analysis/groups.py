@@ -9,8 +9,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from engine import statistics as rel
-from engine.core.models import ADJUDICATED_GROUP, Dataset, SPOT_CHECK_GROUP
-from engine.core.rubric import ITEMS
+from engine.core import ADJUDICATED_GROUP, Dataset, ITEMS, SPOT_CHECK_GROUP
 from engine.analysis.items import HUMAN_EXCLUDE, LIKERT, safe_statistic
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine import statistics as rel
-from engine.core.rubric import format_share
+from engine.core import format_share
 from engine.analysis.agreement import AgreementReport
 from engine.analysis.formatting import format_boot_p, format_estimate, format_p, format_score
 
@@ -68,7 +68,7 @@ def _finite(e: Optional[rel.Estimate]) -> Optional[rel.Estimate]:
 
 
 def _constant_words(item, value: float) -> str:
-    from engine.core.rubric import format_value
+    from engine.core import format_value
 
     return f"answered {format_value(item, value)} for every summary"
 
@@ -138,7 +138,7 @@ def headline(report: AgreementReport) -> list[HeadlineRow]:
     yes/no items Gwet AC1. LLM judge: ICC(2,1) against the human median for 1-5 items; for yes/no items Cohen's κ
     against the human majority (AC1 beside it), so a judge that always gives the majority answer reads as chance.
     Any estimate at or below zero, or whose CI reaches zero, reads "not distinguishable from chance"."""
-    from engine.core.rubric import get_item
+    from engine.core import get_item
 
     out = []
     for a in report.items:

@@ -13,8 +13,7 @@ import numpy as np
 
 from engine import statistics as rel
 from engine.statistics import percentile_interval, resample_counts, two_sided_p
-from engine.core.models import ADJUDICATED_GROUP, Dataset, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP
-from engine.core.rubric import ITEMS, Scale
+from engine.core import ADJUDICATED_GROUP, Dataset, ITEMS, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, Scale
 
 
 # the rater panel: not the LLM judge, not adjudicated final scores, not clinicians' spot checks

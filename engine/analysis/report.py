@@ -22,13 +22,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-from engine.core import citations, untrusted
-from engine.core.models import RESERVED_RATER_GROUPS
-from engine.core.rubric import ITEMS, get_item
+from engine.core import ITEMS, RESERVED_RATER_GROUPS, citations, get_item, untrusted
 from engine.judge.configs import JudgeConfig, sampling_words
 from engine.analysis.agreement import AgreementReport, disagreements
 from engine.analysis.formatting import INTERVAL_NOTE, format_p
-from engine.core.numbers import formatted_rows
+from engine.core import formatted_rows
 from engine.analysis.headlines import (HeadlineRow, KOO_LI_BANDS, committee_verdict, headline, llm_vs_human_rows,
                                       mixed_model_rows)
 from engine.analysis.spot_checks import spot_check_rows

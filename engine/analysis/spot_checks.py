@@ -8,8 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from engine.core.models import Dataset, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP
-from engine.core.rubric import get_item
+from engine.core import Dataset, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, get_item
 
 
 @dataclass

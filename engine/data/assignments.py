@@ -18,9 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from engine.core.models import Summary
-from engine.core.rubric import get_item
-from engine.core.stamps import now_iso
+from engine.core import Summary, get_item, now_iso
 from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
 from engine.data.schema import StoreError
 from engine.data.store import Store

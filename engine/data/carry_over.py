@@ -20,8 +20,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
-from engine.core.models import Dataset
-from engine.core.stamps import json_key
+from engine.core import Dataset, json_key
 
 CARRIED_KINDS = ("reviews", "judge results", "evidence results")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from engine.core.models import Note, Summary
+from engine.core import Note, Summary
 from engine.data.files import InputRow
 from engine.data.readers import Collector
 from engine.data.validation import ValidationReport

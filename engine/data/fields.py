@@ -9,9 +9,7 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from engine.core.dates import DATE_CONVENTION, parse_note_date
-from engine.core.models import reserved_rater_problem
-from engine.core.rubric import ValueError_, parse_value
+from engine.core import DATE_CONVENTION, ValueError_, parse_note_date, parse_value, reserved_rater_problem
 from engine.data.files import InputRow
 from engine.data.mapping import DIALOGUE_COLUMNS, RatingsMapping, TABLE_COLUMNS, ID_RE, dialogue_roles
 from engine.data.strict_json import short_text, json_type

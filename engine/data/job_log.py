@@ -26,8 +26,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
-from engine.core.jobs import FAILED, RUNNING, Job, JobStatus, format_duration
-from engine.core.processes import pid_alive
+from engine.core import FAILED, Job, JobStatus, RUNNING, format_duration, pid_alive
 from engine.data.schema import StoreError
 
 STOPPED = "stopped"  # a run whose process ended without saying how

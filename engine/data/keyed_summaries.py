@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from engine.core.models import Summary
+from engine.core import Summary
 from engine.data.fields import REFUSED_VALUE, check_id, is_missing, opt_text, plain_id, scalar_field, text_field
 from engine.data.files import data_suffix, read_csv, read_jsonl, read_text_file
 from engine.data.readers import Collector

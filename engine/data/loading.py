@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from engine.core.models import Case, Dataset, Note
+from engine.core import Case, Dataset, Note
 from engine.data.fields import detect_table, table_reason
 from engine.data.ehr_notes import PendingNote, add_in_order
-from engine.data.fhir.reader import read_export
-from engine.data.fhir.source import Export, ResourceRow, is_fhir_json, read_bundle, read_ndjson_file, unparsed_fhir
+from engine.data.fhir import (Export, ResourceRow, is_fhir_json, read_bundle, read_export, read_ndjson_file,
+                              unparsed_fhir)
 from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, read_csv, read_fd, read_jsonl,
                                resolve_max_mb, read_text_file, split_lines)
 from engine.data.keyed_summaries import add_keyed_summaries, read_keyed_summaries
@@ -342,10 +342,10 @@ def _counted(counts: Counter) -> str:
 def _injection_warnings(c: "Collector", report: ValidationReport) -> None:
     """A warning (not an error: the data may be genuine) for every text that addresses an AI grader rather than a
     clinician — chat control strings, our prompt's tag names, an answer object, instructions to the grader."""
-    from engine.llm.injection import scan
+    from engine.llm import injection
 
     def warn(fname, row, fld, what, text):
-        found = scan(text)
+        found = injection.scan(text)
         if found:
             kinds = ", ".join(sorted({x.rule for x in found}))
             excerpt = " ".join(found[0].excerpt.split())[:120]

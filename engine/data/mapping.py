@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from engine.core.models import reserved_rater_problem
-from engine.core.rubric import ITEM_KEYS
+from engine.core import ITEM_KEYS, reserved_rater_problem
 from engine.data.files import InputRow, read_text_file
 from engine.data.strict_json import JsonProblem, json_type, loads_strict
 from engine.data.validation import ValidationReport

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from engine.core.models import Note
+from engine.core import Note
 from engine.data.ehr_notes import PendingNote
 from engine.data.fields import REFUSED_VALUE, check_id, date_field, is_missing, plain_id, scalar_field, text_field
 from engine.data.files import InputRow

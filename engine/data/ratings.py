@@ -10,8 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from engine.core.models import ADJUDICATED_GROUP, RESERVED_RATER_GROUPS, SPOT_CHECK_GROUP, Rating
-from engine.core.rubric import ITEM_KEYS, ITEMS, Item, Scale, format_aggregate, format_value
+from engine.core import (ADJUDICATED_GROUP, ITEMS, ITEM_KEYS, Item, RESERVED_RATER_GROUPS, Rating, SPOT_CHECK_GROUP,
+                         Scale, format_aggregate, format_value)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.core.rubric import ITEMS, Scale
-from engine.core.untrusted import csv_text
+from engine.core import ITEMS, Scale, untrusted
 from engine.data.reviews import SPOT_CHECK, current_reviews
 from engine.data.store import Store
 
@@ -89,5 +88,5 @@ def export_redcap(store: Store, dataset: str) -> RedcapExport:
         values = by[(sid, reviewer)]
         rows.append([sid, INSTRUMENT, instance[sid], rater_id(reviewer)]
                     + [_cell(it, values[it.key]) if it.key in values else "" for it in ITEMS] + [2])
-    return RedcapExport(csv_text(rows, header), csv_text(dictionary_rows(), list(DICTIONARY_COLUMNS)),
+    return RedcapExport(untrusted.csv_text(rows, header), untrusted.csv_text(dictionary_rows(), list(DICTIONARY_COLUMNS)),
                         len(instance), len(rows))

@@ -23,10 +23,8 @@ import sqlite3
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Union
 
-from engine.core.stamps import now_iso
-from engine.core.models import (ADJUDICATED_GROUP, ADJUDICATED_RATER, RESERVED_RATER_IDS, SPOT_CHECK_GROUP,
-                                REVIEW_RATER_SUFFIX, Dataset, Rating)
-from engine.core.rubric import ITEM_KEYS, format_value, get_item, parse_value
+from engine.core import (ADJUDICATED_GROUP, ADJUDICATED_RATER, Dataset, ITEM_KEYS, RESERVED_RATER_IDS,
+                         REVIEW_RATER_SUFFIX, Rating, SPOT_CHECK_GROUP, format_value, get_item, now_iso, parse_value)
 from engine.data.store import Store
 
 SPOT_CHECK = "spot_check"
@@ -280,7 +278,7 @@ def export_reviews_csv(store: Store, dataset: str) -> str:
         rows = con.execute(f"SELECT r.{_COLUMNS.replace(', ', ', r.')}, s.case_id FROM reviews r "
                            "LEFT JOIN summaries s ON s.dataset_id = r.dataset_id AND s.summary_id = r.summary_id "
                            "WHERE r.dataset_id=? ORDER BY r.review_id", (did,)).fetchall()
-    from engine.core.untrusted import csv_text  # every cell neutralised: names and comments are free text (CSV injection)
+    from engine.core import untrusted  # every cell neutralised: names and comments are free text (CSV injection)
 
     out = []
     for row in rows:
@@ -289,4 +287,4 @@ def export_reviews_csv(store: Store, dataset: str) -> str:
                     r.item_label, r.value_label, r.value_label, r.comment,
                     r.created_at, "current" if r.is_current else "superseded",
                     "" if r.superseded_by is None else r.superseded_by])
-    return csv_text(out, header=CSV_COLUMNS)
+    return untrusted.csv_text(out, header=CSV_COLUMNS)

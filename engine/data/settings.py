@@ -74,7 +74,7 @@ class AppSettings:
         if self.judge_source and self.judge_source not in SOURCES:
             raise SettingsError(f"judge model source {self.judge_source!r} is unknown; use one of "
                                 + ", ".join(SOURCES))
-        from engine.llm.modelfiles import EMBEDDED
+        from engine.llm import EMBEDDED
 
         if self.embedded_model and self.embedded_model not in EMBEDDED:
             raise SettingsError(f"embedded model {self.embedded_model!r} is unknown; use one of " + ", ".join(EMBEDDED))

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from engine.core.models import Case, Dataset, Note, Rating, Summary
-from engine.core.stamps import now_iso
+from engine.core import Case, Dataset, Note, Rating, Summary, now_iso
 from engine.data.pg import is_url
 from engine.data.schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,
                                 busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
-from engine.core.stamps import now_iso
+from engine.core import now_iso
 
 JOB_COLUMNS = ("job_id", "dataset", "kind", "work_key", "summary_ids", "label", "owner", "host", "pid", "started_at",
                "heartbeat", "state", "progress", "reason", "cancel_requested", "ended_at")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable, Optional
 
-from engine.core.stamps import now_iso
+from engine.core import now_iso
 from engine.data.schema import StoreError
 
 

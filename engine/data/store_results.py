@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from engine.core.stamps import now_iso
+from engine.core import now_iso
 
 
 class ResultStore:

@@ -139,9 +139,9 @@ class ValidationReport:
             lines.append(more)
         verdict = "OK" if self.ok else f"INVALID ({self.error_count:,} error(s)); nothing was imported"
         lines.append(f"result: {verdict}" + (f", {self.warning_count:,} warning(s)" if self.warning_count else ""))
-        from engine.core.untrusted import term
+        from engine.core import untrusted
 
-        return "\n".join(term(line) for line in lines)  # one line per entry, whatever the data holds
+        return "\n".join(untrusted.term(line) for line in lines)  # one line per entry, whatever the data holds
 
 
 class DatasetInvalid(Exception):

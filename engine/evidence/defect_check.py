@@ -38,7 +38,7 @@ from engine.evidence.support.alignment import AlignmentResult
 from engine.evidence.support.verification.result import VerificationResult
 from engine.evidence.coverage.results import CoverageResult
 from engine.evidence.coverage.note_flags import FLAG_KINDS, omission_flags
-from engine.core.models import Dataset
+from engine.core import Dataset
 
 TOP_REGIONS = 5
 CHECKED = ("fabricated_fact", "falsified_fact", "wrong_citation", "missing_citation", "dropped_fact",

@@ -48,7 +48,7 @@ import numpy as np
 from engine import statistics as rel
 from engine.statistics import TIE_SLOPE, monotone_apply, monotone_knots
 from engine.judge.features import Features
-from engine.core.rubric import ITEMS
+from engine.core import ITEMS
 
 MIN_RATED = 20
 CALIBRATION_VERSION = "calib-v4"  # v2: strictly increasing map; judge+evidence starts from the default combination;
@@ -330,7 +330,7 @@ def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: 
     from engine.judge.stored import stored_judge_results
     from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
-    from engine.core.models import RESERVED_RATER_GROUPS
+    from engine.core import RESERVED_RATER_GROUPS
     from engine.data.ratings import medians
 
     ds = store.load_dataset(dataset)
@@ -392,7 +392,7 @@ def calibrated_scores(store, dataset: str, config_key: str, results, cal: Option
 
 def table_rows(cal: Calibration) -> list[dict]:
     """Plain rows for a table or a terminal: per item, before and after (leave-one-case-out) with CIs."""
-    from engine.core.rubric import get_item
+    from engine.core import get_item
 
     rows = []
     for k, ic in cal.items.items():

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from engine.core.stamps import json_key
-from engine.llm.modelfiles import is_smoke_test_model
+from engine.core import json_key
+from engine.llm import is_smoke_test_model
 
 IGNORED_PARAMS = ("early_stop",)  # cannot change a median
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from typing import Iterable, Optional, Sequence
 
-from engine.core.rubric import ITEMS, Item, Scale
+from engine.core import ITEMS, Item, Scale
 
 Outcome = tuple[bool, Optional[float]]  # (is NA, median)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS
-from engine.core.models import Dataset
+from engine.core import Dataset
 
 
 # append only: a stored calibration reads the first len(its coefficients) of these

@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict
 from typing import Iterable
 
-from engine.data.fhir.questionnaire import ResponseRecord
+from engine.data.fhir import ResponseRecord
 from engine.judge.configs import config_key_of
 
 

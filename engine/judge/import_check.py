@@ -10,8 +10,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path as _Path
 from typing import Optional, Sequence
 
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS
+from engine.core import Dataset, ITEMS
 from engine.data.files import UNREADABLE, json_lines, read_text_file, split_lines
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
 from engine.judge.import_shape import shape_problems

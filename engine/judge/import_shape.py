@@ -13,7 +13,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidat
                       WrapValidator, create_model, model_validator)
 from pydantic_core import PydanticCustomError
 
-from engine.core.rubric import ITEMS, Item, Scale
+from engine.core import ITEMS, Item, Scale
 from engine.data.strict_json import json_type
 from engine.judge.prompt import DEFAULT_CITATION_FORM
 from engine.judge.results import STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, JudgeParams

@@ -9,13 +9,11 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
-from engine.core.models import Case, Dataset, Summary
-from engine.core.rubric import ITEMS, Scale
-from engine.core.stamps import json_key
+from engine.core import Case, Dataset, ITEMS, Scale, Summary, json_key
 from engine.data.ratings import medians
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, build_messages, kept_messages
 from engine.judge.results import ContextTooLong, JudgeParams
-from engine.llm.backends import Backend, keep_messages
+from engine.llm import Backend, keep_messages
 
 
 def in_train_split(case_id: str, fraction: float) -> bool:
@@ -127,16 +125,16 @@ def cache_key(model_id: str, params: JudgeParams, n_ctx: int, case: Case, summar
 
 def dataset_citation_form(ds: Dataset) -> str:
     """How ``ds``'s summaries cite notes, with n for the id (e.g. ``<Note ID:n>``), for the judge prompt."""
-    from engine.core.citations import detect_style
+    from engine.core import citations
 
-    return detect_style([s.text for s in ds.summaries], [n.note_id for c in ds.cases for n in c.notes]).written
+    return citations.detect_style([s.text for s in ds.summaries], [n.note_id for c in ds.cases for n in c.notes]).written
 
 
 def injection_findings(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = None,
                        examples: Sequence[FewShotExample] = ()) -> Optional[str]:
     """One line naming where text addressed to an AI grader (:mod:`engine.llm.injection`) sits in what goes into the
     prompt — the target specialty, each kept note (text and metadata), the summary, a few-shot example — or None."""
-    from engine.llm.injection import describe, scan
+    from engine.llm import injection
 
     def note_texts(c: Case, ids: Optional[Sequence[str]]) -> list[tuple[str, list[str]]]:
         keep = None if ids is None else set(ids)
@@ -150,11 +148,11 @@ def injection_findings(case: Case, summary: Summary, note_ids: Optional[Sequence
                        + [t for _, texts in note_texts(ex.case, None) for t in texts]))
     found, where = [], []
     for label, texts in places:
-        signals = [x for t in texts if t for x in scan(t)]
+        signals = [x for t in texts if t for x in injection.scan(t)]
         if signals:
             found.extend(signals)
             where.append(label)
     if not found:
         return None
     shown = ", ".join(where[:12]) + (f" and {len(where) - 12} more" if len(where) > 12 else "")
-    return f"{describe(found)} (in {shown[:600]})"
+    return f"{injection.describe(found)} (in {shown[:600]})"

@@ -26,12 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from engine.core.models import Case, Summary
-from engine.core.rubric import ITEMS, Scale
-from engine.core.stamps import json_key
-from engine.llm import case_record
-from engine.llm.case_record import rubric_text  # noqa: F401 - the rubric as the judge reads it
-from engine.llm.prompt_fence import Fence, FENCE_LEN, read_blocks
+from engine.core import Case, ITEMS, Scale, Summary, json_key
+from engine.llm import FENCE_LEN, Fence, case_record, read_blocks  # noqa: F401 - the rubric as the judge reads it
 
 PROMPT_FAMILY = "pdsqi9-judge-v4"
 EXPLANATION_MAX_CHARS = 160

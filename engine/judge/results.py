@@ -9,9 +9,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-from engine.core.rubric import ITEMS, Scale, get_item
+from engine.core import ITEMS, Scale, get_item
 from engine.judge.prompt import DEFAULT_CITATION_FORM
-from engine.llm.backends import Generation
+from engine.llm import Generation
 
 STATUS_SCORED, STATUS_UNSCORED, STATUS_REFUSED = "scored", "unscored", "refused"
 

@@ -25,20 +25,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
-from engine.core.batch import run_cached
-from engine.core.jobs import CACHED_COUNT, Cancelled, Job, check_cancelled
+from engine.core import CACHED_COUNT, Cancelled, Job, check_cancelled, run_cached
 from engine.data.job_log import recorded
-from engine.core.models import Case, Dataset, Summary
-from engine.core.rubric import ITEMS, get_item
-from engine.core.stamps import now_iso
+from engine.core import Case, Dataset, ITEMS, Summary, get_item, now_iso
 from engine.judge.planning import cache_key, dataset_citation_form, injection_findings, plan_prompt, select_examples
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, output_schema
 from engine.judge.results import (ContextTooLong, ItemScore, JudgeParams, JudgeResult, PartialResult, Provenance,
                                   SampleReply, STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Timing, aggregate,
                                   expected_scores, parse_reply)
 from engine.judge.stored import stored_judge_results
-from engine.llm import case_record
-from engine.llm.backends import Backend, BackendError
+from engine.llm import Backend, BackendError, case_record
 
 
 # --------------------------------------------------------------------------------------------- parsing
@@ -295,7 +291,7 @@ def plan_job(job: Job, judge: Judge, ds: Dataset, summary_ids: Sequence[str], st
     """Give ``job`` its plan (:mod:`engine.core.run_plan`) when the backend tokenizes in process (llama.cpp): each
     summary's prompt tokens, none for one already stored, and this model's speeds measured on the workspace's
     results. A server gets no plan (counting would cost a request per summary): its estimate extrapolates."""
-    from engine.core.run_plan import expected_samples, measured_speeds, work_tokens
+    from engine.core import expected_samples, measured_speeds, work_tokens
 
     caps = judge.backend.capabilities
     if not caps.tokenizer:
@@ -449,8 +445,7 @@ def open_llama_backend(model_path: str = "", n_ctx: int = 8192, n_threads: int =
                        store=None, embedded_key: str = "") -> tuple[Backend, str]:
     """Resolve the configured GGUF (empty = the embedded model ``embedded_key``, by default the 1.5B judge), load it,
     and return it with its sha256 (hashed once per file version and remembered in the workspace)."""
-    from engine.llm.llama import LlamaCppBackend
-    from engine.llm.modelfiles import ModelError, describe_model, resolve_model_path, sha256_file
+    from engine.llm import LlamaCppBackend, ModelError, describe_model, resolve_model_path, sha256_file
 
     try:
         path = resolve_model_path(model_path, embedded_key)
@@ -458,7 +453,7 @@ def open_llama_backend(model_path: str = "", n_ctx: int = 8192, n_threads: int =
         raise BackendError(str(exc)) from exc
     info = describe_model(path, with_hash=False)
     if info.embedded:
-        from engine.llm.modelfiles import embedded_sha256
+        from engine.llm import embedded_sha256
 
         digest = embedded_sha256(info.embedded_key) or sha256_file(path)
     elif store is not None:

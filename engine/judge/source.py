@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from engine.llm.backends import Backend, BackendError
-from engine.llm.http_backend import OpenAIHTTPBackend
+from engine.llm import Backend, BackendError, OpenAIHTTPBackend
 from engine.data.settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings,
                                   SettingsError, check_server_url)
 

@@ -23,8 +23,7 @@ from typing import Optional
 
 from engine.judge.planning import example_answer, in_train_split
 from engine.judge.prompt import answer_json, build_messages
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS, Scale
+from engine.core import Dataset, ITEMS, Scale
 
 FORMATS = ("sft", "dpo")
 PHI_WARNING = ("this file contains the source notes and summaries verbatim (PHI): keep it where the notes may be "

@@ -29,7 +29,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from engine.core.rubric import ITEMS, get_item
+from engine.core import ITEMS, get_item
 
 STRATA = ("review first", "middle", "lowest risk")
 MIN_MEDIAN = 10  # scored summaries an item needs before a summary's shortfall from its median is named

@@ -89,7 +89,7 @@ class DatasetScores:
     def breakdown(self, summary_id: str) -> list[dict]:
         """Per 1-5 item of one summary: the judge's expected score, the score used, which one and what it is
         made of (a combination's parts with their weights and, in the z form, standard scores)."""
-        from engine.core.rubric import get_item
+        from engine.core import get_item
 
         exp, used = self.expected.get(summary_id), self.used.get(summary_id)
         if exp is None or used is None:
@@ -185,7 +185,7 @@ def validity_rows(items, cal: Optional[Calibration], judge_figures: Sequence[dic
     """Per item: the score used where decisions are made, why, its measured validity and on what data, and its
     figure on real text where one was measured (``on real text``).
     ``judge_figures``: the judge model's rows from its validity benchmark (item, spearman_raw, …)."""
-    from engine.core.rubric import get_item
+    from engine.core import get_item
 
     picks = choices(items, cal)
     comb = combination_validity()
@@ -224,7 +224,7 @@ def for_configuration(store, dataset: str, config) -> list[dict]:
     """:func:`validity_rows` for one judge configuration (a :class:`engine.judge.configs.JudgeConfig`) of a stored
     dataset: its newest calibration, and the judge's own figures when it is an embedded model."""
     from engine.judge.calibration import LIKERT_KEYS, latest
-    from engine.llm.modelfiles import embedded_key_of, validity_figures
+    from engine.llm import embedded_key_of, validity_figures
 
     key = embedded_key_of(config.model_sha256 or config.model)
     return validity_rows(LIKERT_KEYS, latest(store, dataset, config.key), validity_figures(key) if key else [])
@@ -233,6 +233,6 @@ def for_configuration(store, dataset: str, config) -> list[dict]:
 def defaults(model_key: str) -> list[dict]:
     """:func:`validity_rows` before any calibration, for an embedded judge model."""
     from engine.judge.calibration import LIKERT_KEYS
-    from engine.llm.modelfiles import validity_figures
+    from engine.llm import validity_figures
 
     return validity_rows(LIKERT_KEYS, None, validity_figures(model_key))

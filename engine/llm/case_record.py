@@ -6,7 +6,7 @@ holds the rubric (:data:`SYSTEM`), the record (the target specialty and every no
 and a fixed acknowledgement (:data:`ACK`). The task, the summary and the question come after them. A backend that
 keeps evaluated state (:attr:`engine.llm.backends.Capabilities.next_token`, the in-process llama.cpp) therefore
 reads a case's record once for all its checks and all its summaries, and keeps that state on disk
-(:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`) so a reopened case reads nothing again; against a
+(:meth:`engine.llm._prefix_cache.SavedPrefix.keep_on_disk`) so a reopened case reads nothing again; against a
 server the same order lets its prompt cache do the same.
 
 :data:`LAYOUT_VERSION` hashes every fixed text here; each check's prompt version includes it, so a stored result
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from engine.core.models import Case
-from engine.core.rubric import ITEMS, Item, Scale
-from engine.core.stamps import json_key
+from engine.core import Case, ITEMS, Item, Scale, json_key
 from engine.llm.prompt_fence import Fence
 
 KEEP = 3  # the messages every check of a case shares: instructions, record, acknowledgement
@@ -123,7 +121,7 @@ def with_task(record: Sequence[dict], task: str) -> list[dict]:
 
 
 def _probes() -> list[Case]:
-    from engine.core.models import Note
+    from engine.core import Note
 
     return [Case("probe-a", "Cardiology", (Note("1", "Alpha.", "2024-01-02", "Clinic note", "Cardiology"),)),
             Case("probe-b", "Neurology", (Note("2", "Beta."),))]

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from engine.core.jobs import check_cancelled
+from engine.core import check_cancelled
 from engine.llm.backends import (BackendError, Capabilities, Generation, NextToken, TOP_LOGPROBS,
                                  neutralise_control_strings)
 

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from engine.core import citations
 from engine.llm.prompt_fence import CONTROL_STRINGS
-from engine.core.rubric import ITEM_KEYS
+from engine.core import ITEM_KEYS
 
 _STRUCT_TAGS = ("note", "notes", "summary", "target_specialty", "rubric", "facts", "ddx", "system", "user",
                 "assistant", "instructions") + tuple(ITEM_KEYS)

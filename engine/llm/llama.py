@@ -15,10 +15,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.core.jobs import check_cancelled, current_cancel_token, report_tokens
-from engine.llm.next_token import NextTokenStep
-from engine.llm.prefix_cache import SavedPrefix
-from engine.llm.threads import ThreadGovernor
+from engine.core import check_cancelled, current_cancel_token, report_tokens
+from engine.llm._next_token import NextTokenStep
+from engine.llm._prefix_cache import SavedPrefix
+from engine.llm._threads import ThreadGovernor
 from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
                                  TOP_LOGPROBS, render_segments, split_rendered)
 
@@ -61,7 +61,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
     a whole number of evaluation batches (``n_batch``). llama.cpp's logits depend on how a prompt is split into
     batches, so a prefix reused at a batch boundary gives exactly the logits of evaluating the prompt from scratch:
     a result never depends on what was evaluated before it. :meth:`use_shared_prefix` declares the prefix every
-    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`engine.llm.prefix_cache.prefix_cache_dir` once and a fresh
+    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`engine.llm._prefix_cache.prefix_cache_dir` once and a fresh
     backend loads it instead of evaluating it — bit-exact as well."""
 
     name = "llama.cpp"
@@ -96,7 +96,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                                "architecture this llama.cpp build does not support.") from exc
         self.path = path
         self.params = {"n_ctx": int(n_ctx), "n_threads": threads, "n_gpu_layers": int(n_gpu_layers)}
-        self.threads = ThreadGovernor(threads)  # the count in use follows the measured speeds (engine.llm.threads)
+        self.threads = ThreadGovernor(threads)  # the count in use follows the measured speeds (engine.llm._threads)
         self._threads_now = threads
         meta = self.llm.metadata
         self.arch = meta.get("general.architecture", "")

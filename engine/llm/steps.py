@@ -10,8 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from engine.core.jobs import check_cancelled
-from engine.core.stamps import json_key
+from engine.core import check_cancelled, json_key
 from engine.llm.backends import Backend, BackendError, keep_messages
 
 

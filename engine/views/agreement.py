@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from engine.core.models import Dataset
-from engine.core.rubric import get_item
+from engine.core import Dataset, get_item
 from engine.judge import calibration, used_scores
 from engine.analysis.agreement import AgreementReport, disagreements, reliability_rows
 from engine.analysis.configured import configured_results
@@ -20,7 +19,7 @@ from engine.analysis.items import LIKERT
 from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_svg  # noqa: F401 (ReportError: for the page)
 from engine.analysis.spot_checks import spot_check_rows
 from engine.statistics import bland_altman, least_squares_line
-from engine.core.rubric import ITEMS
+from engine.core import ITEMS
 from engine.data.store import StoreError
 
 __all__ = ["AgreementPage", "AgreementPageView", "CALIBRATION_KINDS", "CalibrationRefused", "ITEM_LABELS",

@@ -11,10 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.core import citations
-from engine.core.models import Case, Dataset, Summary
-from engine.core.rubric import ITEMS, get_item
-from engine.core.stamps import json_key
+from engine.core import Case, Dataset, ITEMS, Summary, citations, get_item, json_key
 from engine.data.ratings import display_table, judge_cell
 from engine.evidence import stigma
 from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached

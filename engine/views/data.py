@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS
+from engine.core import Dataset, ITEMS
 from engine.data import backups as backup_mod
 from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
 from engine.data.mapping import LoadOptions, RatingsMapping

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from engine.core.models import Dataset
+from engine.core import Dataset
 from engine.evidence.support.alignment import combined_scores
 from engine.evidence.coverage.regions import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results

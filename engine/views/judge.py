@@ -7,14 +7,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.analysis.formatting import format_score
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS, format_value, get_item
+from engine.core import Dataset, ITEMS, format_value, get_item
 from engine.data.ratings import judge_cell, medians, reference_cell
 from engine.judge import calibration
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.results import JudgeParams, JudgeResult, primary_score
 from engine.judge.stored import stored_judge_results
-from engine.llm.backends import BackendError
+from engine.llm import BackendError
 
 __all__ = ["BackendError", "ConfigurationNote", "JudgePage", "JudgePageView", "JudgeParams", "ModelLine",
            "judge_page"]
@@ -43,7 +42,7 @@ class Explanation:
 
 def _validity_cells(res: JudgeResult) -> dict[str, str]:
     """Item key -> the model's measured validity for it (one greedy sample, our own validity set's test split)."""
-    from engine.llm.modelfiles import embedded_key_of, validity_figures
+    from engine.llm import embedded_key_of, validity_figures
 
     key = embedded_key_of(res.provenance.model_sha256 or res.provenance.model_file)
     rows = [r for r in validity_figures(key) if r.get("samples") == 1] if key else []
@@ -219,7 +218,7 @@ class JudgePage:
     def __init__(self, store, name: str, ds: Dataset, settings):
         from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
         from engine.judge.source import describe_source
-        from engine.llm.modelfiles import embedded, embedded_sha256
+        from engine.llm import embedded, embedded_sha256
 
         self.store, self.name, self.ds, self.settings = store, name, ds, settings
         src, cfg = describe_source(settings), settings

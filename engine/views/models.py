@@ -9,7 +9,7 @@ from typing import Callable, Optional
 from engine.data.settings import ENV_HUB_ENDPOINT, SOURCE_GGUF, AppSettings, SettingsError, hub_endpoint, \
     save_settings
 from engine.judge.source import SOURCE_LABELS
-from engine.llm.model_download import CATALOG, DownloadError, Downloaded, default_models_dir, download
+from engine.llm import CATALOG, DownloadError, Downloaded, default_models_dir, download
 
 __all__ = ["ACTIONS", "DownloadError", "ENV_HUB_ENDPOINT", "GGUF_LABEL", "ModelRow", "ModelsView", "SettingsError",
            "download_model", "models_view", "use_model"]

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.core.models import Dataset
-from engine.core.rubric import ITEMS
+from engine.core import Dataset, ITEMS
 from engine.data.assignments import reviewer_queue
 from engine.data.reviews import ADJUDICATION, KIND_LABELS, REVIEW_KINDS
 from engine.data.store import StoreError
@@ -46,7 +45,7 @@ def assigned_queue(store, name: str, reviewer: str) -> list:
 
 def adjudication_rows(store, name: str, margin: float) -> list[dict]:
     """One row per (summary, item) where the reviewers differ by more than ``margin``, with their values."""
-    from engine.core.rubric import get_item
+    from engine.core import get_item
     from engine.data.assignments import disagreements
 
     return [{"summary": d.summary_id, "item": get_item(d.item).label, "spread": d.spread,
@@ -85,7 +84,7 @@ class SpotCheckView:
 
 def spot_check_view(store, name: str, ds: Dataset, summary_id: str, reviewer: str, blinded: bool) -> SpotCheckView:
     """Blinded and not yet reviewed by ``reviewer``: nothing of the others is read. Otherwise everything."""
-    from engine.core.rubric import ITEMS
+    from engine.core import ITEMS
     from engine.data.ratings import display_table, judge_cell
     from engine.data.reviews import export_reviews_csv, has_reviewed, history_rows, review_history, \
         reviews_as_ratings

@@ -12,10 +12,8 @@ from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDE
                                   workspace_path)
 from engine.judge import used_scores
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
-from engine.llm.backends import BackendError
-from engine.llm.llama import gpu_offload_supported
-from engine.llm.local_models import lmstudio_dirs, ollama_dirs
-from engine.llm.modelfiles import EMBEDDED, ModelError, default_embedded_key, resolve_model_path, validity_figures
+from engine.llm import (BackendError, EMBEDDED, ModelError, default_embedded_key, gpu_offload_supported,
+                        lmstudio_dirs, ollama_dirs, resolve_model_path, validity_figures)
 
 __all__ = ["ACTIONS", "BackendError", "MAX_CONCURRENCY", "ModelError", "SERVER_EXAMPLES", "SOURCE_EMBEDDED",
            "SOURCE_GGUF", "SOURCE_LABELS", "SOURCE_LOCAL", "SOURCE_SERVER", "SettingsError", "SettingsPageView",

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from engine.core.dates import parse_note_date
-from engine.core.models import Dataset
+from engine.core import Dataset, parse_note_date
 from engine.data.fhir.questionnaire import ResponseRecord, fhir_id, questionnaire, response
 from engine.data.fhir.reader import EXTENSION_BASE, LOINC, NOTE_ID_SYSTEM
 from engine.data.strict_json import short_text

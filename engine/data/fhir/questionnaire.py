@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.core.rubric import ITEMS, Scale, get_item
+from engine.core import ITEMS, Scale, get_item
 
 QUESTIONNAIRE_URL = "urn:sumcheck:questionnaire:pdsqi-9"
 QUESTIONNAIRE_VERSION = "1.0"

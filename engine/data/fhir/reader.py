@@ -1,6 +1,6 @@
 """Cases, notes and summaries from the resources of a FHIR export.
 
-* **Notes** are ``DocumentReference`` resources (their text from :mod:`engine.data.fhir.attachments`: plain text,
+* **Notes** are ``DocumentReference`` resources (their text from :mod:`engine.data.fhir._attachments`: plain text,
   HTML or a C-CDA document) and ``Composition`` resources (their sections). A note's id is the resource id (or the
   value of an identifier in :data:`NOTE_ID_SYSTEM`, which SumCheck's own export writes); its date
   ``DocumentReference.date``, else ``context.period.start`` (``Composition.date``), kept as written (as the source
@@ -22,19 +22,18 @@
   (``relatesTo`` ``replaces``), are skipped and counted; documents whose content is not text (a PDF, an image) are
   skipped and counted by content type, as are a document's other attachments beside the one read; a C-CDA document
   that cannot be read is skipped with a warning saying why. A case that gets no note because of this is reported
-  once, at its cause (:mod:`engine.data.fhir.reading`). Everything else the export holds is counted and ignored.
+  once, at its cause (:mod:`engine.data.fhir._reading`). Everything else the export holds is counted and ignored.
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import Optional
 
-from engine.core.models import Note, Rating, Summary
-from engine.core.rubric import get_item
+from engine.core import Note, Rating, Summary, get_item
 from engine.data.ehr_notes import PendingNote, add_in_order
-from engine.data.fhir.attachments import Content, composition_text, document_text
+from engine.data.fhir._attachments import Content, composition_text, document_text
 from engine.data.fhir.questionnaire import is_pdsqi, read_response
-from engine.data.fhir.reading import Reading
+from engine.data.fhir._reading import Reading
 from engine.data.fhir.source import Export, Located, reference_id, reference_type, validate
 from engine.data.fields import REFUSED_VALUE, check_id, check_rater, date_field, rating_value, text_field
 from engine.data.mapping import LoadOptions

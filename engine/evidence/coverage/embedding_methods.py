@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from engine.core.models import Case, Summary
+from engine.core import Case, Summary
 from engine.evidence.coverage.results import CoverageError, CoverageParams, Region, Unit, checked_summary_text, global_of
 from engine.evidence.embeddings import Embedder, TokenEmbeddings
 from engine.evidence.text import split_sentences

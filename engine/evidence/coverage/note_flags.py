@@ -21,8 +21,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
-from engine.core import citations
-from engine.core.models import Case, Note
+from engine.core import Case, Note, citations
 from engine.evidence.coverage.results import Region, Unit
 from engine.evidence.text import tokenize
 

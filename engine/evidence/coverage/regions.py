@@ -33,8 +33,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from engine.core.citations import strip as strip_citations
-from engine.core.models import Case, Summary
+from engine.core import Case, Summary, citations
 from engine.evidence.coverage.embedding_methods import kde_scores, sentcov_scores, topiccov_scores
 from engine.evidence.coverage.results import CoverageError, CoverageParams, CoverageResult, DEFAULT_METHOD, Region, Unit
 from engine.evidence.embeddings import Embedder, EMBEDDING_NAME
@@ -264,7 +263,7 @@ def score_coverage(case: Case, summary: Summary, emb: Embedder, params: Coverage
     thr = params.resolved_threshold(m.region_threshold)
     units, g, unsupported, info = m.score(case, summary, emb, replace(params, threshold=thr))
     regions = select_regions(case, units, params.method, thr, params.top_regions,
-                             summary_text=strip_citations(summary.text))
+                             summary_text=citations.strip(summary.text))
     return CoverageResult(summary.summary_id, params.method, round(g, 4), thr, units, regions, unsupported,
                           {**asdict(params), **info}, round(time.perf_counter() - t0, 3), m.flag_for(info))
 
@@ -325,7 +324,7 @@ COVERAGE_VERSION = "coverage-v8"  # v8: key terms read through the abbreviation 
 
 
 def coverage_key(case: Case, summary: Summary, params: CoverageParams, model: str) -> str:
-    from engine.core.stamps import json_key
+    from engine.core import json_key
 
     return json_key({"version": COVERAGE_VERSION, "params": asdict(params), "model": model,
                      "notes": [asdict(n) for n in case.notes], "summary": summary.text})

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.core.citations import strip as strip_citations
+from engine.core import citations
 
 DEFAULT_METHOD = "unitcov"  # chosen on the development split of bench/omission_benchmark.py (see docs/evidence.md)
 
@@ -85,7 +85,7 @@ class CoverageResult:
 def checked_summary_text(summary_text: str) -> str:
     """The summary with its citations blanked (offsets kept). Any summary with a word or a number is scored — a
     one-word summary of a long source is as omissive as it looks; only an empty one is an error."""
-    text = strip_citations(summary_text, keep_offsets=True)  # keep offsets, drop citations
+    text = citations.strip(summary_text, keep_offsets=True)  # keep offsets, drop citations
     if not re.search(r"[A-Za-z0-9]", text):
         raise CoverageError("the summary is empty (no word once citations are removed); there is nothing to compare "
                             "with the notes")

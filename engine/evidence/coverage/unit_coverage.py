@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.core.models import Case, Summary
+from engine.core import Case, Summary
 from engine.evidence.coverage.results import CoverageError, CoverageParams, Unit, checked_summary_text
 from engine.evidence.embeddings import Embedder
 from engine.evidence.text import SPEAKER_TAG, is_number_word, numbers, split_sentences, stem

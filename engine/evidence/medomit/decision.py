@@ -36,8 +36,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from engine.llm.backends import Backend
-from engine.llm.prompt_fence import Fence
+from engine.llm import Backend, Fence
 
 # v5: the coverage reads key terms through the abbreviation list and skips a term named only negated (coverage-v8);
 # results stored under v4 are decided again from their stored answers (engine.evidence.medomit.redecide)

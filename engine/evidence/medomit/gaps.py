@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.medomit.result import Fact
 
 PASSAGE_LINK = "passage"  # Fact.link of a passage taken as a fact

@@ -27,12 +27,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact, StepRecord
 from engine.evidence.text import tokenize
-from engine.llm import case_record
-from engine.llm.backends import Backend, BackendError, NextToken
-from engine.llm.prompt_fence import Fence, quoted
+from engine.llm import Backend, BackendError, Fence, NextToken, case_record, quoted
 
 PROMPT_VERSION = "importance-read-v2+" + case_record.LAYOUT_VERSION
 KEEP = case_record.KEEP + 2  # the record's messages, the DDx and its acknowledgement
@@ -144,9 +142,9 @@ def read_cached(backend: Backend, model_id: str, cache, case: Case, record: Opti
     in ``cache`` (a step cache, or None) on its own, keyed by the record, the DDx and the fact's text: a fact read
     for one summary of the case is not read again for the next. Only readings are cached, never a failure. The step
     fails when facts were to be read and none could be."""
-    from engine.core.jobs import check_cancelled
+    from engine.core import check_cancelled
     from engine.evidence.support.verification.passages import LineIndex, record_lines
-    from engine.llm.steps import step_key
+    from engine.llm import step_key
 
     base = [PROMPT_VERSION, list(record) if record is not None else "excerpts", ddx_message(ddx)]
     keys = {f.fact_id: step_key(model_id, "importance-read", base + [f.text], {}, 0) for f in facts}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from engine.core.models import Case, Summary
-from engine.core.stamps import json_key
+from engine.core import Case, Summary, json_key
 from engine.evidence.medomit.decision import DECISION_VERSION, DEFAULT_DECISION, EARLIER_DECISION_VERSIONS, \
     DecisionParams
 from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE, FACT_SOURCES, ONE_STEP_VERSION

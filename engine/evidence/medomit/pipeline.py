@@ -35,11 +35,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Optional, Sequence
 
-from engine.core.batch import run_cached
-from engine.core.jobs import CACHED_COUNT, Job
+from engine.core import CACHED_COUNT, Job, run_cached
 from engine.data.job_log import recorded
-from engine.core.models import Case, Summary
-from engine.core.stamps import now_iso
+from engine.core import Case, Summary, now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
 from engine.evidence.medomit import importance as imp_read
@@ -54,10 +52,7 @@ from engine.evidence.medomit.linking import link_fact
 from engine.evidence.medomit.keys import earlier_result_keys, result_key
 from engine.evidence.medomit.redecide import stored_or_redecided
 from engine.evidence.medomit.statements import statement_facts
-from engine.llm import case_record
-from engine.llm.backends import Backend
-from engine.llm.prompt_fence import Fence
-from engine.llm.steps import StepCache, StepResult, run_step
+from engine.llm import Backend, Fence, StepCache, StepResult, case_record, run_step
 
 
 @dataclass

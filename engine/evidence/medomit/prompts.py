@@ -10,7 +10,7 @@ import re
 from typing import Callable, Optional, Sequence
 
 from engine.evidence.medomit.result import IMPORTANCE_WEIGHT, Diagnosis, Fact
-from engine.llm.prompt_fence import Fence
+from engine.llm import Fence
 
 MAX_FACTS_PER_PART = 40
 BATCH = 25

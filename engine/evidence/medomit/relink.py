@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from engine.core.models import Case, Summary
+from engine.core import Case, Summary
 from engine.evidence.medomit.gaps import PASSAGE_LINK, passage_facts
 from engine.evidence.medomit.linking import link_fact, link_verbatim
 from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult

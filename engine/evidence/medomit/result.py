@@ -175,7 +175,7 @@ class MedOmitResult:
     @property
     def smoke_test(self) -> bool:
         """Computed with the embedded smoke-test model: its figures are not clinically meaningful."""
-        from engine.llm.modelfiles import is_smoke_test_model
+        from engine.llm import is_smoke_test_model
 
         p = self.provenance or {}
         return is_smoke_test_model(p.get("model"), p.get("model_file"))

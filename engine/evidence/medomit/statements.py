@@ -10,7 +10,7 @@ today.", "Yes.") is not a fact. Each fact is the note's own words, linked to its
 """
 from __future__ import annotations
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.medomit.gaps import PASSAGE_LINK
 from engine.evidence.medomit.result import Fact
 

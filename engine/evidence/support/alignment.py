@@ -58,11 +58,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from engine.evidence.support import specifics
-from engine.core.citations import strip as strip_citations
+from engine.core import citations
 from engine.evidence.embeddings import Embedder
 from engine.evidence.text import (BACKGROUND_PATH, LIST_MARKER, content_stems, lexical_support, numbers, rouge_scorer,
                                   words)
-from engine.core.models import Case, Summary
+from engine.core import Case, Summary
 from engine.evidence.text import SPEAKER_TAG, Sentence, split_sentences, tokenize
 
 # Part of every stored result's key (bump when the alignment code changes; shipped results then recompute).
@@ -306,7 +306,7 @@ def extractive_fragments(summary_words: Sequence[str], source_words: Sequence[st
 
 
 def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]:
-    sw, src = words(strip_citations(summary_text, keep_offsets=True)), words(source_text)
+    sw, src = words(citations.strip(summary_text, keep_offsets=True)), words(source_text)
     if not sw:
         return 0.0, 0.0
     f = extractive_fragments(sw, src)
@@ -473,7 +473,7 @@ def alignment_key(case: Case, summary: Summary, dataset_cites: bool = True) -> s
         bg = hashlib.sha256(BACKGROUND_PATH.read_bytes()).hexdigest()[:16]
     except OSError:
         bg = "none"
-    from engine.core.stamps import json_key
+    from engine.core import json_key
 
     unexpected = citations_unexpected(case, dataset_cites)
     return json_key({"v": ALIGNMENT_VERSION, "model": EMBEDDING_NAME, "background": bg, "weak": WEAK_SUPPORT,

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Optional, Protocol, Sequence
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.text.tokenizer import NUMBER_WORDS, QUANTITY_WORDS, tokenize
 
 # ------------------------------------------------------------------------------------------------- weights

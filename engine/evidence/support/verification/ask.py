@@ -15,9 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from engine.core.models import Case
-from engine.llm.backends import NextToken
-from engine.llm.prompt_fence import Fence, attr_escape
+from engine.core import Case
+from engine.llm import Fence, NextToken, attr_escape
 from engine.evidence.support.verification.passages import PassageRef
 from engine.evidence.text import tokenize
 

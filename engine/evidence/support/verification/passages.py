@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.text import content_stems, expand, idf_weights, is_dialogue, numbers, split_sentences
 
 TOP_LINES = 3  # best-matching lines in a passage (each with the line before it)

@@ -17,8 +17,7 @@ import json
 import statistics
 from typing import Callable, Iterable, Optional, Sequence
 
-from engine.core.models import Dataset
-from engine.core.run_plan import DEFAULT_DECODE_WEIGHT, RECENT
+from engine.core import DEFAULT_DECODE_WEIGHT, Dataset, RECENT
 
 CHARS_PER_TOKEN = 4.0  # English clinical text through a BPE tokenizer, roughly
 QUESTION_TOKENS = 60.0  # a question's wording around its sentence

@@ -24,12 +24,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Callable, Optional, Sequence
 
-from engine.core import citations as cit
-from engine.core.batch import run_cached
-from engine.core.jobs import CACHED_COUNT, Job, check_cancelled, is_cancelled
-from engine.core.models import Case, Dataset, Summary
-from engine.core.run_plan import DEFAULT_DECODE_WEIGHT
-from engine.core.stamps import json_key
+from engine.core import (CACHED_COUNT, Case, DEFAULT_DECODE_WEIGHT, Dataset, Job, Summary, check_cancelled,
+                         citations as cit, is_cancelled, json_key, run_cached)
 from engine.data.job_log import recorded
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
@@ -43,8 +39,7 @@ from engine.evidence.support.verification.plan import measured_rate, verificatio
 from engine.evidence.support.verification.signals import (AGE_TALK, RecordWords, Signals, checked, claim_signals,
                                                           described, novel_words)
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
-from engine.llm.backends import Backend, BackendError
-from engine.llm.modelfiles import is_smoke_test_model
+from engine.llm import Backend, BackendError, is_smoke_test_model
 
 METHOD_VERSION = "verify-v2"  # v2: the monotone combination of every signal, with an uncertain band
 METHOD_KEY = "verification"  # the evidence kind's key

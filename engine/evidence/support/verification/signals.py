@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from engine.core.models import Case
+from engine.core import Case
 from engine.evidence.support import specifics
 from engine.evidence.text import (claimed_numbers, content_stems, expand, lexical_support, numbers, rouge_scorer,
                                   tokenize)

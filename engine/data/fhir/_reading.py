@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Optional
 
 from engine.data.ehr_notes import PendingNote
-from engine.data.fhir.narrative import Reduced
+from engine.data.fhir._narrative import Reduced
 from engine.data.fhir.source import Export, Located
 from engine.data.mapping import LoadOptions
 from engine.data.readers import Collector

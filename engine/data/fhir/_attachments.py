@@ -2,8 +2,8 @@
 the same export, and a Composition's XHTML narrative.
 
 * What is read: ``text/plain``; HTML (``text/html``, ``application/xhtml+xml``), reduced to text by
-  :mod:`engine.data.fhir.narrative`; a C-CDA document (``application/cda+xml``, ``application/xml``, ``text/xml``),
-  read by :mod:`engine.data.fhir.ccda`. An attachment whose ``contentType`` names anything else (a PDF, an image) is
+  :mod:`engine.data.fhir._narrative`; a C-CDA document (``application/cda+xml``, ``application/xml``, ``text/xml``),
+  read by :mod:`engine.data.fhir._ccda`. An attachment whose ``contentType`` names anything else (a PDF, an image) is
   skipped, whether its bytes are inline or behind a url, and the document's skipped attachments are counted.
 * A DocumentReference's ``content`` may offer several attachments: the first plain-text one is read, else the first
   HTML one, else the first C-CDA one; the others are counted as not read.
@@ -21,8 +21,8 @@ import string
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from engine.data.fhir.ccda import CDA_TYPES, read_cda
-from engine.data.fhir.narrative import Reduced, TooDeep, html_to_text, reduce_html
+from engine.data.fhir._ccda import CDA_TYPES, read_cda
+from engine.data.fhir._narrative import Reduced, TooDeep, html_to_text, reduce_html
 from engine.data.fhir.source import Export, Located
 
 __all__ = ["Content", "PLAIN_TYPES", "HTML_TYPES", "composition_text", "document_text", "html_to_text",

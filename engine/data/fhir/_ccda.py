@@ -16,7 +16,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from engine.data.fhir.narrative import cda_text
+from engine.data.fhir._narrative import cda_text
 
 NS = "urn:hl7-org:v3"
 CDA_TYPES = ("application/cda+xml", "application/hl7-cda+xml", "application/xml", "text/xml")

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from engine.core.stamps import json_key
+from engine.core import json_key
 
 
 PREFIX_CACHE_ENV = "SUMCHECK_CACHE_DIR"

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.core.jobs import check_cancelled
+from engine.core import check_cancelled
 from engine.llm.backends import BackendError, NextToken, TOP_LOGPROBS, split_rendered
 
 LOAD_RATHER_THAN_READ = 64  # a kept head with more tokens than this left to evaluate is loaded when it was saved (a
@@ -97,7 +97,7 @@ class NextTokenStep:
     def _hold_prefix(self, pre: list[int], rendered=None, keep: int = 0) -> int:
         """Make the context hold exactly ``pre`` at its start and return the tokens evaluated for it. What the
         context holds is reused from its last batch boundary; else the state saved for ``pre`` is loaded
-        (:meth:`engine.llm.prefix_cache.SavedPrefix.keep_on_disk`); else the state saved for the longest head of
+        (:meth:`engine.llm._prefix_cache.SavedPrefix.keep_on_disk`); else the state saved for the longest head of
         ``rendered`` (whose first ``keep`` messages are ``pre``) that ends at an earlier message, such as the case's
         record before a task (:meth:`_shorter_heads`), is loaded, cut back to its last batch boundary, and the rest
         evaluated; else the declared shared prefix is loaded and the rest evaluated. The state of ``pre`` is then
