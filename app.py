@@ -14,7 +14,7 @@ st.session_state["_sumcheck_app_ran"] = True  # components.state.APP_RAN: pages 
 
 from components import jobs_view, state, uploads  # noqa: E402
 from engine.core import untrusted
-from engine.data.store import StoreError  # noqa: E402
+from engine.data import StoreError  # noqa: E402
 from engine.views.runs import cancel_run, running_runs  # noqa: E402
 
 # A local file, served by this server: a ":material/…:" page icon would make the browser fetch the favicon from a

@@ -21,8 +21,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "sample_data"))
 
 import build_sample  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
-from engine.data.ratings import medians  # noqa: E402
+from engine.data import load_paths, medians  # noqa: E402
 from engine.judge.calibration import LIKERT_KEYS, fit  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 

@@ -33,7 +33,7 @@ from validity_set import DEV_CASES, FACTS  # noqa: E402
 
 def build():
     """(dataset, labels: summary id -> [True where the sentence's citation is wrong])."""
-    from engine.data.loading import load_paths
+    from engine.data import load_paths
     from engine.core import Case, Dataset, Note, Summary
     from engine.sample import SAMPLE_BUNDLE
 

@@ -67,7 +67,7 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
     clean controls and these items' variants are judged and reported (their "z" scales then range over those)."""
     from dataclasses import replace
 
-    from engine.data.store import Store
+    from engine.data import Store
     from engine.evidence.batch import compute_evidence
     from engine.evidence.embeddings import Embedder
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification

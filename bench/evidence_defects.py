@@ -34,7 +34,7 @@ from engine.evidence.support.alignment import WEAK_SUPPORT, align_summary  # noq
 from engine.evidence.coverage.regions import DEFAULT_METHOD  # noqa: E402
 from engine.evidence.kinds import kind  # noqa: E402
 from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
 from engine.evidence.text import split_sentences  # noqa: E402
 

@@ -77,7 +77,7 @@ def choose(pairs) -> float:
 
 
 def sample_rates(thr: float, emb) -> dict[str, str]:
-    from engine.data.loading import load_paths
+    from engine.data import load_paths
     from engine.sample import SAMPLE_BUNDLE
 
     ds, _ = load_paths(sorted(str(p) for p in SAMPLE_BUNDLE.iterdir() if p.suffix in (".csv", ".jsonl")))

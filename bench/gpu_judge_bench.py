@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
 from engine.judge.runner import Judge, open_llama_backend  # noqa: E402
 from engine.llm import QWEN_KEY, gpu_offload_supported  # noqa: E402

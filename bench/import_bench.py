@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.core import ITEMS  # noqa: E402
-from engine.data.store import Store  # noqa: E402
+from engine.data import Store  # noqa: E402
 
 WORDS = ("patient presents with chest pain dyspnea troponin elevated echo shows reduced ejection fraction started "
          "metoprolol lisinopril follow up in clinic creatinine stable potassium normal plan continue").split()
@@ -105,7 +105,7 @@ def bench_small(tmp: Path, n: int, as_json: bool) -> float:
 
 def bench_fhir(tmp: Path, n_notes: int) -> None:
     from engine.data.fhir import dataset_resources, write_bulk
-    from engine.data.mapping import LoadOptions
+    from engine.data import LoadOptions
 
     folder = tmp / "fhir_src"
     folder.mkdir()

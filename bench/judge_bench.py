@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.judge.runner import Judge, open_llama_backend, run_batch
 from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
 from engine.judge.prompt import build_messages  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Dataset, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 

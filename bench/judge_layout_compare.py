@@ -40,8 +40,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from engine.core import ITEMS, Scale
-    from engine.data.loading import load_paths
-    from engine.data.ratings import medians
+    from engine.data import load_paths, medians
     from engine.sample import SAMPLE_BUNDLE
     from engine.statistics import cluster_bootstrap, spearman_rho
 

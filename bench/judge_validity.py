@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--record", action="store_true",
                     help="also write these models' rows into engine/resources/judge_validity.json (shown on Settings)")
     args = ap.parse_args(argv)
-    from engine.data.store import Store
+    from engine.data import Store
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "validity.sqlite")

@@ -32,10 +32,10 @@ from engine.evidence.coverage import regions as coverage
 from engine.evidence.coverage.results import CoverageParams
 from engine.evidence.coverage.regions import score_coverage  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
-from engine.data.store import Store  # noqa: E402
+from engine.data import Store  # noqa: E402
 
 COLD_TARGET, WARM_TARGET = 1.0, 0.3
 

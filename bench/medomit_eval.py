@@ -31,11 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.llm import Capabilities, Generation, NextToken  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.evidence.medomit.pipeline import MedOmit, run_medomit  # noqa: E402
 from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
-from engine.data.store import Store  # noqa: E402
+from engine.data import Store  # noqa: E402
 
 
 def pertinent_facts(manifest: dict, case_id: str) -> list[dict]:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import verify_set  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
-from engine.data.store import Store  # noqa: E402
+from engine.data import Store  # noqa: E402
 from engine.evidence.coverage.unit_coverage import source_units  # noqa: E402
 from engine.evidence.medomit.decision import DecisionParams, decide  # noqa: E402
 from engine.evidence.medomit.gaps import GapParams, passage_facts  # noqa: E402

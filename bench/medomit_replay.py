@@ -95,8 +95,7 @@ class Recorder(WrappedBackend):
 
 
 def record(args) -> None:
-    from engine.data.loading import load_paths
-    from engine.data.store import Store
+    from engine.data import Store, load_paths
     from engine.evidence.embeddings import Embedder
     from engine.evidence.medomit.pipeline import MedOmit
     from engine.judge.runner import open_llama_backend

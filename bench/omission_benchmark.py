@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 from engine.evidence.coverage.regions import METHODS, calibrate, score_coverage, select_regions
 from engine.evidence.coverage.results import CoverageParams  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
-from engine.data.loading import load_paths  # noqa: E402
+from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note, Summary  # noqa: E402
 from engine.evidence.text import split_sentences, unit_salience  # noqa: E402
 from engine.statistics import auroc, logistic_curve, spearman_rho  # noqa: E402

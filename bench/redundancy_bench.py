@@ -30,7 +30,7 @@ def flags(emb, text):
 
 
 def sample_floor(emb):
-    from engine.data.loading import load_paths
+    from engine.data import load_paths
     from engine.sample import SAMPLE_BUNDLE, load_manifest
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="sample")

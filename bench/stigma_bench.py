@@ -28,8 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.data.loading import load_paths  # noqa: E402
-from engine.data.ratings import medians  # noqa: E402
+from engine.data import load_paths, medians  # noqa: E402
 from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, Lexicon, assess_dataset  # noqa: E402
 from engine.statistics import cluster_bootstrap_values, cohen_kappa, percentile_interval  # noqa: E402
 

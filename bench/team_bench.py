@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.core import Case, Dataset, ITEMS, Note, Rating, Scale, Summary  # noqa: E402
-from engine.data.pg_server import PgServer  # noqa: E402
-from engine.data.store import Store  # noqa: E402
+from engine.data import PgServer, Store  # noqa: E402
 
 SAVER = r"""
 import json, os, sys, time

@@ -174,7 +174,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.record and args.split != "test":
         ap.error("--record writes the test split's figures: use it with --split test")
-    from engine.data.store import Store
+    from engine.data import Store
 
     OUT.mkdir(parents=True, exist_ok=True)
     store = Store(OUT / "thorough_realdev.sqlite")

@@ -72,7 +72,7 @@ def _rows(store, name: str, ds) -> dict:
 
 
 def real_text() -> None:
-    from engine.data.store import Store
+    from engine.data import Store
 
     path = OUT / "thorough_realdev.sqlite"
     if not path.exists():
@@ -99,7 +99,7 @@ def real_text() -> None:
 
 def sample() -> None:
     from engine.cli import main
-    from engine.data.store import Store
+    from engine.data import Store
     from engine.sample import load_manifest
 
     manifest = load_manifest()["summaries"]

@@ -179,7 +179,7 @@ def dataset(variants: list[Variant], name: str = "validity"):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    from engine.data.loading import load_paths
+    from engine.data import load_paths
     from engine.core import Dataset, Summary
     from engine.sample import SAMPLE_BUNDLE
 

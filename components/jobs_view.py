@@ -13,8 +13,7 @@ from typing import Callable, Optional
 import streamlit as st
 
 from engine.core import CANCELLED, DONE, FAILED, Job, JobStatus, untrusted
-from engine.data.job_log import JobRecord, start_or_join
-from engine.data.schema import StoreError
+from engine.data import JobRecord, StoreError, start_or_join
 
 REFRESH_S = 0.5
 OTHERS_REFRESH_S = 2.0  # how often a window re-reads the runs of other windows and commands

@@ -8,7 +8,7 @@ import streamlit as st
 
 from components.frames import show
 from engine.core import untrusted
-from engine.data.ratings import judge_cell
+from engine.data import judge_cell
 
 
 def when_text(judged_now: bool, created_at: str = "") -> str:

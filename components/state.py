@@ -9,8 +9,7 @@ import streamlit as st
 
 from engine.core import Dataset, untrusted
 from engine.sample import SAMPLE_NAME, open_workspace
-from engine.data.settings import AppSettings, SettingsError, load_settings, workspace_path
-from engine.data.store import DatasetInfo, Store, StoreError
+from engine.data import AppSettings, DatasetInfo, SettingsError, Store, StoreError, load_settings, workspace_path
 
 
 APP_RAN = "_sumcheck_app_ran"  # set by app.py before it imports this module
@@ -229,14 +228,14 @@ def judge_backend():
     it serves on every run; sha256 None). On failure the page shows why and gets None."""
     from engine.llm import BackendError
     from engine.judge.source import open_judge_backend
-    from engine.data.settings import SOURCE_SERVER
+    from engine.data import SOURCE_SERVER
 
     cfg = settings()
     try:
         if cfg.source == SOURCE_SERVER:
             with st.spinner("Asking the model server what it serves…"):
                 return open_judge_backend(cfg)
-        from engine.data.settings import SOURCE_EMBEDDED
+        from engine.data import SOURCE_EMBEDDED
 
         return _judge_backend(cfg.llama_model_path, int(cfg.n_ctx), int(cfg.n_threads), int(cfg.n_gpu_layers),
                               cfg.embedded_model if cfg.source == SOURCE_EMBEDDED else "")

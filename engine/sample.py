@@ -6,8 +6,7 @@ import warnings
 from pathlib import Path
 
 from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
-from engine.data.loading import load_paths
-from engine.data.store import ImportResult, Store
+from engine.data import ImportResult, Store, load_paths
 
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"
 SAMPLE_BUNDLE = SAMPLE_ROOT / "pdsqi_sample"
@@ -56,7 +55,7 @@ def ensure_sample(store: Store) -> ImportResult | None:
     res = store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
     if SAMPLE_JUDGE.is_file():
         from engine.judge.import_check import import_results_file
-        from engine.data.validation import DatasetInvalid
+        from engine.data import DatasetInvalid
 
         try:
             import_results_file(store, SAMPLE_NAME, SAMPLE_JUDGE)

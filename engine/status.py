@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from engine.core import RESERVED_RATER_GROUPS
-from engine.data.store import Store
+from engine.data import Store
 
 
 RUNS_SHOWN = 8  # the newest recorded runs a status lists
@@ -52,8 +52,7 @@ def dataset_status(store: Store, name: str) -> DatasetStatus:
     from engine.evidence.coverage.regions import DEFAULT_METHOD
     from engine.judge.stored import stored_judge_results
     from engine.judge.configs import configurations
-    from engine.data.reviews import ADJUDICATION, SPOT_CHECK, current_reviews
-    from engine.data.job_log import job_records
+    from engine.data import ADJUDICATION, SPOT_CHECK, current_reviews, job_records
 
     ds = store.load_dataset(name)
     raters = {r.rater_id for r in ds.ratings if r.rater_group not in RESERVED_RATER_GROUPS}

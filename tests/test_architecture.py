@@ -594,6 +594,17 @@ def test_no_bench_or_test_module_reaches_for_a_bench_modules_private_names():
 
 
 # ------------------------------------------------------------------- a package with a front door is entered by it
+# Packages made of entry modules, each entered by name: the engine's root (``sample``, ``status``, ``__main__``),
+# one view module per page (a page imports its own) and the command modules of the CLI.
+ENTRY_PACKAGES = {"engine": "the root: the sample, the status summary and python -m engine",
+                  "engine.views": "one module per page, each imported by its page",
+                  "engine.cli": "one module per group of commands, reached through python -m engine"}
+
+
+def _packages() -> list[str]:
+    return sorted(".".join(i.parent.relative_to(ROOT).parts) for i in (ROOT / "engine").rglob("__init__.py"))
+
+
 def _front_doors() -> dict[str, set[str]]:
     """Engine packages whose ``__init__`` declares ``__all__``: package name -> its public names."""
     out = {}
@@ -606,14 +617,25 @@ def _front_doors() -> dict[str, set[str]]:
     return out
 
 
+def _door_of(module: str, doors) -> str | None:
+    """The deepest front-door package ``module`` lies in or is."""
+    found = [d for d in doors if module == d or module.startswith(d + ".")]
+    return max(found, key=len) if found else None
+
+
+def test_every_engine_package_but_the_entry_packages_has_a_front_door():
+    doors = _front_doors()
+    assert [p for p in _packages() if p not in doors and p not in ENTRY_PACKAGES] == []
+    assert not set(ENTRY_PACKAGES) & set(doors)
+
+
 def test_a_package_with_a_front_door_is_entered_only_by_it():
-    """Outside a package that lists its public names in ``__init__.__all__`` (engine.statistics, engine.evidence.text,
-    engine.evidence.stigma), the product and the benches import from the package itself, never from its modules; every name in ``__all__``
-    exists."""
+    """Outside a package that lists its public names in ``__init__.__all__``, the product and the benches import
+    from the package itself (its deepest door: a sub-package with its own is entered by that one), never from its
+    modules; every name in ``__all__`` exists."""
     import importlib
 
     doors = _front_doors()
-    assert {"engine.statistics", "engine.evidence.text", "engine.evidence.stigma"} <= set(doors)
     for pkg, names in doors.items():
         mod = importlib.import_module(pkg)
         assert not [n for n in names if not hasattr(mod, n)], pkg
@@ -621,8 +643,44 @@ def test_a_package_with_a_front_door_is_entered_only_by_it():
     bad = []
     for p in files:
         rel = ".".join(p.relative_to(ROOT).with_suffix("").parts)
-        for _, mod, _ in _imports(p):
-            for pkg in doors:
-                if mod.startswith(pkg + ".") and not rel.startswith(pkg + "."):
-                    bad.append(f"{_rel(p)}: {mod}")
+        for node, mod, name in _imports(p):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            door = _door_of(mod, doors)
+            if door is None or mod == door or rel.startswith(door + "."):
+                continue
+            bad.append(f"{_rel(p)}: {mod}")
+    assert bad == []
+
+
+def _door_sources(pkg: str) -> tuple[dict[str, set[str]], set[str]]:
+    """What a package's ``__init__`` takes from its own modules: module -> names it re-exports, and the modules it
+    exports as namespaces (``from pkg import module``)."""
+    init = ROOT / pkg.replace(".", "/") / "__init__.py"
+    here = {p.stem for p in init.parent.glob("*.py")}
+    taken, spaces = {}, set()
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module == pkg:
+            spaces |= {a.name for a in node.names if a.name in here}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(pkg + "."):
+            taken.setdefault(node.module[len(pkg) + 1:], set()).update(a.asname or a.name for a in node.names)
+    return taken, spaces
+
+
+def test_a_module_is_private_exactly_when_its_package_exports_nothing_of_it():
+    """In a package with a front door, a module whose names the door exports (or that it exports as a namespace)
+    is public and named plainly; a module nobody outside the package has business with is ``_``-prefixed, and the
+    door exports nothing of it (inspect_ai's layout)."""
+    bad = []
+    for pkg, public in _front_doors().items():
+        taken, spaces = _door_sources(pkg)
+        for path in sorted((ROOT / pkg.replace(".", "/")).glob("*.py")):
+            stem = path.stem
+            if stem == "__init__":
+                continue
+            exported = bool(taken.get(stem, set()) & public) or stem in spaces
+            if stem.startswith("_") and exported:
+                bad.append(f"{pkg}.{stem}: private, yet the door exports it")
+            if not stem.startswith("_") and not exported:
+                bad.append(f"{pkg}.{stem}: the door exports nothing of it; name it _{stem}")
     assert bad == []

@@ -6,7 +6,7 @@ import threading
 import time
 
 from engine.core.jobs import CANCELLED, DONE, Job, check_cancelled
-from engine.data import job_records as jr
+from engine.data import job_log as jr
 from engine.data.job_log import job_records, recorded, request_cancel, running_for, start_or_join
 
 

@@ -308,7 +308,7 @@ def test_dialogue_column_under_another_name_gets_the_rename_that_fixes_it(tmp_pa
 
 def test_bundle_tables_and_ratings_exports_are_not_taken_for_dialogues(tmp_path):
     notes = _dialogue_csv(tmp_path / "n.csv", ["case_id", "note_id", "text"], [["c1", "1", "Note."]])
-    from engine.data.fields import detect_table
+    from engine.data._fields import detect_table
 
     assert detect_table(notes, ["case_id", "note_id", "text"]) == "notes"
     assert detect_table(notes, ["summary_id", "rater", "summary", "accurate", "thorough"]) is None

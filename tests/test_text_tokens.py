@@ -18,7 +18,7 @@ from engine.evidence.coverage import note_flags as omission_flags
 from engine.evidence.medomit import importance, linking
 from engine.evidence.medomit import checks as medomit_checks
 from engine.evidence.medomit import result as medomit_result
-from engine.evidence.stigma import detector, rules
+from engine.evidence.stigma import detector, _rules as rules
 from engine.evidence.support.verification import ask, claims
 from engine.evidence.text import abbreviations, lexical, salience, terms
 from engine.evidence.text.tokenizer import (NUMBER_WORDS, ONES, QUANTITY_WORDS, SCALES, TENS, Word, is_number_word,

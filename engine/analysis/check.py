@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.core import Cancelled, Job, check_cancelled
-from engine.data.job_log import recorded
+from engine.data import recorded
 from engine.core import Dataset
 
 

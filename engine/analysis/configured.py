@@ -59,7 +59,7 @@ def analyse_configuration(store, name: str, judge_config: Optional[str] = None, 
     """The agreement analysis of dataset ``name`` against one judge configuration (see
     :func:`configured_results`; ``with_judge=False``: the raters alone). The report records the configuration's
     key."""
-    from engine.data.reviews import dataset_with_reviews
+    from engine.data import dataset_with_reviews
 
     ds = dataset_with_reviews(store, name)
     chosen = configured_results(store, name, judge_config) if with_judge else ConfiguredResults([], None)

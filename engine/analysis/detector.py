@@ -36,7 +36,7 @@ def detector_agreement(ds: Dataset, detector: dict[str, dict[str, float]],
     1.0/0.0, from engine.evidence.stigma.detector) and of the LLM judge's median with the raters' reference — counts and Cohen's
     κ with its asymptotic 95 % CI (engine.statistics.cohen_kappa). κ is not defined when a side answers the same
     for every summary; the reason is kept in ``notes``."""
-    from engine.data.ratings import medians
+    from engine.data import medians
     from engine.core import get_item
 
     out = []

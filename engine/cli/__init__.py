@@ -7,9 +7,7 @@ from typing import Optional, Sequence
 
 from engine.cli import data_commands, evidence_commands, judge_commands, model_commands, stats_commands
 from engine.cli.common import TargetInvalid, say
-from engine.data.settings import SettingsError
-from engine.data.store import StoreBusy, StoreError
-from engine.data.validation import DatasetInvalid
+from engine.data import DatasetInvalid, SettingsError, StoreBusy, StoreError
 
 # The command modules in the order their commands appear in --help; each adds its own commands with their handlers
 # (evidence_commands adds verify and check, each in its own module, between align and stigma).

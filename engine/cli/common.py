@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Optional
 
 from engine.core import untrusted
-from engine.data.loading import load_paths
-from engine.data.mapping import LoadOptions, RatingsMapping
-from engine.data.settings import load_settings, workspace_path
-from engine.data.store import Store, StoreError
-from engine.data.validation import DatasetInvalid
+from engine.data import (DatasetInvalid, LoadOptions, RatingsMapping, Store, StoreError, load_paths, load_settings,
+                         workspace_path)
 
 TARGET_HELP = "a dataset name in the workspace, or a path to import first"
 DATASET_HELP = "a dataset name in the workspace"
@@ -162,7 +159,7 @@ def judge_settings(args):
     import os
     from dataclasses import replace
 
-    from engine.data.settings import ENV_API_KEY, SOURCE_GGUF, SOURCE_SERVER
+    from engine.data import ENV_API_KEY, SOURCE_GGUF, SOURCE_SERVER
 
     cfg = load_settings()
     over = {}
@@ -194,7 +191,7 @@ def open_backend(args, store):
 def concurrency_for(args, backend) -> int:
     """Requests in flight: ``--concurrency``, else the setting for a server; always 1 in process (one llama.cpp
     context)."""
-    from engine.data.settings import MAX_CONCURRENCY
+    from engine.data import MAX_CONCURRENCY
 
     if not backend.capabilities.concurrent:
         return 1
@@ -227,7 +224,7 @@ def judge_token_counter():
 
 
 def concurrency_arg(text: str) -> int:
-    from engine.data.settings import MAX_CONCURRENCY
+    from engine.data import MAX_CONCURRENCY
 
     try:
         n = int(text)
@@ -243,7 +240,7 @@ def run_recorded(job, store, quiet: bool = False):
     it ended; when the same work is already running in another window or command, follow that run to its end
     instead and return its :class:`~engine.data.job_log.JobRecord` (Ctrl-C stops following; it goes on)."""
     from engine.core import run_in_foreground
-    from engine.data.job_log import default_owner, follow, start_or_join
+    from engine.data import default_owner, follow, start_or_join
 
     job.owner = default_owner()
     mine, other = start_or_join(job)

@@ -9,9 +9,7 @@ from pathlib import Path
 
 from engine.cli.common import add_command, add_load_opts, load_options, open_store, say
 from engine.core import untrusted
-from engine.data.loading import load_paths
-from engine.data.store import Store
-from engine.data.validation import DatasetInvalid
+from engine.data import DatasetInvalid, Store, load_paths
 
 
 def cmd_validate(args) -> int:
@@ -78,18 +76,18 @@ def cmd_delete(args) -> int:
 
 
 def cmd_backup(args) -> int:
-    from engine.data.backups import backup
+    from engine.data import backups
 
     store = open_store(args)
-    say((str(backup(store, args.reason))))
+    say((str(backups.backup(store, args.reason))))
     return 0
 
 
 def cmd_backups(args) -> int:
-    from engine.data.backups import anchor, list_backups
+    from engine.data import backups
 
     store = open_store(args)
-    infos = list_backups(anchor(store))
+    infos = backups.list_backups(backups.anchor(store))
     if args.json:
         print(json.dumps([i.__dict__ for i in infos], indent=2))
         return 0
@@ -101,14 +99,14 @@ def cmd_backups(args) -> int:
 
 
 def cmd_restore(args) -> int:
-    from engine.data.backups import restore
+    from engine.data import backups
 
     store = open_store(args, write=True)
     if not args.yes:
         say((f"this replaces everything in the workspace {store.location} with {args.path} (the current state is "
                    "backed up first); add --yes to confirm"))
         return 2
-    before = restore(store, Path(args.path))
+    before = backups.restore(store, Path(args.path))
     say((f"restored {args.path} into {store.location}; the state before the restore is in {before}"))
     return 0
 
@@ -162,9 +160,9 @@ def cmd_sample(args) -> int:
 
 def cmd_workspace_copy(args) -> int:
     """Copy a whole workspace between an SQLite file and a PostgreSQL server (either way), verified per table."""
-    from engine.data.workspace_copy import copy_workspace
+    from engine.data import copy_workspace
 
-    from engine.data.pg import is_url
+    from engine.data import is_url
 
     if not is_url(args.source) and not Path(args.source).expanduser().is_file():
         say(f"error: the source workspace {args.source} does not exist", file=sys.stderr)
@@ -185,7 +183,7 @@ def cmd_workspace_copy(args) -> int:
 
 def cmd_assign(args) -> int:
     """Make and store a blinded review plan: each summary to --per-summary reviewers, balanced and stratified."""
-    from engine.data.assignments import plan_assignments, save_plan
+    from engine.data import plan_assignments, save_plan
 
     store = open_store(args, write=True)
     ds = store.load_dataset(args.dataset)
@@ -206,7 +204,7 @@ def cmd_assign(args) -> int:
 
 def cmd_queue(args) -> int:
     """One reviewer's assigned summaries, the ones still to review first."""
-    from engine.data.assignments import reviewer_queue
+    from engine.data import reviewer_queue
 
     store = open_store(args)
     entries = reviewer_queue(store, args.dataset, args.reviewer)
@@ -220,7 +218,7 @@ def cmd_queue(args) -> int:
 
 def cmd_disagreements(args) -> int:
     """The adjudication queue: items where reviewers' spot checks differ by more than --margin."""
-    from engine.data.assignments import disagreements
+    from engine.data import disagreements
 
     store = open_store(args)
     queue = disagreements(store, args.dataset, args.margin)
@@ -234,7 +232,7 @@ def cmd_disagreements(args) -> int:
 def cmd_redcap_export(args) -> int:
     """The team's spot-check ratings as a REDCap import file and its data dictionary."""
     from engine.core import untrusted
-    from engine.data.redcap import export_redcap
+    from engine.data import export_redcap
 
     store = open_store(args)
     out = export_redcap(store, args.dataset)
@@ -255,8 +253,7 @@ def cmd_fhir_export(args) -> int:
     """The dataset as a FHIR R4 Bulk Data export: its notes and summaries as DocumentReferences, and the PDSQI-9 as a
     Questionnaire with every rating, spot check and judge result as a QuestionnaireResponse."""
     from engine.data.fhir import ResponseRecord, dataset_resources, write_bulk
-    from engine.data.redcap import rater_id
-    from engine.data.reviews import SPOT_CHECK, current_reviews
+    from engine.data import SPOT_CHECK, current_reviews, rater_id
     from engine.judge.fhir_records import judge_records
     from engine.judge.stored import stored_judge_results
 

@@ -41,7 +41,7 @@ def cmd_omissions(args) -> int:
             return 1
         from engine.evidence.embeddings import Embedder
 
-        from engine.data.settings import load_settings
+        from engine.data import load_settings
 
         mo = MedOmit(backend, sha or backend.describe().get("model_file", "endpoint"), cache=store,
                      embedder=Embedder(store=store), facts=args.facts or load_settings().medomit_facts)
@@ -175,7 +175,7 @@ def cmd_stigma(args) -> int:
     """Stigmatizing language per summary (engine.evidence.stigma.detector, no LLM): hits with spans and categories, carried forward
     from a note or introduced by the summary, the two PDSQI-9 items and the lexicon version; one JSON line each. The
     lexicon is the built-in one plus the workspace's active clinician entries (Settings) plus ``--extra-lexicon``."""
-    from engine.data.ratings import medians
+    from engine.data import medians
     from engine.evidence.stigma import NOTES_ITEM, SUMMARY_ITEM, LexiconError, assess_dataset
     from engine.evidence.stigma import workspace_entries
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engine.cli.common import (DATASET_HELP, add_command, add_import_opts, add_server_opts, add_summary_and_out,
                                concurrency_for, dataset_and_ids, open_backend, open_store, resolve_dataset, say)
-from engine.data.validation import DatasetInvalid
+from engine.data import DatasetInvalid
 
 
 def cmd_calibrate(args) -> int:
@@ -100,7 +100,7 @@ def cmd_judge(args) -> int:
     from engine.llm import BackendError
     from engine.judge.runner import Judge, run_batch
     from engine.judge.results import JudgeParams
-    from engine.data.ratings import medians
+    from engine.data import medians
 
     store, ds, name, ids = dataset_and_ids(args)
     params = JudgeParams(n_samples=args.samples, shots=args.shots, explain=args.explain, seed=args.seed,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.cli.common import add_command, say
 from engine.core import untrusted
-from engine.data.settings import load_settings
+from engine.data import load_settings
 
 
 def cmd_model(args) -> int:
@@ -66,7 +66,7 @@ def cmd_get_model(args) -> int:
     import time
 
     from engine.llm import CATALOG, CATALOG_BY_KEY, DownloadError, default_models_dir, download
-    from engine.data.settings import hub_endpoint
+    from engine.data import hub_endpoint
 
     if args.list or not args.key:
         for e in CATALOG:

@@ -79,7 +79,7 @@ def cmd_status(args) -> int:
 
 def _run_command(store, args) -> int:
     """``status --follow ID`` / ``--cancel ID``: one recorded run of the dataset."""
-    from engine.data.job_log import follow, job_records, request_cancel
+    from engine.data import follow, job_records, request_cancel
 
     wanted = args.follow or args.cancel
     recs = [r for r in job_records(store, args.target, limit=200) if r.job_id == wanted]

@@ -6,14 +6,14 @@ import sys
 
 from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_model_opts, add_summary_and_out,
                                dataset_and_ids, judge_settings, open_backend, print_jsonl, run_recorded, say)
-from engine.data.settings import SOURCE_EMBEDDED
+from engine.data import SOURCE_EMBEDDED
 from engine.llm import default_embedded_key, embedded_sha256
 from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shipped_evidence
 
 
 def cmd_verify(args) -> int:
     from engine.core import CACHED_COUNT, DONE
-    from engine.data.job_log import JobRecord
+    from engine.data import JobRecord
     from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_job
     from engine.llm import BackendError
 

@@ -1,7 +1,7 @@
 """Long work any window or command can see: each run recorded in the workspace while it runs.
 
 A :class:`engine.core.jobs.Job` made by a job factory is :func:`recorded` with what it works on (dataset,
-summaries, a key of its configuration). When it starts, a row is written (:class:`engine.data.store_jobs.JobStore`)
+summaries, a key of its configuration). When it starts, a row is written (:class:`engine.data._store_jobs.JobStore`)
 naming who runs it (:attr:`Job.owner`: a browser session or the command line), on which host and process; a
 heartbeat thread then writes its progress about once a second and reads whether someone asked it to cancel (from
 any window, or ``python -m engine status DATASET --cancel ID``), and cancels the job when so. When the job ends

@@ -34,17 +34,17 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core import Case, Dataset, Note
-from engine.data.fields import detect_table, table_reason
-from engine.data.ehr_notes import PendingNote, add_in_order
+from engine.data._fields import detect_table, table_reason
+from engine.data._ehr_notes import PendingNote, add_in_order
 from engine.data.fhir import (Export, ResourceRow, is_fhir_json, read_bundle, read_export, read_ndjson_file,
                               unparsed_fhir)
 from engine.data.files import (BOMS, csv_delimiter, data_suffix, open_regular, read_csv, read_fd, read_jsonl,
                                resolve_max_mb, read_text_file, split_lines)
-from engine.data.keyed_summaries import add_keyed_summaries, read_keyed_summaries
-from engine.data.mimic import read_mimic
+from engine.data._keyed_summaries import add_keyed_summaries, read_keyed_summaries
+from engine.data._mimic import read_mimic
 from engine.data.mapping import DIALOGUE_COLUMNS, LoadOptions, RatingsMapping, TABLE_COLUMNS
 from engine.data.strict_json import short_text
-from engine.data.readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
+from engine.data._readers import Collector, read_case_json, read_dialogue, read_table, read_wide_ratings
 from engine.data.strict_json import JsonProblem, loads_strict
 from engine.data.validation import DatasetInvalid, Issue, ValidationReport
 

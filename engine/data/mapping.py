@@ -273,7 +273,7 @@ class LoadOptions:
     default_specialty: str = "Unspecified"
     default_rater_group: str = "unknown"
     max_file_mb: Optional[float] = None  # per-file size limit; None = SUMCHECK_MAX_FILE_MB / the setting / 200
-    # FHIR and MIMIC-IV-Note exports (engine.data.fhir, engine.data.mimic):
+    # FHIR and MIMIC-IV-Note exports (engine.data.fhir, engine.data._mimic):
     summary_types: tuple[str, ...] = ()  # document type/category codes ("code" or "system|code") that mark summaries
     case_by: str = "patient"  # FHIR: one case per "patient" or per "encounter"
     hold_out_types: tuple[str, ...] = ()  # note types kept out of the source notes, imported as reference summaries

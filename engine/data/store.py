@@ -28,9 +28,9 @@ from engine.core import Case, Dataset, Note, Rating, Summary, now_iso
 from engine.data.pg import is_url
 from engine.data.schema import (ENV_BUSY_TIMEOUT, MIGRATIONS, SCHEMA_VERSION, StoreBusy, StoreError, StoreReadOnly,
                                 busy_timeout_from_env, inspect_workspace_file, is_busy, path_problem)
-from engine.data.store_jobs import JobStore
-from engine.data.store_lexicon import LexiconStore
-from engine.data.store_results import ResultStore
+from engine.data._store_jobs import JobStore
+from engine.data._store_lexicon import LexiconStore
+from engine.data._store_results import ResultStore
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class ImportResult:
     created: bool  # a new dataset was made
     unchanged: bool  # the same content had been imported before: nothing was written
     counts: dict[str, int]
-    carried: tuple = ()  # replace: per kind of reviewer work, kept / re-attached / dropped (engine.data.carry_over)
+    carried: tuple = ()  # replace: per kind of reviewer work, kept / re-attached / dropped (engine.data._carry_over)
     backup: Optional[str] = None  # replace: the automatic backup written first
 
 
@@ -315,7 +315,7 @@ class Store(ResultStore, LexiconStore, JobStore):
         * otherwise a new dataset ``name`` (default ``ds.name``). If a dataset of that name already holds
           exactly this content, nothing is written; if it holds other content, ``replace=True`` replaces it,
           else :class:`StoreError` is raised.
-        * replacing keeps the reviewer's work whose summary content is unchanged (:mod:`engine.data.carry_over`) and
+        * replacing keeps the reviewer's work whose summary content is unchanged (:mod:`engine.data._carry_over`) and
           refuses to drop any (naming the counts) unless ``force``; an automatic backup is written first
           (:mod:`engine.data.backups`).
         """
@@ -351,9 +351,9 @@ class Store(ResultStore, LexiconStore, JobStore):
                     raise StoreError(f"a dataset named {name!r} already exists with different content. "
                                      "Import under another name, or replace it (CLI --replace, or the "
                                      "'replace' box on the Data page).")
-                from engine.data import carry_over
+                from engine.data._carry_over import dataset_content_keys, plan
 
-                carry = carry_over.plan(con, row["dataset_id"], carry_over.dataset_content_keys(ds))
+                carry = plan(con, row["dataset_id"], dataset_content_keys(ds))
                 if carry.dropped_total and not force:
                     raise StoreError(f"replacing dataset {name!r} would drop {carry.dropped_text()} whose summaries "
                                      "are no longer in the new content (nothing was changed). Keep those summaries, "
@@ -368,9 +368,9 @@ class Store(ResultStore, LexiconStore, JobStore):
             con.execute("INSERT INTO imports (dataset_id, content_hash, files, counts, imported_at) "
                         "VALUES (?,?,?,?,?)", (did, h, json.dumps(files), json.dumps(counts), now_iso()))
             if carry is not None:
-                from engine.data import carry_over
+                from engine.data._carry_over import apply
 
-                carry_over.apply(con, did, carry, {s.summary_id: s.case_id for s in ds.summaries})
+                apply(con, did, carry, {s.summary_id: s.case_id for s in ds.summaries})
                 return ImportResult(name, False, False, counts, tuple(carry.counts.values()), backup_path)
             return ImportResult(name, True, False, counts)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from engine.core import CACHED_COUNT, Job, check_cancelled, is_cancelled, run_cached
-from engine.data.job_log import recorded
+from engine.data import recorded
 from engine.core import Dataset
 from engine.evidence.support.alignment import alignment_cached, alignment_key
 from engine.evidence.coverage.regions import coverage_cached, coverage_key

@@ -331,7 +331,7 @@ def fit_from_store(store, dataset: str, config_key: Optional[str] = None, kind: 
     from engine.judge.results import primary_score
     from engine.judge.configs import configurations, find, results_for
     from engine.core import RESERVED_RATER_GROUPS
-    from engine.data.ratings import medians
+    from engine.data import medians
 
     ds = store.load_dataset(dataset)
     results = stored_judge_results(store, dataset)

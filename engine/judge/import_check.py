@@ -11,8 +11,7 @@ from pathlib import Path as _Path
 from typing import Optional, Sequence
 
 from engine.core import Dataset, ITEMS
-from engine.data.files import UNREADABLE, json_lines, read_text_file, split_lines
-from engine.data.validation import DatasetInvalid, Issue, ValidationReport
+from engine.data import DatasetInvalid, Issue, UNREADABLE, ValidationReport, json_lines, read_text_file, split_lines
 from engine.judge.import_shape import shape_problems
 from engine.judge.planning import cache_key, dataset_citation_form, example_answer
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION

@@ -14,7 +14,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidat
 from pydantic_core import PydanticCustomError
 
 from engine.core import ITEMS, Item, Scale
-from engine.data.strict_json import json_type
+from engine.data import json_type
 from engine.judge.prompt import DEFAULT_CITATION_FORM
 from engine.judge.results import STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, JudgeParams
 

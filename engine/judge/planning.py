@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
 from engine.core import Case, Dataset, ITEMS, Scale, Summary, json_key
-from engine.data.ratings import medians
+from engine.data import medians
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, build_messages, kept_messages
 from engine.judge.results import ContextTooLong, JudgeParams
 from engine.llm import Backend, keep_messages

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
 from engine.core import CACHED_COUNT, Cancelled, Job, check_cancelled, run_cached
-from engine.data.job_log import recorded
+from engine.data import recorded
 from engine.core import Case, Dataset, ITEMS, Summary, get_item, now_iso
 from engine.judge.planning import cache_key, dataset_citation_form, injection_findings, plan_prompt, select_examples
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, output_schema

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from engine.llm import Backend, BackendError, OpenAIHTTPBackend
-from engine.data.settings import (SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, AppSettings,
-                                  SettingsError, check_server_url)
+from engine.data import (AppSettings, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL, SOURCE_SERVER, SettingsError,
+                         check_server_url)
 
 SOURCE_LABELS = {SOURCE_EMBEDDED: "Embedded default", SOURCE_GGUF: "GGUF file",
                  SOURCE_LOCAL: "Found on this machine", SOURCE_SERVER: "OpenAI-compatible server"}

@@ -20,7 +20,7 @@ from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_
 from engine.analysis.spot_checks import spot_check_rows
 from engine.statistics import bland_altman, least_squares_line
 from engine.core import ITEMS
-from engine.data.store import StoreError
+from engine.data import StoreError
 
 __all__ = ["AgreementPage", "AgreementPageView", "CALIBRATION_KINDS", "CalibrationRefused", "ITEM_LABELS",
            "INTERVAL_NOTE", "ReportError", "StoreError", "agreement_page"]

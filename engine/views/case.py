@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.core import Case, Dataset, ITEMS, Summary, citations, get_item, json_key
-from engine.data.ratings import display_table, judge_cell
+from engine.data import display_table, judge_cell
 from engine.evidence import stigma
 from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached
 from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,

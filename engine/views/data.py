@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core import Dataset, ITEMS
-from engine.data import backups as backup_mod
-from engine.data.loading import load_paths, sniff_header, sniff_wide_ratings
-from engine.data.mapping import LoadOptions, RatingsMapping
-from engine.data.store import ImportResult, StoreError
-from engine.data.validation import DatasetInvalid, ValidationReport
+from engine.data import (DatasetInvalid, ImportResult, LoadOptions, RatingsMapping, StoreError, ValidationReport,
+                         backups as backup_mod, load_paths, sniff_header, sniff_wide_ratings)
 
 __all__ = ["ACTIONS", "DataPageView", "DatasetInvalid", "ITEMS", "InputColumns", "LoadOptions", "RatingsMapping",
            "StoreError", "ValidationReport", "back_up", "data_page_view", "delete", "import_validated",

@@ -8,7 +8,7 @@ from typing import Optional
 
 from engine.analysis.formatting import format_score
 from engine.core import Dataset, ITEMS, format_value, get_item
-from engine.data.ratings import judge_cell, medians, reference_cell
+from engine.data import judge_cell, medians, reference_cell
 from engine.judge import calibration
 from engine.judge.configs import config_key_of, is_smoke_test
 from engine.judge.results import JudgeParams, JudgeResult, primary_score
@@ -216,7 +216,7 @@ class JudgePage:
     result (read when asked, after a run has stored its results)."""
 
     def __init__(self, store, name: str, ds: Dataset, settings):
-        from engine.data.settings import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
+        from engine.data import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
         from engine.judge.source import describe_source
         from engine.llm import embedded, embedded_sha256
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.data.store import StoreBusy, StoreError
+from engine.data import StoreBusy, StoreError
 from engine.evidence.stigma import LexiconError, load_lexicon
 from engine.evidence.stigma import add_clinician_entry, workspace_entries
 

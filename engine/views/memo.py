@@ -2,7 +2,7 @@
 
 A view that computes something slow (the agreement statistics with their bootstrap, the stigmatizing-language scan
 of every summary) asks :func:`remembered`; the value is kept under the workspace, the dataset, the store's
-:meth:`engine.data.store_results.ResultStore.data_fingerprint` and the view's own key, so a result written by any
+:meth:`engine.data._store_results.ResultStore.data_fingerprint` and the view's own key, so a result written by any
 window or command makes the next read compute again, and nothing else does. Few entries are kept (the newest
 :data:`MAX_ENTRIES`)."""
 from __future__ import annotations

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from engine.data.settings import ENV_HUB_ENDPOINT, SOURCE_GGUF, AppSettings, SettingsError, hub_endpoint, \
-    save_settings
+from engine.data import AppSettings, ENV_HUB_ENDPOINT, SOURCE_GGUF, SettingsError, hub_endpoint, save_settings
 from engine.judge.source import SOURCE_LABELS
 from engine.llm import CATALOG, DownloadError, Downloaded, default_models_dir, download
 

@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from engine.core import Dataset, ITEMS
-from engine.data.assignments import reviewer_queue
-from engine.data.reviews import ADJUDICATION, KIND_LABELS, REVIEW_KINDS
-from engine.data.store import StoreError
+from engine.data import ADJUDICATION, KIND_LABELS, REVIEW_KINDS, StoreError, reviewer_queue
 
 __all__ = ["ADJUDICATION", "ITEMS", "KIND_LABELS", "REVIEW_KINDS", "ReviewPage", "SpotCheckView", "StoreError",
            "review_page"]
@@ -46,7 +44,7 @@ def assigned_queue(store, name: str, reviewer: str) -> list:
 def adjudication_rows(store, name: str, margin: float) -> list[dict]:
     """One row per (summary, item) where the reviewers differ by more than ``margin``, with their values."""
     from engine.core import get_item
-    from engine.data.assignments import disagreements
+    from engine.data import disagreements
 
     return [{"summary": d.summary_id, "item": get_item(d.item).label, "spread": d.spread,
              "reviewers": ", ".join(f"{r}: {'NA' if v is None else f'{v:g}'}" for r, v in d.values.items())}
@@ -55,7 +53,7 @@ def adjudication_rows(store, name: str, margin: float) -> list[dict]:
 
 def my_review(store, name: str, summary_id: str, reviewer: str, kind: str) -> tuple[dict, dict]:
     """The reviewer's current review of ``kind`` of one summary: (item -> value, item -> comment), for the form."""
-    from engine.data.reviews import current_reviews
+    from engine.data import current_reviews
 
     mine = [r for r in current_reviews(store, name, summary_id) if r.reviewer == reviewer and r.kind == kind]
     return {r.item: r.value for r in mine}, {r.item: r.comment for r in mine}
@@ -63,7 +61,7 @@ def my_review(store, name: str, summary_id: str, reviewer: str, kind: str) -> tu
 
 def submit_review(store, name: str, summary_id: str, reviewer: str, kind: str, values, comments) -> list:
     """Record a review (engine.data.reviews.save_review): the rows written, empty when nothing changed."""
-    from engine.data.reviews import save_review
+    from engine.data import save_review
 
     return save_review(store, name, summary_id, reviewer, kind, values, comments)
 
@@ -85,9 +83,8 @@ class SpotCheckView:
 def spot_check_view(store, name: str, ds: Dataset, summary_id: str, reviewer: str, blinded: bool) -> SpotCheckView:
     """Blinded and not yet reviewed by ``reviewer``: nothing of the others is read. Otherwise everything."""
     from engine.core import ITEMS
-    from engine.data.ratings import display_table, judge_cell
-    from engine.data.reviews import export_reviews_csv, has_reviewed, history_rows, review_history, \
-        reviews_as_ratings
+    from engine.data import (display_table, export_reviews_csv, has_reviewed, history_rows, judge_cell,
+                             review_history, reviews_as_ratings)
     from engine.judge.stored import latest_result
 
     if blinded and not has_reviewed(store, name, summary_id, reviewer):
@@ -109,7 +106,7 @@ def _main_cell(item, score) -> str:
     (engine.judge.results.primary_score: the expected score of a 1-5 item, else its median; yes/no items as their
     share of yes), shown beside the median."""
     from engine.analysis.formatting import format_score
-    from engine.data.ratings import judge_cell
+    from engine.data import judge_cell
     from engine.judge.results import primary_score
 
     if score is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from engine.data.job_log import JobRecord, request_cancel, running_for
+from engine.data import JobRecord, request_cancel, running_for
 
 
 def running_runs(store, dataset: Optional[str] = None, summary_id: Optional[str] = None) -> list[JobRecord]:

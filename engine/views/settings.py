@@ -7,9 +7,8 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine.data.settings import (ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
-                                  SOURCE_SERVER, AppSettings, SettingsError, default_workspace_path, save_settings,
-                                  workspace_path)
+from engine.data import (AppSettings, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
+                         SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
 from engine.judge import used_scores
 from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
 from engine.llm import (BackendError, EMBEDDED, ModelError, default_embedded_key, gpu_offload_supported,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.data.store import StoreError
+from engine.data import StoreError
 from engine.sample import SAMPLE_ABOUT, SAMPLE_NAME
 from engine.status import dataset_status
 

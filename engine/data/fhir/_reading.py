@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from engine.data.ehr_notes import PendingNote
+from engine.data._ehr_notes import PendingNote
 from engine.data.fhir._narrative import Reduced
 from engine.data.fhir.source import Export, Located
 from engine.data.mapping import LoadOptions
-from engine.data.readers import Collector
+from engine.data._readers import Collector
 from engine.data.validation import Issue, ValidationReport
 
 _SHOWN = 5

@@ -30,14 +30,14 @@ from collections import Counter
 from typing import Optional
 
 from engine.core import Note, Rating, Summary, get_item
-from engine.data.ehr_notes import PendingNote, add_in_order
+from engine.data._ehr_notes import PendingNote, add_in_order
 from engine.data.fhir._attachments import Content, composition_text, document_text
 from engine.data.fhir.questionnaire import is_pdsqi, read_response
 from engine.data.fhir._reading import Reading
 from engine.data.fhir.source import Export, Located, reference_id, reference_type, validate
-from engine.data.fields import REFUSED_VALUE, check_id, check_rater, date_field, rating_value, text_field
+from engine.data._fields import REFUSED_VALUE, check_id, check_rater, date_field, rating_value, text_field
 from engine.data.mapping import LoadOptions
-from engine.data.readers import Collector
+from engine.data._readers import Collector
 from engine.data.strict_json import short_text
 from engine.data.validation import Issue, ValidationReport
 

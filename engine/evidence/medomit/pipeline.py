@@ -36,7 +36,7 @@ from functools import partial
 from typing import Callable, Optional, Sequence
 
 from engine.core import CACHED_COUNT, Job, run_cached
-from engine.data.job_log import recorded
+from engine.data import recorded
 from engine.core import Case, Summary, now_iso
 from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide

@@ -66,7 +66,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from engine.evidence.stigma.rules import RULES, context_rule, quotes_of
+from engine.evidence.stigma._rules import RULES, context_rule, quotes_of
 from engine.evidence.text import tokenize
 
 LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"

@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 from engine.core import (CACHED_COUNT, Case, DEFAULT_DECODE_WEIGHT, Dataset, Job, Summary, check_cancelled,
                          citations as cit, is_cancelled, json_key, run_cached)
-from engine.data.job_log import recorded
+from engine.data import recorded
 from engine.evidence.support import specifics
 from engine.evidence.support.alignment import is_heading
 from engine.evidence.text import split_sentences

@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 from engine.core import Summary
-from engine.data.fields import REFUSED_VALUE, check_id, is_missing, opt_text, plain_id, scalar_field, text_field
+from engine.data._fields import REFUSED_VALUE, check_id, is_missing, opt_text, plain_id, scalar_field, text_field
 from engine.data.files import data_suffix, read_csv, read_jsonl, read_text_file
-from engine.data.readers import Collector
+from engine.data._readers import Collector
 from engine.data.validation import Issue, ValidationReport
 
 KEY_COLUMNS = ("case_id", "hadm_id", "encounter_id", "encounter", "patient_id", "patient", "subject_id", "note_id")

@@ -1,12 +1,12 @@
 """MIMIC-IV-Note (``discharge.csv``, ``radiology.csv``, plain or gzipped): one case per admission (``hadm_id``), its
 notes in ``charttime`` then ``note_seq`` order, ``note_type`` kept (DS discharge summary, RR radiology report, AR
 addendum). Reports outside an admission are counted and skipped: a ``hadm_id`` that is empty or spelled as missing
-(:data:`engine.data.fields.MISSING`: ``nan`` as pandas writes it, ``NULL``, ``None``, ``NA`` ...). The same
+(:data:`engine.data._fields.MISSING`: ``nan`` as pandas writes it, ``NULL``, ``None``, ``NA`` ...). The same
 spellings in ``note_id`` or ``subject_id`` are a missing id (an error), in ``charttime``, ``note_type`` and
 ``note_seq`` an empty value. An admission holds one patient: a note whose ``subject_id`` differs from that of an
 earlier note of its admission (in this file or another MIMIC file of the import) is an error naming both. The note
 type named by ``hold_out_types`` (e.g. ``DS``) is kept out of the source notes and imported as the case's reference
-summary (:mod:`engine.data.ehr_notes`).
+summary (:mod:`engine.data._ehr_notes`).
 
 The dates of MIMIC are shifted into the years 2100-2250; they are read like any other date.
 """
@@ -16,8 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 from engine.core import Note
-from engine.data.ehr_notes import PendingNote
-from engine.data.fields import REFUSED_VALUE, check_id, date_field, is_missing, plain_id, scalar_field, text_field
+from engine.data._ehr_notes import PendingNote
+from engine.data._fields import REFUSED_VALUE, check_id, date_field, is_missing, plain_id, scalar_field, text_field
 from engine.data.files import InputRow
 from engine.data.validation import Issue, ValidationReport
 
@@ -30,7 +30,7 @@ def is_mimic(header) -> bool:
 
 
 def _value(report: ValidationReport, fname: str, row: InputRow, fld: str) -> str | None:
-    """The text of a field, "" when it is empty or spelled as missing (:func:`engine.data.fields.is_missing`); None
+    """The text of a field, "" when it is empty or spelled as missing (:func:`engine.data._fields.is_missing`); None
     when refused."""
     s = scalar_field(report, fname, row, fld, row.values.get(fld))
     return "" if is_missing(s) else s

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from engine.core import Note, Summary
 from engine.data.files import InputRow
-from engine.data.readers import Collector
+from engine.data._readers import Collector
 from engine.data.validation import ValidationReport
 
 REFERENCE_GENERATOR = "clinician"
