@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from verify_set import read_rows, split_of  # noqa: E402
 
-from engine.evidence.support.allergies import allergy_stems, claimed_allergens, unrecorded_allergens  # noqa: E402
+from engine.evidence.support import allergy_stems, claimed_allergens, unrecorded_allergens  # noqa: E402
 from engine.evidence.text import is_specific, stem, tokens  # noqa: E402
 
 

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--choose", action="store_true", help="sweep the threshold on the development split")
     args = ap.parse_args(argv)
-    from engine.evidence.support.alignment import CITED_SUPPORT, align_summary
+    from engine.evidence.support import CITED_SUPPORT, align_summary
     from engine.evidence.embeddings import Embedder
     from engine.llm import injection
 

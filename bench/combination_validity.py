@@ -38,8 +38,7 @@ SHIPPED_MEDOMIT = ROOT / "sample_data" / "medomit_results.jsonl"
 
 def medomit_for(store, ds, variants, backend, sha, emb) -> int:
     """Today's decision on each variant, from its case's shipped case-level outputs; stored as the product does."""
-    from engine.evidence.medomit.pipeline import MedOmit, result_key
-    from engine.evidence.medomit.result import MedOmitResult
+    from engine.evidence.medomit import MedOmit, MedOmitResult, result_key
 
     rows = [json.loads(x) for x in SHIPPED_MEDOMIT.read_text(encoding="utf-8").splitlines() if x.strip()]
     by_case: dict[str, MedOmitResult] = {}
@@ -70,7 +69,7 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
     from engine.data import Store
     from engine.evidence.batch import compute_evidence
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.evidence.support.verification import DEFAULT_PARAMS, compute_verification
     from engine.judge.combination import COMBINATIONS, COMBINATION_VERSION, WEIGHTS_NOTE, combine, dataset_scales
     from engine.judge.features import evidence_for
     from engine.judge.runner import open_llama_backend

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine.evidence.support.alignment import WEAK_SUPPORT, align_summary  # noqa: E402
-from engine.evidence.coverage.regions import DEFAULT_METHOD  # noqa: E402
+from engine.evidence.support import WEAK_SUPPORT, align_summary  # noqa: E402
+from engine.evidence.coverage import DEFAULT_METHOD  # noqa: E402
 from engine.evidence.kinds import kind  # noqa: E402
 from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
 from engine.data import load_paths  # noqa: E402

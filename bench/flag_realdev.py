@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import verify_set  # noqa: E402
 
 from engine.core import Case, Note, Summary  # noqa: E402
-from engine.evidence.coverage.results import CoverageParams  # noqa: E402
-from engine.evidence.coverage.regions import METHODS, score_coverage  # noqa: E402
+from engine.evidence.coverage import CoverageParams, METHODS, score_coverage  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 
 MAX_COMPLETE_FLAGGED = 0.10

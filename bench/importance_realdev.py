@@ -7,7 +7,7 @@ file order: the first ``--n`` of the chosen split.
 
 For each conversation (the case's one note) the facts are its atomic statements
 (:func:`engine.evidence.medomit.statements.statement_facts`), the differential is the model's and each fact's
-importance is read in one step (:mod:`engine.evidence.medomit.importance`), exactly as the one-step MED-OMIT
+importance is read in one step (:mod:`engine.evidence.medomit._importance`), exactly as the one-step MED-OMIT
 pipeline does. A fact's label comes from the clinician's note section, fixed before any weight was looked at:
 *kept* when the note carries it — the better of its best embedding cosine with a note sentence and the share of
 its content words and numbers the note writes is at least 0.6 —, *left out* when that is below 0.35; facts in
@@ -75,7 +75,7 @@ def conversations(split: str, n: int) -> list[dict]:
 
 def labels(facts, note: str, emb) -> list[int | None]:
     """1 kept, 0 left out, None in between (see the module docstring)."""
-    from engine.evidence.coverage.unit_coverage import lexical_set
+    from engine.evidence.coverage import lexical_set
     from engine.evidence.text import split_sentences
 
     sents = [s.text for s in split_sentences(note)] or [note]
@@ -105,11 +105,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
 
-    from engine.evidence.coverage.unit_coverage import lexical_set
+    from engine.evidence.coverage import lexical_set
     from engine.evidence.embeddings import default_embedder
-    from engine.evidence.medomit.pipeline import MedOmit
-    from engine.evidence.medomit.result import StepRecord
-    from engine.evidence.medomit.statements import statement_facts
+    from engine.evidence.medomit import MedOmit, StepRecord, statement_facts
     from engine.llm import LlamaCppBackend, default_embedded_key, embedded_model_path, embedded_sha256
 
     key = default_embedded_key()

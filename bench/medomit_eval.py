@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.llm import Capabilities, Generation, NextToken  # noqa: E402
 from engine.data import load_paths  # noqa: E402
-from engine.evidence.medomit.pipeline import MedOmit, run_medomit  # noqa: E402
-from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
+from engine.evidence.medomit import MedOmit, MedOmitResult, run_medomit  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402
 from engine.data import Store  # noqa: E402
 
@@ -245,7 +244,7 @@ def decided_again(mo, ds, sids, shipped: Path):
 def relinked(mo, ds, sids, shipped: Path):
     """The shipped results with the facts today's linking places weighed (engine.evidence.medomit.relink): only
     their importance and clusters are asked, once per case, and every summary is decided again."""
-    from engine.evidence.medomit.relink import relink_case
+    from engine.evidence.medomit import relink_case
 
     rows = {json.loads(x)["summary_id"]: json.loads(x) for x in shipped.read_text(encoding="utf-8").splitlines()
             if x.strip()}
@@ -323,7 +322,7 @@ def evaluate(label, mo, ds, manifest, case_ids, results_of, ship=None):
           f"the summary leaves out in part is not a wrong report): {false_partial}/{present}" if present else
           f"[{label}] no present pertinent facts to test")
     if ship:
-        from engine.evidence.medomit.pipeline import result_key
+        from engine.evidence.medomit import result_key
 
         rows = []
         for res in results:

@@ -39,10 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import verify_set  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
 from engine.data import Store  # noqa: E402
-from engine.evidence.coverage.unit_coverage import source_units  # noqa: E402
-from engine.evidence.medomit.decision import DecisionParams, decide  # noqa: E402
-from engine.evidence.medomit.gaps import GapParams, passage_facts  # noqa: E402
-from engine.evidence.medomit.pipeline import MedOmit  # noqa: E402
+from engine.evidence.coverage import source_units  # noqa: E402
+from engine.evidence.medomit import DecisionParams, GapParams, MedOmit, decide, passage_facts  # noqa: E402
 
 SETTINGS = [None] + [GapParams(min_carried=m, key_terms=k) for m in (0.3, 0.5, 0.7) for k in (True, False)]
 STATEMENTS = "statements"  # the "statements" fact source: every unit of the note, no model facts

@@ -34,9 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from medomit_eval import matches  # noqa: E402
 from validity_set import DEV_CASES  # noqa: E402
 from engine.data import load_paths  # noqa: E402
-from engine.evidence.medomit.peers import consensus  # noqa: E402
-from engine.evidence.medomit.result import MedOmitResult  # noqa: E402
-from engine.evidence.medomit.rows import omitted_fact_rows  # noqa: E402
+from engine.evidence.medomit import MedOmitResult, consensus, omitted_fact_rows  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_MEDOMIT, load_manifest  # noqa: E402
 
 

@@ -97,7 +97,7 @@ class Recorder(WrappedBackend):
 def record(args) -> None:
     from engine.data import Store, load_paths
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.medomit.pipeline import MedOmit
+    from engine.evidence.medomit import MedOmit
     from engine.judge.runner import open_llama_backend
     from engine.sample import SAMPLE_BUNDLE
 

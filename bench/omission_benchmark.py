@@ -53,8 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from engine.evidence.coverage.regions import METHODS, calibrate, score_coverage, select_regions
-from engine.evidence.coverage.results import CoverageParams  # noqa: E402
+from engine.evidence.coverage import CoverageParams, METHODS, calibrate, score_coverage, select_regions  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note, Summary  # noqa: E402
@@ -273,7 +272,7 @@ def fit_calibration(results_dev: dict) -> None:
     rates of the development split's labelled summaries; then the flag threshold maximising F1 of complete (no)
     vs half-omitted (yes) on the calibrated development scores of both kinds together (one threshold that means
     the same for both)."""
-    from engine.evidence.coverage.unit_coverage import calibrated
+    from engine.evidence.coverage import calibrated
 
     print("\n--fit (development split only)")
     coefs, comp, half = {}, [], []
@@ -327,7 +326,7 @@ def main() -> None:
               + ", ".join(f"{k} {v:.3f}" for k, v in sorted(mean.items(), key=lambda kv: -kv[1]))
               + f" -> {best}")
     if "test" in args.splits:
-        from engine.evidence.coverage.regions import DEFAULT_METHOD
+        from engine.evidence.coverage import DEFAULT_METHOD
 
         if DEFAULT_METHOD in args.methods:
             print(f"\ntargets on the test split for the default method ({DEFAULT_METHOD}):")

@@ -26,10 +26,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import omission_benchmark as ob  # noqa: E402
 from engine.core import Summary  # noqa: E402
-from engine.evidence.coverage.regions import score_coverage  # noqa: E402
-from engine.evidence.coverage.results import CoverageParams  # noqa: E402
+from engine.evidence.coverage import CoverageParams, score_coverage  # noqa: E402
 from engine.evidence.embeddings import Embedder  # noqa: E402
-from engine.evidence.coverage.note_flags import FLAG_KINDS, omission_flags  # noqa: E402
+from engine.evidence.coverage import FLAG_KINDS, omission_flags  # noqa: E402
 
 
 def cited_text(item: ob.Item, keep: set[int]) -> str:

@@ -40,11 +40,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from medomit_passages_realdev import notes_of  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
 from engine.data import Store  # noqa: E402
-from engine.evidence.coverage.unit_coverage import source_units  # noqa: E402
-from engine.evidence.medomit.decision import DEFAULT_DECISION, decide, fact_parts  # noqa: E402
-from engine.evidence.medomit.gaps import passage_facts  # noqa: E402
-from engine.evidence.medomit.pipeline import MedOmit  # noqa: E402
-from engine.evidence.medomit.result import FactScore  # noqa: E402
+from engine.evidence.coverage import source_units  # noqa: E402
+from engine.evidence.medomit import (DEFAULT_DECISION, FactScore, MedOmit, decide, fact_parts, passage_facts)  # noqa: E402
 
 
 def partial_summary(case: Case, conv: str) -> tuple[str, list, list, list]:

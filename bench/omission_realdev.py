@@ -46,9 +46,8 @@ import numpy as np  # noqa: E402
 
 import verify_set  # noqa: E402
 from verify_bench import CachedAnswers, open_backend  # noqa: E402
-from engine.evidence.medomit.decision import (DEFAULT_DECISION, ask_stated, combine, fact_coverage,  # noqa: E402
-                                             model_decides)
-from engine.evidence.support.verification.claims import split_claims  # noqa: E402
+from engine.evidence.medomit import DEFAULT_DECISION, ask_stated, combine, fact_coverage, model_decides
+from engine.evidence.support.verification import split_claims  # noqa: E402
 from engine.statistics import auroc, spearman_rho  # noqa: E402
 
 OUT = ROOT / "bench" / "out"

@@ -140,7 +140,7 @@ def build_items(cases: dict, splits: dict) -> list[dict]:
 def legacy_support(case: Case, text: str, sent_clean: str, emb: Embedder) -> float:
     """alignment-v2's ``support`` for one sentence, reproduced: token-level precision against the ROUGE-Gain ∪
     embedding-top-1 source sentences, raw transcript lines included."""
-    from engine.evidence.coverage.results import checked_summary_text
+    from engine.evidence.coverage import checked_summary_text
 
     rouge = L.rouge_scorer()
     blanked = checked_summary_text(text)

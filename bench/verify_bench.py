@@ -50,11 +50,9 @@ import verify_set  # noqa: E402
 from wrapped_backend import WrappedBackend  # noqa: E402
 from engine.core import Case, Note, Summary  # noqa: E402
 from engine.evidence.text import content_stems  # noqa: E402
-from engine.evidence.support.verification.run import DEFAULT_PARAMS, VerifyParams, verify_summary  # noqa: E402
-from engine.evidence.support.verification.claims import split_claims  # noqa: E402
-from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination,  # noqa: E402
-                                                               fit_monotone, shipped_combination)
-from engine.evidence.support.verification.signals import FEATURES, RecordWords, claim_signals  # noqa: E402
+from engine.evidence.support.verification import (COMBINATION_PATH, Combination, DEFAULT_PARAMS, FEATURES,
+                                                  RecordWords, VerifyParams, claim_signals, fit_monotone,
+                                                  shipped_combination, split_claims, verify_summary)  # noqa: E402
 from engine.llm import NextToken  # noqa: E402
 from engine.statistics import auroc  # noqa: E402
 

@@ -29,8 +29,7 @@ import verify_set  # noqa: E402
 from verify_bench import (OUT, CachedAnswers, auroc, combined_scores, natural_like, open_backend,  # noqa: E402
                           run, signal_rows)
 from engine.core import Case, Note  # noqa: E402
-from engine.evidence.support.verification.combination import shipped_combination  # noqa: E402
-from engine.evidence.support.verification.passages import LineIndex, record_lines  # noqa: E402
+from engine.evidence.support.verification import LineIndex, record_lines, shipped_combination  # noqa: E402
 
 
 def pairs(items) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.data import load_paths  # noqa: E402
-from engine.evidence.support.verification.result import VerificationResult  # noqa: E402
+from engine.evidence.support.verification import VerificationResult  # noqa: E402
 from engine.evidence.defect_check import check_verification  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest  # noqa: E402
 

@@ -40,7 +40,7 @@ def main():
     ap.add_argument("--choose", action="store_true", help="choose w on the development split (runs it too)")
     a = ap.parse_args()
     from engine.data import Store
-    from engine.evidence.support.verification.run import DEFAULT_PARAMS, compute_verification
+    from engine.evidence.support.verification import DEFAULT_PARAMS, compute_verification
     from engine.judge.runner import open_llama_backend
     from engine.llm import DEFAULT_EMBEDDED
 

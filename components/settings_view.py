@@ -31,7 +31,7 @@ def render_medomit_facts(key: str) -> None:
     chosen source is and the measured times."""
     import streamlit as st
 
-    from engine.evidence.medomit.facts import AUTO, AUTO_DESCRIPTION, AUTO_LABEL, FACT_SOURCE_NOTE, FACT_SOURCES
+    from engine.evidence.medomit import AUTO, AUTO_DESCRIPTION, AUTO_LABEL, FACT_SOURCES, FACT_SOURCE_NOTE
 
     st.radio("Where MED-OMIT's facts come from", [AUTO, *FACT_SOURCES], key=key, horizontal=True,
              format_func=lambda k: AUTO_LABEL if k == AUTO else FACT_SOURCES[k].label)

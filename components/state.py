@@ -67,7 +67,7 @@ def settings() -> AppSettings:
 def medomit_facts() -> str:
     """MED-OMIT's fact source from the settings; a source the registry does not know (a hand-edited settings
     file) is named in an error and the default is used."""
-    from engine.evidence.medomit.facts import AUTO, FACT_SOURCES
+    from engine.evidence.medomit import AUTO, FACT_SOURCES
 
     key = settings().medomit_facts
     if key in FACT_SOURCES or key == AUTO:

@@ -5,7 +5,7 @@ import json
 import warnings
 from pathlib import Path
 
-from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD
 from engine.data import ImportResult, Store, load_paths
 
 SAMPLE_ROOT = Path(__file__).resolve().parent.parent / "sample_data"

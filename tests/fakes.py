@@ -111,7 +111,7 @@ class ScriptedBackend(FakeBackendBase):
     CRITICAL = ("atrial fibrillation", "Apixaban", "LVEF")  # read "critical" (weight 1), every other fact "important"
 
     def next_token(self, messages, keep):
-        from engine.evidence.medomit.importance import ASK
+        from engine.evidence.medomit._importance import ASK
         from engine.llm.backends import NextToken
 
         q = messages[-1]["content"]
@@ -454,7 +454,7 @@ class RecordingBackend(FakeBackendBase):
     def next_token(self, messages, keep):
         from engine.llm.backends import NextToken
 
-        from engine.evidence.medomit.importance import ASK
+        from engine.evidence.medomit._importance import ASK
 
         self.questions.append([m["content"] for m in messages])
         if messages[-1]["content"].endswith(ASK):

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from engine.core.models import Case, Note, Summary
-from engine.evidence.medomit import importance as imp
-from engine.evidence.medomit.prompts import DDX_TASK
+from engine.evidence.medomit import _importance as imp
+from engine.evidence.medomit._prompts import DDX_TASK
 from engine.evidence.medomit.result import Diagnosis
 from engine.evidence.medomit.statements import statement_facts
 from engine.judge.prompt import build_messages, kept_messages, read_messages

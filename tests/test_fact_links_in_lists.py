@@ -12,7 +12,7 @@ import pytest
 
 from engine.data.loading import load_paths
 from engine.data.mapping import LoadOptions
-from engine.evidence.medomit.linking import find_words, link_fact
+from engine.evidence.medomit._linking import find_words, link_fact
 
 from conftest import SAMPLE
 

@@ -5,10 +5,10 @@ import pytest
 
 from engine.evidence.medomit.decision import DecisionParams
 
-from engine.evidence.medomit.linking import link_fact
+from engine.evidence.medomit._linking import link_fact
 from engine.evidence.medomit.result import Cluster, Diagnosis, MedOmitResult, compare_ddx, fact_score, merge_facts, score_document, uniqueness_values
 from engine.evidence.medomit.pipeline import MedOmit, run_medomit
-from engine.evidence.medomit.checks import check_ddx
+from engine.evidence.medomit._checks import check_ddx
 from engine.core.models import Case, Dataset, Note, Summary
 from fakes import ScriptedBackend
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from engine.data.loading import load_paths
 from engine.data.store import Store
 from engine.evidence.medomit.keys import earlier_result_keys, result_key
-from engine.evidence.medomit.redecide import redecided, stored_or_redecided
+from engine.evidence.medomit._redecide import redecided, stored_or_redecided
 from engine.evidence.medomit.result import MedOmitResult
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_MEDOMIT
 

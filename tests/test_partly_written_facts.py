@@ -4,12 +4,12 @@ A reviewer read card-01-s3's MED-OMIT list: "CXR: cardiomegaly, bilateral inters
 effusions" was listed omitted although the summary writes "interstitial edema on chest radiograph". The decision is
 right (the cardiomegaly and the effusions are not in the summary), but the fact was decided whole, so the list showed
 the whole line as if the summary said nothing of it. The rows now read the list's items against the summary's words
-(engine.evidence.medomit.partly) and head the fact by the items left out.
+(engine.evidence.medomit._partly) and head the fact by the items left out.
 """
 import json
 
 from conftest import ROOT, TIMEOUT
-from engine.evidence.medomit.partly import list_items, written_items
+from engine.evidence.medomit._partly import list_items, written_items
 from engine.evidence.medomit.result import MedOmitResult
 from engine.evidence.medomit.rows import omitted_fact_rows
 from engine.sample import SAMPLE_MEDOMIT

@@ -188,7 +188,7 @@ def test_an_unplanned_step_moves_with_its_prompt_read():
 def test_a_claim_verification_run_is_planned_and_its_tokens_add_up_across_questions():
     from fakes import AnswerBackend
     from engine.core.models import Case, Dataset, Note, Summary
-    from engine.evidence.support.verification.plan import summary_work
+    from engine.evidence.support.verification._plan import summary_work
     from engine.evidence.support.verification.run import verification_job
 
     case = Case("c1", "Cardiology", (Note("1", "Atrial fibrillation on apixaban. " * 40),))

@@ -101,7 +101,7 @@ def _announced(content: str):
 
 
 def test_medomit_prompts_fence_notes_summary_facts_and_ddx():
-    from engine.evidence.medomit.importance import ASK
+    from engine.evidence.medomit._importance import ASK
     from engine.llm.case_record import KEEP, record_messages
 
     attack = "\n".join(ATTACKS[:8])

@@ -109,7 +109,7 @@ def test_no_shipped_fact_the_notes_state_word_for_word_is_listed_as_not_found():
     from conftest import BUNDLE, model_fact_rows
     from engine.data.loading import load_paths
     from engine.evidence.medomit.relink import read_stored
-    from engine.evidence.medomit.linking import find_verbatim
+    from engine.evidence.medomit._linking import find_verbatim
 
     ds, _ = load_paths([BUNDLE])
     verbatim, found, total = [], 0, 0

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from conftest import BUNDLE
-from engine.evidence.medomit.linking import find_verbatim, link_fact
+from engine.evidence.medomit._linking import find_verbatim, link_fact
 
 PMH = "HPI: 72 y/o M with HTN, HLD, T2DM, and right V2 trigeminal neuralgia presents after a fall."
 

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import BUNDLE
 from engine.evidence.coverage import note_flags as omission_flags
-from engine.evidence.medomit import importance, linking
-from engine.evidence.medomit import checks as medomit_checks
+from engine.evidence.medomit import _importance as importance, _linking as linking
+from engine.evidence.medomit import _checks as medomit_checks
 from engine.evidence.medomit import result as medomit_result
 from engine.evidence.stigma import detector, _rules as rules
 from engine.evidence.support.verification import ask, claims

@@ -114,7 +114,7 @@ class _Checker:
 
     def _coverage(self, sid: str):
         from engine.evidence.batch import compute_evidence
-        from engine.evidence.coverage.results import CoverageParams
+        from engine.evidence.coverage import CoverageParams
         from engine.evidence.kinds import stored_result
 
         batch = compute_evidence(self.store, self.dataset, self.ds, [sid], self.setup.embedder)
@@ -140,7 +140,7 @@ class _Checker:
         return status, grades, res
 
     def _verification(self, sid: str):
-        from engine.evidence.support.verification.run import compute_verification
+        from engine.evidence.support.verification import compute_verification
 
         batch = compute_verification(self.store, self.dataset, self.ds, [sid], self.backend, self.setup.model_sha256)
         res = batch.results[sid]
@@ -151,7 +151,7 @@ class _Checker:
         return status, f"{len(uns)} of {len(res.sentences)} sentence(s) unsupported", res
 
     def _medomit(self, sid: str):
-        from engine.evidence.medomit.pipeline import MedOmit, run_medomit
+        from engine.evidence.medomit import MedOmit, run_medomit
 
         if self._pipeline is None:
             self._pipeline = MedOmit(self.backend(), self.setup.model_sha256, cache=self.store,

@@ -88,7 +88,7 @@ def _counts(values) -> list[tuple[str, int]]:
 def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     """Mean omission score, MED-OMIT weight and sentence support per generator and per quality group, from the
     evidence stored in the workspace (summaries without stored evidence are left out and counted)."""
-    from engine.evidence.coverage.regions import DEFAULT_METHOD
+    from engine.evidence.coverage import DEFAULT_METHOD
     from engine.evidence.kinds import stored_results
 
     covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")

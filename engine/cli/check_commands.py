@@ -9,7 +9,7 @@ import sys
 from engine.cli.common import (TARGET_HELP, add_command, add_import_opts, add_model_opts, dataset_and_ids,
                                judge_settings, open_backend, say)
 from engine.data import SOURCE_EMBEDDED, load_settings
-from engine.evidence.medomit.facts import FACT_SOURCES
+from engine.evidence.medomit import FACT_SOURCES
 from engine.llm import default_embedded_key, embedded_sha256
 from engine.sample import (MEDOMIT_METHODS, SAMPLE_MEDOMIT, SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS,
                            import_shipped_evidence)

@@ -11,8 +11,8 @@ from pathlib import Path
 from engine.cli import check_commands, verify_commands
 from engine.cli.common import (DATASET_HELP, OUT_HELP, TARGET_HELP, add_command, add_import_opts, add_model_opts,
                                add_summary_and_out, dataset_and_ids, open_backend, open_store, print_jsonl, say)
-from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
-from engine.evidence.medomit.facts import FACT_SOURCES
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS as COVERAGE_METHODS
+from engine.evidence.medomit import FACT_SOURCES
 
 
 def cmd_omissions(args) -> int:
@@ -32,7 +32,7 @@ def cmd_omissions(args) -> int:
             out.write(line + "\n")
 
     if args.method == "medomit":
-        from engine.evidence.medomit.pipeline import MedOmit, run_medomit
+        from engine.evidence.medomit import MedOmit, run_medomit
 
         try:
             backend, sha = open_backend(args, store)
@@ -69,7 +69,7 @@ def cmd_omissions(args) -> int:
 def _emit_case(emit, ds, run: list, store, name: str) -> None:
     """Emit a case's results of this run, each compared with the case's other summaries as the Case page compares
     them: this run's results and the workspace's stored ones."""
-    from engine.evidence.medomit.peers import consensus, stored_case_results
+    from engine.evidence.medomit import consensus, stored_case_results
 
     stored = store.evidence_results(name, "medomit") if store is not None else {}
     case_results = stored_case_results(ds, run[0].case_id, stored, known=run)
@@ -83,7 +83,7 @@ def _medomit_line(r, case, cons) -> dict:
     (null without such a summary); ``same_weight``: the Case page's warning when the weights do not rank the facts
     (:func:`same_weight_note`, "" when they do).
     The omitted facts come in the order the Case page lists them (:func:`omitted_fact_rows`)."""
-    from engine.evidence.medomit.rows import omitted_fact_rows, same_weight_note
+    from engine.evidence.medomit import omitted_fact_rows, same_weight_note
 
     by_id = {s.fact_id: s for s in r.omitted}
     ordered = [by_id[row["fact_id"]] for row in omitted_fact_rows(r, cons)]
@@ -111,10 +111,10 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
     ``regions_order`` states (:data:`REGIONS_ORDER`), each with the figures that order comes from (``marks``,
     ``rank_score``, ``below_threshold``, ``salience``) beside its omission ``score``; the same sentence heads the
     output on stderr (not with --quiet)."""
-    from engine.evidence.coverage.results import CoverageError, CoverageParams
-    from engine.evidence.coverage.regions import REGIONS_ORDER, listed_order_key, region_row, score_coverage
+    from engine.evidence.coverage import (CoverageError, CoverageParams, REGIONS_ORDER, listed_order_key, region_row,
+                                          score_coverage)
     from engine.evidence.embeddings import Embedder
-    from engine.evidence.coverage.note_flags import omission_flags
+    from engine.evidence.coverage import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
     params = CoverageParams(method=args.coverage_method or DEFAULT_COVERAGE_METHOD, pca_components=args.pca,
@@ -142,8 +142,8 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 
 
 def cmd_align(args) -> int:
-    from engine.evidence.support.alignment import align_summary, combined_scores
-    from engine.evidence.coverage.results import CoverageError
+    from engine.evidence.support import align_summary, combined_scores
+    from engine.evidence.coverage import CoverageError
     from engine.evidence.embeddings import Embedder
 
     store, ds, name, ids = dataset_and_ids(args)

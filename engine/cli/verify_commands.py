@@ -14,7 +14,7 @@ from engine.sample import SAMPLE_NAME, SAMPLE_VERIFY, VERIFY_METHODS, import_shi
 def cmd_verify(args) -> int:
     from engine.core import CACHED_COUNT, DONE
     from engine.data import JobRecord
-    from engine.evidence.support.verification.run import DEFAULT_PARAMS, verification_job
+    from engine.evidence.support.verification import DEFAULT_PARAMS, verification_job
     from engine.llm import BackendError
 
     if args.concurrency is not None:

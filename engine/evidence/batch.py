@@ -12,9 +12,8 @@ from typing import Callable, Optional, Sequence
 from engine.core import CACHED_COUNT, Job, check_cancelled, is_cancelled, run_cached
 from engine.data import recorded
 from engine.core import Dataset
-from engine.evidence.support.alignment import alignment_cached, alignment_key
-from engine.evidence.coverage.regions import coverage_cached, coverage_key
-from engine.evidence.coverage.results import CoverageError, CoverageParams
+from engine.evidence.support import alignment_cached, alignment_key
+from engine.evidence.coverage import CoverageError, CoverageParams, coverage_cached, coverage_key
 from engine.evidence.embeddings import EMBEDDING_NAME
 
 EVIDENCE_STEPS = ("coverage", "sentence support")

@@ -34,10 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from engine.evidence.support.alignment import AlignmentResult
-from engine.evidence.support.verification.result import VerificationResult
-from engine.evidence.coverage.results import CoverageResult
-from engine.evidence.coverage.note_flags import FLAG_KINDS, omission_flags
+from engine.evidence.support import AlignmentResult
+from engine.evidence.support.verification import VerificationResult
+from engine.evidence.coverage import CoverageResult, FLAG_KINDS, omission_flags
 from engine.core import Dataset
 
 TOP_REGIONS = 5

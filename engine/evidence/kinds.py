@@ -11,14 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from engine.evidence.support.alignment import ALIGNMENT_VERSION
-from engine.evidence.support.alignment import result_from_dict as alignment_from
-from engine.evidence.coverage.regions import COVERAGE_VERSION, METHODS
-from engine.evidence.coverage.regions import result_from_dict as coverage_from
-from engine.evidence.medomit.result import METHOD_VERSION, MedOmitResult
-from engine.evidence.support.verification.result import VerificationResult
-from engine.evidence.support.verification.run import METHOD_KEY as VERIFY_KEY
-from engine.evidence.support.verification.run import METHOD_VERSION as VERIFY_VERSION
+from engine.evidence.support import ALIGNMENT_VERSION, result_from_dict as alignment_from
+from engine.evidence.coverage import COVERAGE_VERSION, METHODS, result_from_dict as coverage_from
+from engine.evidence.medomit import METHOD_VERSION, MedOmitResult
+from engine.evidence.support.verification import (METHOD_KEY as VERIFY_KEY, METHOD_VERSION as VERIFY_VERSION,
+                                                  VerificationResult)
 
 
 @dataclass(frozen=True)

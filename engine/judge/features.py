@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from engine.evidence.coverage.regions import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS
+from engine.evidence.coverage import DEFAULT_METHOD as DEFAULT_COVERAGE_METHOD, METHODS
 from engine.core import Dataset
 
 
@@ -147,8 +147,7 @@ def _medomit_share(m: Optional[dict]) -> Optional[float]:
     """Omitted weight / total weight of the scored facts of a complete MED-OMIT result; None for none, an incomplete
     one, one by the smoke-test model, or one whose facts are not the default source's
     (:mod:`engine.evidence.medomit.facts`)."""
-    from engine.evidence.medomit.facts import DEFAULT_FACT_SOURCE
-    from engine.evidence.medomit.result import MedOmitResult
+    from engine.evidence.medomit import DEFAULT_FACT_SOURCE, MedOmitResult
 
     if not m or m.get("status") != "complete":
         return None

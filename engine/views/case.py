@@ -14,16 +14,13 @@ from typing import Optional
 from engine.core import Case, Dataset, ITEMS, Summary, citations, get_item, json_key
 from engine.data import display_table, judge_cell
 from engine.evidence import stigma
-from engine.evidence.support.alignment import NO_CITATION_ISSUE, alignment_cached
-from engine.evidence.coverage.regions import (DEFAULT_THRESHOLDS, coverage_cached, merge_regions, region_marks,
-                                              region_rank_score)
-from engine.evidence.coverage.results import CoverageError, CoverageParams
+from engine.evidence.support import NO_CITATION_ISSUE, alignment_cached
+from engine.evidence.coverage import (CoverageError, CoverageParams, DEFAULT_THRESHOLDS, coverage_cached,
+                                      merge_regions, region_marks, region_rank_score)
 from engine.evidence.kinds import stored_result
-from engine.evidence.medomit.peers import Consensus, consensus, stored_case_results
-from engine.evidence.medomit.relink import read_stored
-from engine.evidence.medomit.result import MedOmitResult
-from engine.evidence.medomit.rows import not_found_rows, omitted_fact_rows, same_weight_note
-from engine.evidence.coverage.note_flags import omission_flags
+from engine.evidence.medomit import (Consensus, MedOmitResult, consensus, not_found_rows, omitted_fact_rows,
+                                     read_stored, same_weight_note, stored_case_results)
+from engine.evidence.coverage import omission_flags
 from engine.evidence.stigma import workspace_entries
 from engine.views.verification import VerificationView, summary_view
 from engine.judge.configs import config_key_of, is_smoke_test
@@ -31,8 +28,7 @@ from engine.judge.stored import latest_result
 from engine.judge import used_scores
 from engine.llm import injection
 
-from engine.evidence.coverage.note_flags import FLAG_KINDS as OMISSION_FLAG_KINDS
-from engine.evidence.coverage.regions import DEFAULT_METHOD, METHODS
+from engine.evidence.coverage import DEFAULT_METHOD, FLAG_KINDS as OMISSION_FLAG_KINDS, METHODS
 
 __all__ = ["CasePage", "CaseView", "CoverageView", "DEFAULT_METHOD", "MAX_REGIONS", "METHODS",
            "OMISSION_FLAG_KINDS", "SupportView", "case_page"]
@@ -341,14 +337,14 @@ class CasePage:
                              medomit_facts)
 
     def verification_job(self, loaded, rerun: bool):
-        from engine.evidence.support.verification.run import verification_job
+        from engine.evidence.support.verification import verification_job
 
         backend = loaded[0]
         return verification_job(self.store, self.name, self.ds, [self.summary_id], lambda: backend,
                                 self._sha(loaded), rerun=rerun)
 
     def medomit_job(self, loaded, embedder, medomit_facts: str, rerun: bool):
-        from engine.evidence.medomit.pipeline import MedOmit, medomit_job
+        from engine.evidence.medomit import MedOmit, medomit_job
 
         mo = MedOmit(loaded[0], loaded[1], cache=self.store, embedder=embedder, facts=medomit_facts)
         return medomit_job(mo, self.ds, [self.summary_id], store=self.store, dataset_name=self.name, rerun=rerun)

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from engine.core import Dataset
-from engine.evidence.support.alignment import combined_scores
-from engine.evidence.coverage.regions import DEFAULT_METHOD
+from engine.evidence.support import combined_scores
+from engine.evidence.coverage import DEFAULT_METHOD
 from engine.evidence.kinds import stored_results
-from engine.evidence.medomit.rows import dataset_rows, group_means
-from engine.evidence.coverage.note_flags import describe, omission_flags
+from engine.evidence.medomit import dataset_rows, group_means
+from engine.evidence.coverage import describe, omission_flags
 
 __all__ = ["CHART_METRICS", "EvidencePageView", "evidence_all_job", "evidence_page_view", "group_chart_rows",
            "medomit_all_job"]
@@ -163,7 +163,7 @@ def group_chart_rows(rows: Sequence[dict], by: str, metrics: Sequence[str] = CHA
 def medomit_all_job(loaded, store, ds: Dataset, name: str, embedder, facts: str):
     """MED-OMIT over every summary of ``ds`` as a background job (not started); ``loaded``: (backend, model
     sha256) of the judge model."""
-    from engine.evidence.medomit.pipeline import MedOmit, medomit_job
+    from engine.evidence.medomit import MedOmit, medomit_job
 
     backend, sha = loaded
     mo = MedOmit(backend, sha, cache=store, embedder=embedder, facts=facts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+from engine.evidence.support.verification import ClaimCheck, SentenceCheck, VerificationResult
 
 UNSUPPORTED_COLOUR = "rgba(255,140,0,0.38)"
 UNCERTAIN_COLOUR = "rgba(96,165,250,0.22)"  # pale blue: near the line, to read, not a finding

@@ -39,7 +39,7 @@ import numpy as np
 from engine.llm import Backend, Fence
 
 # v5: the coverage reads key terms through the abbreviation list and skips a term named only negated (coverage-v8);
-# results stored under v4 are decided again from their stored answers (engine.evidence.medomit.redecide)
+# results stored under v4 are decided again from their stored answers (engine.evidence.medomit._redecide)
 DECISION_VERSION = "omit-decision-v5"
 EARLIER_DECISION_VERSIONS = ("omit-decision-v4",)  # v3: a fact of several statements decided part by part; v4: the model only clears
 PROMPT_VERSION = "omit-prompt-v1"
@@ -122,7 +122,7 @@ def fact_parts(text: str) -> list[tuple[str, int, int]]:
     which keeps "Dr. Mensah", "S. Ortiz" and "2. Thromboprophylaxis" whole) cut into claims
     (:func:`engine.evidence.support.verification.claims.split_claims`). A sentence of fewer than three words (a
     list number, a cut-off tail such as "Nopost") stays with its neighbour. One part when nothing cuts it."""
-    from engine.evidence.support.verification.claims import MIN_WORDS, split_claims, word_count
+    from engine.evidence.support.verification import MIN_WORDS, split_claims, word_count
     from engine.evidence.text import segmenter
 
     sentences: list[list[int]] = []
@@ -158,7 +158,7 @@ def messages(summary_text: str, fact: str) -> list[dict]:
 def fact_coverage(facts: Sequence[str], summary_text: str, emb) -> np.ndarray:
     """Coverage of each fact by the summary (see the module docstring); ``emb``: an
     :class:`engine.evidence.embeddings.Embedder`."""
-    from engine.evidence.coverage.unit_coverage import KEY_TERM_BASE, key_share, lexical_set, summary_units
+    from engine.evidence.coverage import KEY_TERM_BASE, key_share, lexical_set, summary_units
 
     if not facts:
         return np.zeros(0)
@@ -174,7 +174,7 @@ def fact_coverage(facts: Sequence[str], summary_text: str, emb) -> np.ndarray:
 
 def ask_stated(backend: Backend, summary_text: str, fact: str):
     """P(yes) that the summary states ``fact`` (an :class:`engine.evidence.support.verification.ask.Answer`)."""
-    from engine.evidence.support.verification.ask import read_yes
+    from engine.evidence.support.verification import read_yes
 
     return read_yes(backend.next_token(messages(summary_text, fact), KEEP))
 

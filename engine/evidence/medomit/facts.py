@@ -14,7 +14,7 @@
 * ``claims`` — the one-step pipeline for a model on a CPU: every atomic statement of the notes, by rules
   (:mod:`engine.evidence.medomit.statements`: sentences cut at clause boundaries by the claim splitter verification
   uses), word for word and linked to its span. The model writes only the short source differential; importance is
-  read in one step per fact (:mod:`engine.evidence.medomit.importance`) and the omission decision is one step per
+  read in one step per fact (:mod:`engine.evidence.medomit._importance`) and the omission decision is one step per
   fact; no clusters and no summary differential (the alternative metric) are generated.
 
 :func:`fact_source_for` resolves the setting ``auto`` (the default): the model's facts on a backend that writes

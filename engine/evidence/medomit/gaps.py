@@ -56,7 +56,7 @@ def _overlaps(f: Fact, note_id: str, start: int, end: int) -> bool:
 def gap_units(case: Case, facts: Sequence[Fact], params: GapParams = DEFAULT_GAPS) -> list:
     """The source units (:class:`engine.evidence.coverage.unit_coverage.SourceUnit`) the linked ``facts`` leave
     uncovered, in note order (see the module docstring)."""
-    from engine.evidence.coverage.unit_coverage import lexical_set, source_units
+    from engine.evidence.coverage import lexical_set, source_units
     from engine.evidence.text import missing_key_terms
 
     if not params.enabled:

@@ -38,19 +38,19 @@ from typing import Callable, Optional, Sequence
 from engine.core import CACHED_COUNT, Job, run_cached
 from engine.data import recorded
 from engine.core import Case, Summary, now_iso
-from engine.evidence.medomit.checks import check_ddx, check_facts, distinct_diagnoses
+from engine.evidence.medomit._checks import check_ddx, check_facts, distinct_diagnoses
 from engine.evidence.medomit.decision import DEFAULT_DECISION, DecisionParams, FactDecision, decide
-from engine.evidence.medomit import importance as imp_read
+from engine.evidence.medomit import _importance as imp_read
 from engine.evidence.medomit.facts import AUTO, FACT_SOURCES, ONE_STEP_VERSION, fact_source_for
 from engine.evidence.medomit.gaps import DEFAULT_GAPS, PASSAGE_LINK, GapParams, passage_facts
-from engine.evidence.medomit.prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA, DDX_TASK, FACTS_EXAMPLE,
+from engine.evidence.medomit._prompts import (BATCH, DDX_SCHEMA, DDX_SHORT_SCHEMA, DDX_TASK, FACTS_EXAMPLE,
                                              MAX_FACTS_PER_PART, cluster_schema, ddx_data, ddx_text, fact_data, fact_list, facts_schema,
                                              fenced, importance_schema, msgs, split_in_halves)
 from engine.evidence.medomit.result import (Cluster, Diagnosis, Fact, MedOmitResult, METHOD_VERSION, StepRecord,
                                             compare_ddx, merge_facts, score_document)
-from engine.evidence.medomit.linking import link_fact
+from engine.evidence.medomit._linking import link_fact
 from engine.evidence.medomit.keys import earlier_result_keys, result_key
-from engine.evidence.medomit.redecide import stored_or_redecided
+from engine.evidence.medomit._redecide import stored_or_redecided
 from engine.evidence.medomit.statements import statement_facts
 from engine.llm import Backend, Fence, StepCache, StepResult, case_record, run_step
 
@@ -208,7 +208,7 @@ class MedOmit:
 
     def importance(self, case: Case, facts, ddx, records) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
         """Each fact's importance label and, in the one-step pipeline on a backend that answers in one step, the
-        labels' probabilities (:mod:`engine.evidence.medomit.importance`: read against the record and the DDx, one
+        labels' probabilities (:mod:`engine.evidence.medomit._importance`: read against the record and the DDx, one
         step per fact, the case's readings cached as one step); else the labels a generated reply gives per batch of
         facts."""
         if not self.reads_importance:
@@ -236,7 +236,7 @@ class MedOmit:
 
     def _read_importance(self, case: Case, facts, ddx, records, what: str = "facts"
                          ) -> Optional[tuple[dict[str, str], dict[str, dict]]]:
-        """Each fact's importance read in one step (:func:`engine.evidence.medomit.importance.read_cached`: each
+        """Each fact's importance read in one step (:func:`engine.evidence.medomit._importance.read_cached`: each
         reading cached on its own); None when facts were to be read and none could be (the step is recorded)."""
         reads, record = imp_read.read_cached(self.backend, self.model_id, self.cache, case, self.record(case), ddx,
                                              facts, what)

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from engine.core import Case, Summary
 from engine.evidence.medomit.gaps import PASSAGE_LINK, passage_facts
-from engine.evidence.medomit.linking import link_fact, link_verbatim
+from engine.evidence.medomit._linking import link_fact, link_verbatim
 from engine.evidence.medomit.result import Cluster, Fact, FactScore, MedOmitResult
 
 
@@ -45,7 +45,7 @@ def newly_linked(result: MedOmitResult, case: Case) -> list[Fact]:
 
 def placed_when_read(result: MedOmitResult, case: Case) -> MedOmitResult:
     """``result`` as it is read for display: each fact stored as not found in the notes that stands word for word
-    in one of ``case``'s notes (:func:`engine.evidence.medomit.linking.link_verbatim`, a short fact as a token of its
+    in one of ``case``'s notes (:func:`engine.evidence.medomit._linking.link_verbatim`, a short fact as a token of its
     own) is placed there (link "exact"), and the placed facts' ids are kept in the provenance
     (``placed_when_read``). Scores, weight, count and clusters stay as stored (see the module docstring); the
     stored result itself is not changed. A fact the notes do not write word for word stays not found (the similar

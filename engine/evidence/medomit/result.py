@@ -79,7 +79,7 @@ class FactScore:
     # the parts left out when the summary states the fact only in part: [text, start, end] with the part's span in
     # the fact's note (start/end None when it cannot be placed); [] when decided whole or wholly omitted
     missing: list = field(default_factory=list)
-    # the importance read in one step: label -> probability (engine.evidence.medomit.importance); None when the
+    # the importance read in one step: label -> probability (engine.evidence.medomit._importance); None when the
     # label was generated, or no reading was had (then ``importance`` is None and the reason is in the steps)
     importance_p: Optional[dict] = None
 

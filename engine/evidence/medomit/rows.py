@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from engine.evidence.medomit.peers import Consensus, consensus
-from engine.evidence.medomit.partly import written_items
+from engine.evidence.medomit._partly import written_items
 from engine.evidence.medomit.relink import placed_when_read
 from engine.evidence.medomit.result import MedOmitResult
 
@@ -20,7 +20,7 @@ def omitted_fact_rows(result: MedOmitResult, cons: Optional[Consensus] = None, s
     is headed by them (``headline``); ``regions`` are the spans of its note its omission points to
     (``FactScore.regions``); ``others`` says how many of the other summaries state the fact ("" without a
     comparison). With ``summary_text`` (and ``notes``, the case's note texts by id), a list fact decided whole
-    that the summary writes in part (:func:`engine.evidence.medomit.partly.written_items`) lists the items it leaves
+    that the summary writes in part (:func:`engine.evidence.medomit._partly.written_items`) lists the items it leaves
     out the same way, and the items it writes (``written``); ``parts from`` says whether the parts are the
     decision's ("decision") or read from the summary's words ("words")."""
     rows = []

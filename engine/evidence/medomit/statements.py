@@ -20,8 +20,8 @@ _NO_WINDOWS = 10 ** 6
 
 def statement_facts(case: Case, min_content: int = MIN_CONTENT) -> list[Fact]:
     """The atomic statements of ``case``'s notes as facts S1, S2, … in note order (see the module docstring)."""
-    from engine.evidence.coverage.unit_coverage import lexical_set, source_units
-    from engine.evidence.support.verification.claims import split_claims
+    from engine.evidence.coverage import lexical_set, source_units
+    from engine.evidence.support.verification import split_claims
 
     out: list[Fact] = []
     for u in source_units(case, max_words=_NO_WINDOWS):

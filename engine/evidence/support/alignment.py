@@ -314,7 +314,7 @@ def coverage_density(summary_text: str, source_text: str) -> tuple[float, float]
 
 
 def _content_mask(text: str, spans) -> np.ndarray:
-    from engine.evidence.coverage.embedding_methods import stopword_set
+    from engine.evidence.coverage import stopword_set
 
     keep = np.zeros(len(spans), bool)
     for i, (s, e) in enumerate(spans):
@@ -368,7 +368,7 @@ def align_summary(case: Case, summary: Summary, emb: Embedder, dataset_cites: bo
     """Align every summary sentence with its supporting source sentences, check its citations and specifics.
     ``dataset_cites``: whether any summary of the dataset cites notes (:meth:`engine.core.models.Dataset
     .cites_notes`); when none does, or the case has one note, an uncited sentence is not a missing citation."""
-    from engine.evidence.coverage.results import checked_summary_text
+    from engine.evidence.coverage import checked_summary_text
 
     unexpected = citations_unexpected(case, dataset_cites)
 

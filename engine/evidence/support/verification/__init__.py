@@ -10,3 +10,17 @@
 
 Imports only from ``engine.core``, ``engine.llm`` and ``engine.evidence``.
 """
+from engine.evidence.support.verification.ask import read_yes
+from engine.evidence.support.verification.claims import MIN_WORDS, split_claims, word_count
+from engine.evidence.support.verification.combination import (COMBINATION_PATH, Combination, fit_monotone,
+                                                              shipped_combination)
+from engine.evidence.support.verification.passages import LineIndex, record_lines
+from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult
+from engine.evidence.support.verification.run import (DEFAULT_PARAMS, METHOD_KEY, METHOD_VERSION, VerifyParams,
+                                                      compute_verification, verification_job, verify_summary)
+from engine.evidence.support.verification.signals import FEATURES, RecordWords, claim_signals
+
+__all__ = ["COMBINATION_PATH", "ClaimCheck", "Combination", "DEFAULT_PARAMS", "FEATURES", "LineIndex", "METHOD_KEY",
+           "METHOD_VERSION", "MIN_WORDS", "RecordWords", "SentenceCheck", "VerificationResult", "VerifyParams",
+           "claim_signals", "compute_verification", "fit_monotone", "read_yes", "record_lines", "shipped_combination",
+           "split_claims", "verification_job", "verify_summary", "word_count"]

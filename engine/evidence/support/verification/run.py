@@ -35,7 +35,7 @@ from engine.evidence.support.verification.ask import (KEEP, PROMPT_VERSION, Answ
 from engine.evidence.support.verification.claims import split_claims
 from engine.evidence.support.verification.combination import Combination, shipped_combination
 from engine.evidence.support.verification.passages import LineIndex, record_lines
-from engine.evidence.support.verification.plan import measured_rate, verification_work
+from engine.evidence.support.verification._plan import measured_rate, verification_work
 from engine.evidence.support.verification.signals import (AGE_TALK, RecordWords, Signals, checked, claim_signals,
                                                           described, novel_words)
 from engine.evidence.support.verification.result import ClaimCheck, SentenceCheck, VerificationResult

@@ -66,7 +66,7 @@ def list_items(text: str) -> list[Item]:
 
 def written_items(fact_text: str, summary_text: str) -> ItemsWritten:
     """The fact's list items (:func:`list_items`) split into those ``summary_text`` writes and those it does not."""
-    from engine.evidence.coverage.unit_coverage import lexical_set
+    from engine.evidence.coverage import lexical_set
     from engine.evidence.text import key_terms, missing_key_terms, numbers
 
     said, said_numbers = lexical_set(summary_text), numbers(summary_text)

@@ -143,7 +143,7 @@ def read_cached(backend: Backend, model_id: str, cache, case: Case, record: Opti
     for one summary of the case is not read again for the next. Only readings are cached, never a failure. The step
     fails when facts were to be read and none could be."""
     from engine.core import check_cancelled
-    from engine.evidence.support.verification.passages import LineIndex, record_lines
+    from engine.evidence.support.verification import LineIndex, record_lines
     from engine.llm import step_key
 
     base = [PROMPT_VERSION, list(record) if record is not None else "excerpts", ddx_message(ddx)]
