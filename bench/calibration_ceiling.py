@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "sample_data"))
 
 import build_sample  # noqa: E402
 from engine.data import load_paths, medians  # noqa: E402
-from engine.judge.calibration import LIKERT_KEYS, fit  # noqa: E402
+from engine.judge import calibration  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 
 
@@ -39,13 +39,13 @@ def main() -> None:
     ds = load_paths([SAMPLE_BUNDLE])[0]
     latent = latent_by_summary()
     human = {s.summary_id: {k: v for k, v in medians(r for r in ds.ratings if r.summary_id == s.summary_id).items()
-                            if k in LIKERT_KEYS and v is not None} for s in ds.summaries}
-    rows = [(s.summary_id, s.case_id, {k: latent[s.summary_id].get(k) for k in LIKERT_KEYS}, None)
+                            if k in calibration.LIKERT_KEYS and v is not None} for s in ds.summaries}
+    rows = [(s.summary_id, s.case_id, {k: latent[s.summary_id].get(k) for k in calibration.LIKERT_KEYS}, None)
             for s in ds.summaries]
-    cal = fit("sample", "latent", rows, human, len({r.rater_id for r in ds.ratings}), kind="judge", n_boot=200)
+    cal = calibration.fit("sample", "latent", rows, human, len({r.rater_id for r in ds.ratings}), kind="judge", n_boot=200)
     print("Ceiling on the sample: the simulation's latent score as the predictor, calibrated leave-one-case-out")
     print(f"{'item':16s} {'n':>3s} {'ρ':>6s} {'ICC(2,1)':>9s}  95 % CI")
-    for key in LIKERT_KEYS:
+    for key in calibration.LIKERT_KEYS:
         ic = cal.items.get(key)
         if ic is None or ic.status != "fitted":
             print(f"{key:16s} {'—':>3s} refused: {ic.reason if ic else 'no latent score'}")

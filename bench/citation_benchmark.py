@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--choose", action="store_true", help="sweep the threshold on the development split")
     args = ap.parse_args(argv)
     from engine.evidence.support import CITED_SUPPORT, align_summary
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
     from engine.llm import injection
 
     ds, labels = build()

@@ -67,12 +67,10 @@ def figures(threads: int = 2, medomit: bool = True, items: tuple = ITEMS) -> dic
     from dataclasses import replace
 
     from engine.data import Store
-    from engine.evidence.batch import compute_evidence
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder, compute_evidence
     from engine.evidence.support.verification import DEFAULT_PARAMS, compute_verification
-    from engine.judge.combination import COMBINATIONS, COMBINATION_VERSION, WEIGHTS_NOTE, combine, dataset_scales
-    from engine.judge.features import evidence_for
-    from engine.judge.runner import open_llama_backend
+    from engine.judge import (COMBINATIONS, COMBINATION_VERSION, WEIGHTS_NOTE, combine, dataset_scales, evidence_for,
+                              open_llama_backend)
     from engine.llm import DEFAULT_EMBEDDED
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -154,17 +152,17 @@ def main() -> int:
     print_figures(report)
     Path(a.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     if a.record:
-        from engine.judge.used_scores import COMBINATION_VALIDITY
+        from engine.judge import used_scores
 
         if items != ITEMS:  # keep the other items' rows, and say which rows were measured on what
-            old = json.loads(COMBINATION_VALIDITY.read_text(encoding="utf-8"))
+            old = json.loads(used_scores.COMBINATION_VALIDITY.read_text(encoding="utf-8"))
             rows = {r["item"]: r for r in old["items"]}
             for r in report["items"]:
                 rows[r["item"]] = {**r, "population": report["population"], "version": report["version"]}
             report = {**old, **{k: report[k] for k in ("version", "weights", "forms", "note", "medomit")},
                       "items": [rows[i] for i in ITEMS if i in rows]}
-        COMBINATION_VALIDITY.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        print(f"recorded in {COMBINATION_VALIDITY}")
+        used_scores.COMBINATION_VALIDITY.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        print(f"recorded in {used_scores.COMBINATION_VALIDITY}")
     return 0
 
 

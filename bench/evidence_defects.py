@@ -32,8 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engine.evidence.support import WEAK_SUPPORT, align_summary  # noqa: E402
 from engine.evidence.coverage import DEFAULT_METHOD  # noqa: E402
-from engine.evidence.kinds import kind  # noqa: E402
-from engine.evidence.defect_check import check_manifest, summary_rows  # noqa: E402
+from engine.evidence import check_manifest, kind, summary_rows  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_EVIDENCE, load_manifest  # noqa: E402
 from engine.evidence.text import split_sentences  # noqa: E402
@@ -68,7 +67,7 @@ def part_manifest() -> None:
 
 
 def part_validity() -> None:
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
     from validity_set import all_variants, dataset
 
     variants = [v for v in all_variants() if v.kind in ("clean", "accurate")]

@@ -28,7 +28,7 @@ import verify_set  # noqa: E402
 
 from engine.core import Case, Note, Summary  # noqa: E402
 from engine.evidence.coverage import CoverageParams, METHODS, score_coverage  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 
 MAX_COMPLETE_FLAGGED = 0.10
 BEFORE = 0.171  # the single flag threshold the registry had before it held one per source kind

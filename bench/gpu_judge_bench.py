@@ -26,8 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.data import load_paths  # noqa: E402
-from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
-from engine.judge.runner import Judge, open_llama_backend  # noqa: E402
+from engine.judge import Judge, JudgeParams, JudgeResult, open_llama_backend  # noqa: E402
 from engine.llm import QWEN_KEY, gpu_offload_supported  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
 

@@ -106,7 +106,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from engine.evidence.coverage import lexical_set
-    from engine.evidence.embeddings import default_embedder
+    from engine.evidence import default_embedder
     from engine.evidence.medomit import MedOmit, StepRecord, statement_facts
     from engine.llm import LlamaCppBackend, default_embedded_key, embedded_model_path, embedded_sha256
 

@@ -23,9 +23,7 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from engine.judge.runner import Judge, open_llama_backend
-from engine.judge.results import JudgeParams  # noqa: E402
-from engine.judge.prompt import build_messages, read_messages  # noqa: E402
+from engine.judge import Judge, JudgeParams, build_messages, open_llama_backend, read_messages  # noqa: E402
 from engine.core import Case, Dataset, ITEMS, Note, Scale, Summary  # noqa: E402
 
 NOTES = (

@@ -41,9 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.judge.runner import Judge, open_llama_backend, run_batch
-from engine.judge.results import JudgeParams, JudgeResult  # noqa: E402
-from engine.judge.prompt import build_messages  # noqa: E402
+from engine.judge import Judge, JudgeParams, JudgeResult, build_messages, open_llama_backend, run_batch  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Dataset, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402
@@ -223,8 +221,7 @@ def concurrency_part(args) -> None:
 
 
 def early_stop_replay_part(args) -> None:
-    from engine.judge.consistency import all_fixed
-    from engine.judge.results import aggregate
+    from engine.judge import aggregate, all_fixed
 
     recorded = ROOT / "tests" / "data" / "judge_results_gemma_7samples.jsonl"  # the smoke-test model, 7 samples
     results = [JudgeResult.from_json(x) for x in recorded.read_text().splitlines() if x.strip()]

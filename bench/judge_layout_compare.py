@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 
 def _expected(path: Path) -> tuple[str, dict[str, dict[str, float]]]:
-    from engine.judge.results import JudgeResult
+    from engine.judge import JudgeResult
 
     out, version = {}, ""
     for line in path.read_text(encoding="utf-8").splitlines():

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from validity_common import OUT, defect_auroc, fmt, judge_score, run_model  # noqa: E402
 from validity_set import ITEM_OF_KIND, all_variants  # noqa: E402
-from engine.judge.prompt import PROMPT_VERSION  # noqa: E402
+from engine.judge import PROMPT_VERSION  # noqa: E402
 from engine.statistics import isotonic_steps, spearman_clustered, spearman_defined  # noqa: E402
 
 GOAL_ITEMS = ("thorough", "accurate", "cited", "succinct", "organized")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from engine.evidence.coverage import CoverageParams, regions as coverage, score_coverage  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE  # noqa: E402

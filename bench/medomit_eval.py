@@ -365,7 +365,7 @@ def main():
         case_ids = [c for c in case_ids if c in wanted]
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
 
     emb = Embedder()
     with tempfile.TemporaryDirectory() as tmp:
@@ -373,7 +373,7 @@ def main():
                  MedOmit(OracleBackend(manifest, ds), "oracle", embedder=emb, facts="model"), ds, manifest, case_ids,
                  lambda mo, d, sids: run_pipeline(mo, d, sids, Path(tmp) / "o.sqlite"))
     if not args.oracle_only:
-        from engine.judge.runner import open_llama_backend
+        from engine.judge import open_llama_backend
         from engine.llm import EMBEDDED
 
         be, sha = open_llama_backend("", n_ctx=args.ctx, n_threads=args.threads, embedded_key=args.model)

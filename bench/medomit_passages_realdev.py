@@ -89,8 +89,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--only", default="", help="MIN_CARRIED,KEYTERMS (e.g. 0.5,1): report this setting only")
     args = ap.parse_args()
-    from engine.evidence.embeddings import Embedder
-    from engine.judge.runner import open_llama_backend
+    from engine.evidence import Embedder
+    from engine.judge import open_llama_backend
 
     settings = SETTINGS
     if args.only:

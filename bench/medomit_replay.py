@@ -96,9 +96,9 @@ class Recorder(WrappedBackend):
 
 def record(args) -> None:
     from engine.data import Store, load_paths
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
     from engine.evidence.medomit import MedOmit
-    from engine.judge.runner import open_llama_backend
+    from engine.judge import open_llama_backend
     from engine.sample import SAMPLE_BUNDLE
 
     ds, _ = load_paths([SAMPLE_BUNDLE], name="eval")

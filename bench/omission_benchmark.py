@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from engine.evidence.coverage import CoverageParams, METHODS, calibrate, score_coverage, select_regions  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note, Summary  # noqa: E402
 from engine.evidence.text import split_sentences, unit_salience  # noqa: E402

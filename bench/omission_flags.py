@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import omission_benchmark as ob  # noqa: E402
 from engine.core import Summary  # noqa: E402
 from engine.evidence.coverage import CoverageParams, score_coverage  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.evidence.coverage import FLAG_KINDS, omission_flags  # noqa: E402
 
 

@@ -79,8 +79,8 @@ def main():
     ap.add_argument("--model", default="none", choices=("none", "default"))
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
-    from engine.evidence.embeddings import Embedder
-    from engine.judge.runner import open_llama_backend
+    from engine.evidence import Embedder
+    from engine.judge import open_llama_backend
 
     be, sha = open_llama_backend("", n_ctx=8192, n_threads=args.threads, embedded_key="qwen2.5-coder-1.5b")
     mo = MedOmit(be, sha, cache=Store(ROOT / "bench" / "out" / "medomit_passages.sqlite"), facts="model")

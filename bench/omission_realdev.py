@@ -222,7 +222,7 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--items", default="", help="write each fact's set, label, coverage and P(stated) (JSON lines)")
     a = ap.parse_args()
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
 
     emb = Embedder()
     backend = None

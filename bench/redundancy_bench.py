@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine.evidence.support import is_heading  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.evidence.support import restatements  # noqa: E402
 from engine.evidence.text import split_sentences  # noqa: E402
 

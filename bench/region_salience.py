@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.evidence.coverage import CoverageParams, Region, merge_regions, score_coverage, select_regions  # noqa: E402
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.evidence.text import LOW_SALIENCE, unit_salience  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, load_manifest  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.analysis.agreement import analyse  # noqa: E402
+from engine.analysis import analyse  # noqa: E402
 from engine.core import Case, Dataset, ITEMS, Note, Rating, Scale, Summary  # noqa: E402
 
 NINE = [i for i in ITEMS if i.key not in ("stigmatizing_notes", "stigmatizing_summary")]  # 9 items

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.evidence.support import alignment as A
 from engine.evidence.text import lexical as L
-from engine.evidence.embeddings import Embedder  # noqa: E402
+from engine.evidence import Embedder  # noqa: E402
 from engine.data import load_paths  # noqa: E402
 from engine.core import Case, Note  # noqa: E402
 from engine.evidence.text import classify, split_sentences  # noqa: E402

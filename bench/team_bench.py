@@ -103,7 +103,7 @@ def part_a(args, targets: dict[str, str]) -> None:
 
 
 def part_b(args, targets: dict[str, str]) -> None:
-    from engine.analysis.configured import analyse_configuration
+    from engine.analysis import analyse_configuration
 
     ds = synthetic(args.summaries)
     print(f"(b) the Agreement page on {len(ds.summaries):,} summaries x 3 raters ({len(ds.ratings):,} ratings), "

@@ -94,8 +94,7 @@ def build(split: str, n: int, skip: int = 0):
 
 
 def judge_all(ds, store, threads: int) -> dict:
-    from engine.judge.results import JudgeParams
-    from engine.judge.runner import Judge, open_llama_backend, run_batch
+    from engine.judge import Judge, JudgeParams, open_llama_backend, run_batch
     from engine.llm import DEFAULT_EMBEDDED
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=DEFAULT_EMBEDDED)
@@ -111,9 +110,8 @@ def judge_all(ds, store, threads: int) -> dict:
 
 
 def coverage_all(ds, store) -> dict[str, float]:
-    from engine.evidence.batch import compute_evidence
-    from engine.evidence.embeddings import Embedder
-    from engine.judge.features import evidence_for
+    from engine.evidence import Embedder, compute_evidence
+    from engine.judge import evidence_for
 
     compute_evidence(store, ds.name, ds, [s.summary_id for s in ds.summaries], Embedder(store=store))
     return {sid: e.features.omission for sid, e in evidence_for(store, ds.name, ds).items()}
@@ -127,8 +125,7 @@ def _z(v: np.ndarray) -> np.ndarray:
 def combinations(judge: np.ndarray, omission: np.ndarray) -> dict[str, np.ndarray]:
     """Higher = more thorough, for every way of combining the judge's expected score with coverage's omitted
     share, with the product's weights for a summary MED-OMIT has not run on (judge ⅔, coverage ⅓) unless named."""
-    from engine.judge.combination import combine, scales_of
-    from engine.judge.features import Features
+    from engine.judge import Features, combine, scales_of
 
     feats = [Features(omission=float(o)) for o in omission]
     scales = scales_of("thorough", list(zip(judge.tolist(), feats)))
@@ -145,7 +142,7 @@ def combinations(judge: np.ndarray, omission: np.ndarray) -> dict[str, np.ndarra
 
 
 def figures(ds, truth, judged, omission) -> dict:
-    from engine.judge.results import primary_score
+    from engine.judge import primary_score
 
     sids = [s.summary_id for s in ds.summaries if judged.get(s.summary_id) is not None
             and judged[s.summary_id].status == "scored" and omission.get(s.summary_id) is not None]
@@ -198,22 +195,21 @@ def main() -> int:
 def record(f: dict, skip: int) -> None:
     import json
 
-    from engine.judge.combination import COMBINATION_VERSION
-    from engine.judge.used_scores import REAL_TEXT_VALIDITY
+    from engine.judge import COMBINATION_VERSION, used_scores
 
     part = (f"conversations {skip + 1}-{skip + f['conversations']} of its test half, not looked at before the "
             "combination's form was chosen" if skip else f"test half: {f['conversations']} conversations")
     on = (f"real visit conversations as the source (ACI-BENCH training split, {part}; {f['n']} summaries = the "
           "clinician's note with 0, ¼ or ½ of its sentences taken out; Spearman with the share taken out)")
     rows = f["rows"]
-    REAL_TEXT_VALIDITY.write_text(json.dumps({"on": on, "items": [
+    used_scores.REAL_TEXT_VALIDITY.write_text(json.dumps({"on": on, "items": [
         {"item": "thorough", "n": f["n"], "spearman_judge": round(rows["judge"][0], 4),
          "spearman_combination": round(rows["product"][0], 4), "spearman_coverage": round(rows["coverage"][0], 4),
          "spearman_mean_form": round(rows["mean"][0], 4), "combination": COMBINATION_VERSION,
          "note": "the combination as for a summary MED-OMIT has not run on, its scales taken over these "
                  "summaries"}]},
         indent=1) + "\n", encoding="utf-8")
-    print(f"recorded in {REAL_TEXT_VALIDITY}")
+    print(f"recorded in {used_scores.REAL_TEXT_VALIDITY}")
 
 
 if __name__ == "__main__":

@@ -48,12 +48,10 @@ RULES = ("lowest", "worst gap", "sum of gaps")
 
 def _rows(store, name: str, ds) -> dict:
     """summary id -> (priority per rule, item named by the lowest score, item named by the largest gap)."""
-    from engine.judge import triage
-    from engine.judge.features import evidence_for
-    from engine.judge.used_scores import for_dataset
+    from engine.judge import evidence_for, triage, used_scores
 
     evidence = evidence_for(store, name, ds)
-    used = for_dataset(store, name, None, evidence, ds)
+    used = used_scores.for_dataset(store, name, None, evidence, ds)
     entries = {e.summary_id: e for e in triage.queue(ds.summaries, used.used, used.source, evidence)}
     medians = triage.item_medians({s.summary_id: used.used.get(s.summary_id) for s in ds.summaries})
     level = statistics.median(medians.values())  # the common level: the median of the items' medians

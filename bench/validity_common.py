@@ -19,8 +19,7 @@ def run_model(key: str, samples: int, variants, store, threads: int, ds_name: st
     interrupted run resumes): summary id -> judge result."""
     from validity_set import dataset
 
-    from engine.judge.results import JudgeParams
-    from engine.judge.runner import Judge, open_llama_backend, run_batch
+    from engine.judge import Judge, JudgeParams, open_llama_backend, run_batch
 
     backend, sha = open_llama_backend("", n_ctx=8192, n_threads=threads, embedded_key=key)
     judge = Judge(backend, sha, JudgeParams(n_samples=samples, early_stop=False))
@@ -41,7 +40,7 @@ def run_model(key: str, samples: int, variants, store, threads: int, ds_name: st
 def judge_score(result, item: str, kind: str) -> Optional[float]:
     """One item's score from a judge result: its median (``kind="median"``) or its primary score; for the
     stigmatizing item P(no), so that higher is better as for the other items. None when not scored."""
-    from engine.judge.results import primary_score
+    from engine.judge import primary_score
 
     sc = result.items.get(item) if result and result.status == "scored" else None
     if sc is None:

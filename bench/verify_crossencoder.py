@@ -51,7 +51,7 @@ def train(train_pairs, labels, epochs: int, seed: int = 0, lr: float = 3e-5, bat
     import torch
     from sentence_transformers import CrossEncoder
 
-    from engine.evidence.embeddings import default_model_path
+    from engine.evidence import default_model_path
 
     torch.manual_seed(seed)
     rng = random.Random(seed)

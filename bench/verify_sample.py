@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.data import load_paths  # noqa: E402
 from engine.evidence.support.verification import VerificationResult  # noqa: E402
-from engine.evidence.defect_check import check_verification  # noqa: E402
+from engine.evidence import check_verification  # noqa: E402
 from engine.sample import SAMPLE_BUNDLE, SAMPLE_VERIFY, load_manifest  # noqa: E402
 
 FACT_KINDS = ("fabricated_fact", "falsified_fact")

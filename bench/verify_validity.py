@@ -41,7 +41,7 @@ def main():
     a = ap.parse_args()
     from engine.data import Store
     from engine.evidence.support.verification import DEFAULT_PARAMS, compute_verification
-    from engine.judge.runner import open_llama_backend
+    from engine.judge import open_llama_backend
     from engine.llm import DEFAULT_EMBEDDED
 
     variants = [v for v in all_variants() if v.kind in ("clean", "accurate") and (a.choose or v.split == "test")]

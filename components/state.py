@@ -216,7 +216,7 @@ def workspace_label() -> str:
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the judge model…")
 def _judge_backend(model_path: str, n_ctx: int, n_threads: int, n_gpu_layers: int, embedded_key: str = ""):
-    from engine.judge.runner import open_llama_backend
+    from engine.judge import open_llama_backend
 
     return open_llama_backend(model_path, n_ctx=n_ctx, n_threads=n_threads, n_gpu_layers=n_gpu_layers,
                               store=store(), embedded_key=embedded_key)
@@ -227,7 +227,7 @@ def judge_backend():
     or a model found on this machine (loaded once per model and settings); an OpenAI-compatible server (asked what
     it serves on every run; sha256 None). On failure the page shows why and gets None."""
     from engine.llm import BackendError
-    from engine.judge.source import open_judge_backend
+    from engine.judge import open_judge_backend
     from engine.data import SOURCE_SERVER
 
     cfg = settings()
@@ -250,7 +250,7 @@ def embedder():
     """The bundled all-MiniLM-L6-v2, loaded once per process, with the workspace as its persistent embedding
     cache (a source is embedded once per model across restarts; a workspace that cannot be opened only means
     no persistent cache)."""
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
 
     try:
         ws = store()

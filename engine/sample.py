@@ -54,7 +54,7 @@ def ensure_sample(store: Store) -> ImportResult | None:
     ds.source = "bundled synthetic sample (sample_data/pdsqi_sample)"
     res = store.import_dataset(ds, name=SAMPLE_NAME, files=tuple(Path(f).name for f in files))
     if SAMPLE_JUDGE.is_file():
-        from engine.judge.import_check import import_results_file
+        from engine.judge import import_results_file
         from engine.data import DatasetInvalid
 
         try:

@@ -50,8 +50,7 @@ class DatasetStatus:
 
 def dataset_status(store: Store, name: str) -> DatasetStatus:
     from engine.evidence.coverage import DEFAULT_METHOD
-    from engine.judge.stored import stored_judge_results
-    from engine.judge.configs import configurations
+    from engine.judge import configurations, stored_judge_results
     from engine.data import ADJUDICATION, SPOT_CHECK, current_reviews, job_records
 
     ds = store.load_dataset(name)

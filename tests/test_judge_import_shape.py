@@ -1,4 +1,4 @@
-"""Judge-result import, the shape of a line (engine.judge.import_shape): the pydantic models mirror the result
+"""Judge-result import, the shape of a line (engine.judge._import_shape): the pydantic models mirror the result
 dataclasses, and a malformed line is refused with an issue naming the file, the row, the line and the field, while
 nothing of the file is written."""
 import json
@@ -10,7 +10,7 @@ from conftest import BUNDLE
 from engine.data.loading import load_paths
 from engine.data.store import Store
 from engine.data.validation import DatasetInvalid
-from engine.judge import import_shape as shape
+from engine.judge import _import_shape as shape
 from engine.judge.results import ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, Timing
 from fakes import judge_lines
 

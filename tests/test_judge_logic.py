@@ -11,7 +11,7 @@ from conftest import BUNDLE
 from engine.llm.backends import Generation
 from engine.judge.results import STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, JudgeParams, JudgeResult, SampleReply, aggregate, expected_scores, parse_reply
 from engine.judge.runner import Judge, run_batch
-from engine.judge.planning import example_answer, in_train_split, select_examples
+from engine.judge._planning import example_answer, in_train_split, select_examples
 from engine.judge.prompt import PROMPT_VERSION, build_messages, output_schema, read_messages, rubric_text
 from engine.data.loading import load_paths
 from engine.core.rubric import ITEMS
@@ -271,7 +271,7 @@ def test_early_stop_medians_equal_the_full_run(ds, replies):
 def test_early_stop_is_not_in_the_cache_key_and_old_results_still_import(ds, store):
     from dataclasses import replace
 
-    from engine.judge.planning import cache_key
+    from engine.judge._planning import cache_key
     from engine.judge.import_check import import_results
 
     s = ds.summaries[0]
@@ -370,7 +370,7 @@ def test_injection_in_a_dropped_note_is_not_reported(ds):
 
 
 def test_prompt_names_the_datasets_citation_form(ds, store):
-    from engine.judge.planning import cache_key
+    from engine.judge._planning import cache_key
     from engine.judge.import_check import import_results
 
     cites = _one_case_dataset(summary="AF on apixaban <Note ID:1>, <Note ID:3>. LVEF 35% <Note ID:2>.")

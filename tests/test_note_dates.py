@@ -63,7 +63,7 @@ def test_latest_note_and_pending_flag_read_the_parsed_date():
 
 
 def test_context_trimming_drops_the_oldest_note_first():
-    from engine.judge.planning import plan_prompt
+    from engine.judge._planning import plan_prompt
     from engine.judge.results import JudgeParams
     from fakes import FakeBackend
 

@@ -137,7 +137,7 @@ def test_recorded_judge_results_belong_to_this_sample_and_prompt(ds):
     `engine judge` + `engine judge-export`). They must match the current prompt and the sample's content — when
     either changes, this test says to regenerate them."""
     from engine.judge.results import JudgeParams, JudgeResult
-    from engine.judge.planning import cache_key
+    from engine.judge._planning import cache_key
     from engine.judge.prompt import PROMPT_VERSION
     from engine.llm.modelfiles import QWEN_KEY, embedded_sha256
     from engine.sample import SAMPLE_JUDGE

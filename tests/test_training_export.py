@@ -5,7 +5,7 @@ import pytest
 
 from conftest import BUNDLE
 from engine.cli import main
-from engine.judge.planning import example_answer
+from engine.judge._planning import example_answer
 from engine.judge.prompt import build_messages, read_messages
 from engine.data.loading import load_paths
 from engine.core.rubric import ITEMS

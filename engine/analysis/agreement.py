@@ -38,7 +38,7 @@ import numpy as np
 from engine import statistics as rel
 from engine.core import Dataset, ITEMS, item_label
 from engine.analysis.formatting import format_boot_p, format_p
-from engine.analysis.groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
+from engine.analysis._groups import (Correlation, GroupTest, compute_correlations, compute_group_tests, fit_mixed_model,
                                  item_correlation_matrix, per_summary_rows, run_factor_analysis)
 from engine.analysis.items import (ItemAgreement, ItemMatrix, LIKERT, adjudicated_vector, item_agreement, item_matrix,
                                 safe_statistic, spot_check_matrix)
@@ -86,7 +86,7 @@ def _jsonable(o):
 def llm_scores_from_results(results) -> dict[str, dict[str, Optional[float]]]:
     """summary id -> item -> the judge's primary score (:func:`engine.judge.runner.primary_score`: the expected score for
     1-5 items, the median answer for yes/no items; None when NA), from stored JudgeResults that were scored."""
-    from engine.judge.results import primary_score
+    from engine.judge import primary_score
 
     out = {}
     for r in results:

@@ -113,9 +113,9 @@ class _Checker:
                           after["prompt"] - before["prompt"], result)
 
     def _coverage(self, sid: str):
-        from engine.evidence.batch import compute_evidence
+        from engine.evidence import compute_evidence
         from engine.evidence.coverage import CoverageParams
-        from engine.evidence.kinds import stored_result
+        from engine.evidence import stored_result
 
         batch = compute_evidence(self.store, self.dataset, self.ds, [sid], self.setup.embedder)
         out = batch.outcomes[0]
@@ -126,8 +126,7 @@ class _Checker:
         return status, (f"{len(cov.regions)} uncovered source region(s)" if cov is not None else "stored"), cov
 
     def _judge(self, sid: str):
-        from engine.judge.results import JudgeParams
-        from engine.judge.runner import Judge, run_batch
+        from engine.judge import Judge, JudgeParams, run_batch
 
         if self._judge_runner is None:
             self._judge_runner = Judge(self.backend(), self.setup.model_sha256,

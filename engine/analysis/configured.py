@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from engine.core import Dataset
-from engine.judge.configs import JudgeConfig, configurations, find, results_for
-from engine.judge.results import JudgeResult
-from engine.judge.stored import stored_judge_results
+from engine.judge import JudgeConfig, JudgeResult, configurations, find, results_for, stored_judge_results
 from engine.analysis.agreement import AgreementReport, analyse, llm_scores_from_results
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from engine.core import ITEMS, RESERVED_RATER_GROUPS, citations, get_item, untrusted
-from engine.judge.configs import JudgeConfig, sampling_words
+from engine.judge import JudgeConfig, sampling_words
 from engine.analysis.agreement import AgreementReport, disagreements
 from engine.analysis.formatting import INTERVAL_NOTE, format_p
 from engine.core import formatted_rows
@@ -89,7 +89,7 @@ def _evidence_groups(store, name: str, ds) -> tuple[list[dict], list[dict]]:
     """Mean omission score, MED-OMIT weight and sentence support per generator and per quality group, from the
     evidence stored in the workspace (summaries without stored evidence are left out and counted)."""
     from engine.evidence.coverage import DEFAULT_METHOD
-    from engine.evidence.kinds import stored_results
+    from engine.evidence import stored_results
 
     covs = stored_results(store, name, f"coverage:{DEFAULT_METHOD}")
     als = stored_results(store, name, "alignment")
@@ -176,9 +176,9 @@ def readable_params(params: dict) -> str:
 
 def _scores_used(store, name: str, config: Optional[JudgeConfig]) -> list[dict]:
     """Per 1-5 item: the score triage uses (calibrated, combination or the judge's), why, and its validity."""
-    from engine.judge.used_scores import for_configuration
+    from engine.judge import used_scores
 
-    return for_configuration(store, name, config) if config is not None else []
+    return used_scores.for_configuration(store, name, config) if config is not None else []
 
 
 # ----------------------------------------------------------------------------------------------- SVG

@@ -16,9 +16,9 @@ from engine.sample import (MEDOMIT_METHODS, SAMPLE_MEDOMIT, SAMPLE_NAME, SAMPLE_
 
 
 def cmd_check(args) -> int:
-    from engine.analysis.check import PARTS, CheckSetup, check_job
+    from engine.analysis import CheckSetup, PARTS, check_job
     from engine.core import run_in_foreground, untrusted
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
     from engine.llm import BackendError
 
     store, ds, name, ids = dataset_and_ids(args)

@@ -183,7 +183,7 @@ def judge_settings(args):
 
 
 def open_backend(args, store):
-    from engine.judge.source import open_judge_backend
+    from engine.judge import open_judge_backend
 
     return open_judge_backend(judge_settings(args), store=store)
 

@@ -128,8 +128,7 @@ def cmd_sample(args) -> int:
         n = export_evidence(store, Path(args.export_medomit), MEDOMIT_METHODS)
         say(f"{n} MED-OMIT results written to {args.export_medomit}")
     if args.precompute:
-        from engine.evidence.embeddings import Embedder
-        from engine.evidence.batch import evidence_job
+        from engine.evidence import Embedder, evidence_job
         from engine.core import run_in_foreground
         from engine.sample import SAMPLE_NAME, export_evidence, import_shipped_evidence
 
@@ -254,8 +253,7 @@ def cmd_fhir_export(args) -> int:
     Questionnaire with every rating, spot check and judge result as a QuestionnaireResponse."""
     from engine.data.fhir import ResponseRecord, dataset_resources, write_bulk
     from engine.data import SPOT_CHECK, current_reviews, rater_id
-    from engine.judge.fhir_records import judge_records
-    from engine.judge.stored import stored_judge_results
+    from engine.judge import judge_records, stored_judge_results
 
     store = open_store(args)
     ds = store.load_dataset(args.dataset)

@@ -39,7 +39,7 @@ def cmd_omissions(args) -> int:
         except BackendError as exc:
             say(f"error: {exc}", file=sys.stderr)
             return 1
-        from engine.evidence.embeddings import Embedder
+        from engine.evidence import Embedder
 
         from engine.data import load_settings
 
@@ -113,7 +113,7 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
     output on stderr (not with --quiet)."""
     from engine.evidence.coverage import (CoverageError, CoverageParams, REGIONS_ORDER, listed_order_key, region_row,
                                           score_coverage)
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
     from engine.evidence.coverage import omission_flags
 
     emb = Embedder(store=open_store(args))  # the workspace keeps the embeddings across runs
@@ -144,7 +144,7 @@ def cmd_omissions_kde(args, ds, name, ids, emit) -> int:
 def cmd_align(args) -> int:
     from engine.evidence.support import align_summary, combined_scores
     from engine.evidence.coverage import CoverageError
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder
 
     store, ds, name, ids = dataset_and_ids(args)
     emb = Embedder(store=store)
@@ -204,8 +204,7 @@ def cmd_stigma(args) -> int:
 def compute_dataset_evidence(store, name: str) -> None:
     """Coverage and sentence support for every summary of dataset ``name`` (engine.evidence.batch, the Evidence
     page's computation), stored in the workspace; one progress line per summary on stderr."""
-    from engine.evidence.batch import compute_evidence
-    from engine.evidence.embeddings import Embedder
+    from engine.evidence import Embedder, compute_evidence
 
     ds = store.load_dataset(name)
     ids = [s.summary_id for s in ds.summaries]
@@ -228,7 +227,7 @@ def cmd_evidence(args) -> int:
     that kind's stored results as JSON lines."""
     from dataclasses import asdict, is_dataclass
 
-    from engine.evidence.kinds import EVIDENCE_KINDS, kind, stored_results
+    from engine.evidence import EVIDENCE_KINDS, kind, stored_results
 
     store = open_store(args, write=bool(getattr(args, "compute", False)))
     if args.target not in store.dataset_names():

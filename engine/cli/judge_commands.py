@@ -14,14 +14,14 @@ from engine.data import DatasetInvalid
 
 def cmd_calibrate(args) -> int:
     """Fit (and store) a calibration of the judge's expected scores to the dataset's raters."""
-    from engine.judge.calibration import CalibrationRefused, fit_from_store, table_rows
+    from engine.judge import calibration
     from engine.core import untrusted
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
     try:
-        cal = fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
-    except CalibrationRefused as exc:
+        cal = calibration.fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
+    except calibration.CalibrationRefused as exc:
         say(f"calibration refused: {untrusted.term(str(exc))}", file=sys.stderr)
         return 1
     say(f"dataset {untrusted.term(name)} · judge configuration {cal.config_key} · {cal.kind} · {cal.label}"
@@ -29,7 +29,7 @@ def cmd_calibrate(args) -> int:
     print("leave-one-case-out: 'before' is the raw expected score, 'after' the cross-validated calibrated score "
           "(95 % CIs)" + ("; 'combination' the default combination with the evidence (no fitted parameter)"
                           if cal.kind == "judge+evidence" else ""))
-    for r in table_rows(cal):
+    for r in calibration.table_rows(cal):
         if r["status"] != "fitted":
             say(f"  {r['item']:<15} refused: {untrusted.term(r['reason'])}")
             continue
@@ -43,11 +43,11 @@ def cmd_calibrate(args) -> int:
 def cmd_scores(args) -> int:
     """The scores triage and the report use, per summary and 1-5 item, beside the judge's expected score."""
     from engine.core import untrusted
-    from engine.judge.used_scores import for_dataset
+    from engine.judge import used_scores
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
-    used = for_dataset(store, name, args.judge_config, ds=ds)
+    used = used_scores.for_dataset(store, name, args.judge_config, ds=ds)
     if used is None:
         say(f"dataset {untrusted.term(name)} has no judge results" + (f" of configuration {untrusted.term(args.judge_config)}"
                                                           if args.judge_config else "") + ": judge it first",
@@ -77,16 +77,14 @@ def cmd_scores(args) -> int:
 
 def cmd_export_training(args) -> int:
     """Write TRL-style SFT or DPO JSON lines from the dataset's reference ratings (contains the notes: PHI)."""
-    from engine.judge.stored import stored_judge_results
-    from engine.judge.configs import results_for
-    from engine.judge.training_export import PHI_WARNING, write
+    from engine.judge import results_for, stored_judge_results, training_export
 
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
     results = {r.summary_id: r for r in results_for(stored_judge_results(store, name), args.judge_config)}
-    say(f"warning: {PHI_WARNING}", file=sys.stderr)
+    say(f"warning: {training_export.PHI_WARNING}", file=sys.stderr)
     out = Path(args.out)
-    summ = write(ds, args.format, out, args.train_fraction, results)
+    summ = training_export.write(ds, args.format, out, args.train_fraction, results)
     say(f"{summ.rows} rows written to {out} ({args.format}): {summ.train} train ({len(summ.train_cases)} cases), "
           f"{summ.test} test ({len(summ.test_cases)} cases); {summ.skipped} summaries without a complete reference "
           "answer left out" + (f"; {summ.rejected_from_judge} rejected answers are the judge's own"
@@ -98,8 +96,7 @@ def cmd_judge(args) -> int:
     import time
 
     from engine.llm import BackendError
-    from engine.judge.runner import Judge, run_batch
-    from engine.judge.results import JudgeParams
+    from engine.judge import Judge, JudgeParams, run_batch
     from engine.data import medians
 
     store, ds, name, ids = dataset_and_ids(args)
@@ -162,7 +159,7 @@ def cmd_judge(args) -> int:
 
 
 def cmd_judge_export(args) -> int:
-    from engine.judge.runner import export_results
+    from engine.judge import export_results
 
     store = open_store(args)
     lines = export_results(store, args.dataset)
@@ -172,7 +169,7 @@ def cmd_judge_export(args) -> int:
 
 
 def cmd_judge_import(args) -> int:
-    from engine.judge.import_check import import_results_file
+    from engine.judge import import_results_file
 
     store = open_store(args, write=True)
     try:

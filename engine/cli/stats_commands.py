@@ -12,7 +12,7 @@ from engine.cli.common import (DATASET_HELP, TARGET_HELP, add_command, add_impor
 
 
 def cmd_stats(args) -> int:
-    from engine.analysis.configured import UnknownConfiguration, analyse_configuration
+    from engine.analysis import UnknownConfiguration, analyse_configuration
 
     store, _, name = open_target(args)
     count = judge_token_counter() if not args.words else (lambda t: len(t.split()))
@@ -36,7 +36,7 @@ def cmd_stats(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from engine.analysis.report import ReportError, write
+    from engine.analysis import report
 
     from engine.sample import SAMPLE_NAME, ensure_sample
 
@@ -49,9 +49,9 @@ def cmd_report(args) -> int:
         return 1
     count = judge_token_counter() if not args.words else (lambda t: len(t.split()))
     try:
-        data = write(store, args.target, Path(args.out), Path(args.pdf) if args.pdf else None, args.judge_config,
+        data = report.write(store, args.target, Path(args.out), Path(args.pdf) if args.pdf else None, args.judge_config,
                      args.boot, count, args.spot_checks_in_reference)
-    except ReportError as exc:
+    except report.ReportError as exc:
         say(f"error: {exc}", file=sys.stderr)
         return 1
     cfg = data.config.label if data.config else "no LLM judge results"

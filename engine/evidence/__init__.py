@@ -12,3 +12,11 @@ defect manifest (``defect_check``).
 
 Imports: engine.core, engine.llm, engine.data.
 """
+from engine.evidence.batch import compute_evidence, evidence_job
+from engine.evidence.defect_check import check_manifest, check_verification, summary_rows
+from engine.evidence.embeddings import Embedder, default_embedder, default_model_path
+from engine.evidence.kinds import EVIDENCE_KINDS, kind, stored_result, stored_results
+
+__all__ = ["EVIDENCE_KINDS", "Embedder", "check_manifest", "check_verification", "compute_evidence",
+           "default_embedder", "default_model_path", "evidence_job", "kind", "stored_result", "stored_results",
+           "summary_rows"]

@@ -1,5 +1,5 @@
 """Importing judge results from a file, all or nothing: every line's shape (keys, types, ranges, lengths) checked by
-the pydantic models of engine.judge.import_shape, then what needs the dataset and the line as a whole: the summary
+the pydantic models of engine.judge._import_shape, then what needs the dataset and the line as a whole: the summary
 and case exist, the samples ran with the parameters' temperatures and seeds, the raw replies say what the values
 say, the medians are the samples' medians, the prompt version is current and the cache key is the summary's content.
 Every problem is an issue naming the file, the line and the field.
@@ -12,8 +12,8 @@ from typing import Optional, Sequence
 
 from engine.core import Dataset, ITEMS
 from engine.data import DatasetInvalid, Issue, UNREADABLE, ValidationReport, json_lines, read_text_file, split_lines
-from engine.judge.import_shape import shape_problems
-from engine.judge.planning import cache_key, dataset_citation_form, example_answer
+from engine.judge._import_shape import shape_problems
+from engine.judge._planning import cache_key, dataset_citation_form, example_answer
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION
 from engine.judge.results import (ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, STATUS_REFUSED,
                                   STATUS_SCORED, Timing, aggregate, parse_reply)

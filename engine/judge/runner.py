@@ -28,7 +28,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from engine.core import CACHED_COUNT, Cancelled, Job, check_cancelled, run_cached
 from engine.data import recorded
 from engine.core import Case, Dataset, ITEMS, Summary, get_item, now_iso
-from engine.judge.planning import cache_key, dataset_citation_form, injection_findings, plan_prompt, select_examples
+from engine.judge._planning import cache_key, dataset_citation_form, injection_findings, plan_prompt, select_examples
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION, output_schema
 from engine.judge.results import (ContextTooLong, ItemScore, JudgeParams, JudgeResult, PartialResult, Provenance,
                                   SampleReply, STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, Timing, aggregate,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from engine.judge.planning import example_answer, in_train_split
+from engine.judge._planning import example_answer, in_train_split
 from engine.judge.prompt import answer_json, build_messages
 from engine.core import Dataset, ITEMS, Scale
 
@@ -90,7 +90,7 @@ def differs_by_a_level(a: dict, b: dict) -> bool:
 def rows(ds: Dataset, fmt: str, train_fraction: float = 0.7, judge_results: Optional[dict] = None,
          citation_form: Optional[str] = None) -> tuple[list[dict], ExportSummary]:
     """The rows of one export and what went in. ``judge_results``: summary id -> stored JudgeResult (dpo)."""
-    from engine.judge.planning import dataset_citation_form
+    from engine.judge._planning import dataset_citation_form
 
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")

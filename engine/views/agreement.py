@@ -10,14 +10,9 @@ from typing import Optional, Sequence
 
 from engine.core import Dataset, get_item
 from engine.judge import calibration, used_scores
-from engine.analysis.agreement import AgreementReport, disagreements, reliability_rows
-from engine.analysis.configured import configured_results
-from engine.analysis.detector import detector_agreement
-from engine.analysis.formatting import INTERVAL_NOTE, format_estimate, format_p  # noqa: F401 (INTERVAL_NOTE: for the page)
-from engine.analysis.headlines import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
-from engine.analysis.items import LIKERT
-from engine.analysis.report import HUMANS_TITLE, LLM_TITLE, ReportError, forest_svg  # noqa: F401 (ReportError: for the page)
-from engine.analysis.spot_checks import spot_check_rows
+from engine.analysis import (AgreementReport, HeadlineRow, INTERVAL_NOTE, LIKERT, configured_results,
+                             detector_agreement, disagreements, format_estimate, format_p, headline,
+                             llm_vs_human_rows, mixed_model_rows, reliability_rows, report, spot_check_rows)  # noqa: F401 (INTERVAL_NOTE: for the page)
 from engine.statistics import bland_altman, least_squares_line
 from engine.core import ITEMS
 from engine.data import StoreError
@@ -85,8 +80,8 @@ def agreement_page_view(store, name: str, ds: Dataset, rep: AgreementReport, con
     rows = headline(rep)
     vs, pairs = spot_check_rows(rep.spot_checks)
     view = AgreementPageView(
-        rep, rows, forest_svg(rows, "humans", HUMANS_TITLE),
-        forest_svg(rows, "llm", LLM_TITLE) if rep.has_llm else None,
+        rep, rows, report.forest_svg(rows, "humans", report.HUMANS_TITLE),
+        report.forest_svg(rows, "llm", report.LLM_TITLE) if rep.has_llm else None,
         [{"label": r.label, "verdict": r.verdict, "warning": r.warning, "block": r.block, "secondary": r.secondary}
          for r in rows], vs, pairs)
     llm_med = configured_results(store, name, config.key).llm if config is not None else {}
@@ -158,7 +153,7 @@ def agreement_report(store, name: str, config_key: Optional[str], n_boot: int, c
                      spot_checks: bool = False) -> AgreementReport:
     """The dataset's agreement report: the rater panel, reviews, and the judge results of ONE configuration
     (``config_key``; None: no judge) — never pooled across configurations."""
-    from engine.analysis.configured import analyse_configuration
+    from engine.analysis import analyse_configuration
 
     return analyse_configuration(store, name, config_key, n_boot=n_boot, count_tokens=count_tokens,
                                  spot_checks_in_reference=spot_checks, with_judge=config_key is not None).report

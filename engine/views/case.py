@@ -17,15 +17,13 @@ from engine.evidence import stigma
 from engine.evidence.support import NO_CITATION_ISSUE, alignment_cached
 from engine.evidence.coverage import (CoverageError, CoverageParams, DEFAULT_THRESHOLDS, coverage_cached,
                                       merge_regions, region_marks, region_rank_score)
-from engine.evidence.kinds import stored_result
+from engine.evidence import stored_result
 from engine.evidence.medomit import (Consensus, MedOmitResult, consensus, not_found_rows, omitted_fact_rows,
                                      read_stored, same_weight_note, stored_case_results)
 from engine.evidence.coverage import omission_flags
 from engine.evidence.stigma import workspace_entries
 from engine.views.verification import VerificationView, summary_view
-from engine.judge.configs import config_key_of, is_smoke_test
-from engine.judge.stored import latest_result
-from engine.judge import used_scores
+from engine.judge import config_key_of, is_smoke_test, latest_result, used_scores
 from engine.llm import injection
 
 from engine.evidence.coverage import DEFAULT_METHOD, FLAG_KINDS as OMISSION_FLAG_KINDS, METHODS
@@ -286,7 +284,7 @@ def summary_check(store, name: str, ds, summary_id: str, backend, model_sha256: 
     """The Case page's *Check this summary*: every kind of evidence for the summary as one job (not started;
     :func:`engine.analysis.check.check_job`), with the loaded ``backend`` and ``embedder`` (a function returning
     the embedding model)."""
-    from engine.analysis.check import CheckSetup, check_job
+    from engine.analysis import CheckSetup, check_job
 
     setup = CheckSetup(embedder, lambda: backend, model_sha256, medomit_facts=medomit_facts)
     return check_job(store, name, ds, [summary_id], setup)

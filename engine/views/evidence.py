@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 from engine.core import Dataset
 from engine.evidence.support import combined_scores
 from engine.evidence.coverage import DEFAULT_METHOD
-from engine.evidence.kinds import stored_results
+from engine.evidence import stored_results
 from engine.evidence.medomit import dataset_rows, group_means
 from engine.evidence.coverage import describe, omission_flags
 
@@ -172,6 +172,6 @@ def medomit_all_job(loaded, store, ds: Dataset, name: str, embedder, facts: str)
 
 def evidence_all_job(store, name: str, ds: Dataset, embedder):
     """Coverage, sentence support and citation checks over every summary of ``ds`` as a background job."""
-    from engine.evidence.batch import evidence_job
+    from engine.evidence import evidence_job
 
     return evidence_job(store, name, ds, [s.summary_id for s in ds.summaries], embedder)

@@ -6,13 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from engine.analysis.formatting import format_score
+from engine.analysis import format_score
 from engine.core import Dataset, ITEMS, format_value, get_item
 from engine.data import judge_cell, medians, reference_cell
-from engine.judge import calibration
-from engine.judge.configs import config_key_of, is_smoke_test
-from engine.judge.results import JudgeParams, JudgeResult, primary_score
-from engine.judge.stored import stored_judge_results
+from engine.judge import (JudgeParams, JudgeResult, calibration, config_key_of, is_smoke_test, primary_score,
+                          stored_judge_results)
 from engine.llm import BackendError
 
 __all__ = ["BackendError", "ConfigurationNote", "JudgePage", "JudgePageView", "JudgeParams", "ModelLine",
@@ -73,8 +71,7 @@ def evidence_conflicts(store, name: str, ds: Dataset, res: JudgeResult) -> dict[
     finds unsupported claims or the sentence support finds citation issues. Only evidence already stored is read.
     (Thorough has no such rule: neither unit coverage's flag nor MED-OMIT's count separates the sample's complete
     summaries from the others well enough — 9 of its 12 complete summaries would be marked.)"""
-    from engine.evidence.kinds import stored_result
-    from engine.evidence import stigma
+    from engine.evidence import stigma, stored_result
     from engine.evidence.stigma import workspace_entries
 
     s, out = ds.summary(res.summary_id), {}
@@ -175,7 +172,7 @@ def configuration_note(store, name: str, params, model_sha256: Optional[str]) ->
     does not have yet, said in a sentence. ``params``: the run's :class:`engine.judge.results.JudgeParams`."""
     from dataclasses import asdict
 
-    from engine.judge.configs import IGNORED_PARAMS, configurations
+    from engine.judge import IGNORED_PARAMS, configurations
 
     want = {k: v for k, v in asdict(params).items() if k not in IGNORED_PARAMS}
     stored = configurations(stored_judge_results(store, name))
@@ -217,7 +214,7 @@ class JudgePage:
 
     def __init__(self, store, name: str, ds: Dataset, settings):
         from engine.data import SOURCE_EMBEDDED, SOURCE_LOCAL, SOURCE_SERVER
-        from engine.judge.source import describe_source
+        from engine.judge import describe_source
         from engine.llm import embedded, embedded_sha256
 
         self.store, self.name, self.ds, self.settings = store, name, ds, settings
@@ -245,7 +242,7 @@ class JudgePage:
     def job(self, loaded, params, summary_id: Optional[str], rerun: bool):
         """(job, label): the judge run over ``summary_id`` (None: the whole dataset) with the ``loaded`` backend
         (backend, model sha256), not started. Raises BackendError or ValueError when the judge cannot be made."""
-        from engine.judge.runner import Judge, judge_job
+        from engine.judge import Judge, judge_job
 
         judge = Judge(*loaded, params)
         ids = [summary_id] if summary_id else [s.summary_id for s in self.ds.summaries]

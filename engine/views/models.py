@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from engine.data import AppSettings, ENV_HUB_ENDPOINT, SOURCE_GGUF, SettingsError, hub_endpoint, save_settings
-from engine.judge.source import SOURCE_LABELS
+from engine.judge import SOURCE_LABELS
 from engine.llm import CATALOG, DownloadError, Downloaded, default_models_dir, download
 
 __all__ = ["ACTIONS", "DownloadError", "ENV_HUB_ENDPOINT", "GGUF_LABEL", "ModelRow", "ModelsView", "SettingsError",

@@ -85,7 +85,7 @@ def spot_check_view(store, name: str, ds: Dataset, summary_id: str, reviewer: st
     from engine.core import ITEMS
     from engine.data import (display_table, export_reviews_csv, has_reviewed, history_rows, judge_cell,
                              review_history, reviews_as_ratings)
-    from engine.judge.stored import latest_result
+    from engine.judge import latest_result
 
     if blinded and not has_reviewed(store, name, summary_id, reviewer):
         return SpotCheckView(revealed=False)
@@ -105,9 +105,9 @@ def _main_cell(item, score) -> str:
     """The judge's main number for the item, as the Judge, Case and Agreement pages use it
     (engine.judge.results.primary_score: the expected score of a 1-5 item, else its median; yes/no items as their
     share of yes), shown beside the median."""
-    from engine.analysis.formatting import format_score
+    from engine.analysis import format_score
     from engine.data import judge_cell
-    from engine.judge.results import primary_score
+    from engine.judge import primary_score
 
     if score is None:
         return ""
@@ -134,12 +134,12 @@ class ReviewPage:
 
     def triage(self, sample: int = 0):
         """(entries, what the scores are, the entries shown: a stratified sample of ``sample`` of them, or all)."""
-        from engine.judge.triage import stratified_sample
+        from engine.judge import triage
 
         if self._triage is None:
             self._triage = triage_queue(self.store, self.name, self.ds)
         entries, source = self._triage
-        return entries, source, (stratified_sample(entries, int(sample), seed=0) if sample else entries)
+        return entries, source, (triage.stratified_sample(entries, int(sample), seed=0) if sample else entries)
 
     def assigned(self, reviewer: str) -> list:
         return assigned_queue(self.store, self.name, reviewer)

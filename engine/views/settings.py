@@ -9,8 +9,7 @@ from pathlib import Path
 
 from engine.data import (AppSettings, ENV_WORKSPACE, MAX_CONCURRENCY, SOURCE_EMBEDDED, SOURCE_GGUF, SOURCE_LOCAL,
                          SOURCE_SERVER, SettingsError, default_workspace_path, save_settings, workspace_path)
-from engine.judge import used_scores
-from engine.judge.source import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models
+from engine.judge import SERVER_EXAMPLES, SOURCE_LABELS, check_server, list_server_models, used_scores
 from engine.llm import (BackendError, EMBEDDED, ModelError, default_embedded_key, gpu_offload_supported,
                         lmstudio_dirs, ollama_dirs, resolve_model_path, validity_figures)
 
