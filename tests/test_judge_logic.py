@@ -12,7 +12,8 @@ from engine.llm.backends import Generation
 from engine.judge.results import STATUS_REFUSED, STATUS_SCORED, STATUS_UNSCORED, JudgeParams, JudgeResult, SampleReply, aggregate, expected_scores, parse_reply
 from engine.judge.runner import Judge, run_batch
 from engine.judge._planning import example_answer, in_train_split, select_examples
-from engine.judge.prompt import PROMPT_VERSION, build_messages, output_schema, read_messages, rubric_text
+from engine.judge.prompt import PROMPT_VERSION, build_messages, output_schema, read_messages
+from engine.llm import case_record
 from engine.data.loading import load_paths
 from engine.core.rubric import ITEMS
 from fakes import GOOD, FakeBackend
@@ -220,7 +221,7 @@ def test_prompt_has_rubric_anchors_tags_and_injection_guard(ds):
     assert PROMPT_VERSION.startswith("pdsqi9-judge-v4+") and "GRADE" in user
     assert set(output_schema(False)["required"]) == {i.key for i in ITEMS}
     assert len(output_schema(True)["required"]) == 2 * len(ITEMS)
-    assert "CITATIONS" in rubric_text()
+    assert "CITATIONS" in case_record.rubric_text()
 
 
 # ------------------------------------------------------------------------------------------- early stopping
