@@ -60,13 +60,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from engine.evidence.stigma._rules import RULES, context_rule, quotes_of
+from engine.evidence.stigma._terms import LexiconError, compile_term, family_key
+from engine.evidence.stigma._terms import word_family  # noqa: F401 - callers read it from the detector
 from engine.evidence.text import tokenize
 
 LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"
@@ -80,13 +81,6 @@ INTRODUCED = "introduced"
 
 _ENTRY_FIELDS = {"id", "term", "category", "source", "suggest", "noun_only", "patient_only", "clear_prev",
                  "clear_next", "clear_rule"}
-
-_SUFFIXES = ("ances", "ance", "ants", "ant", "ences", "ence", "ents", "ent", "ers", "er", "ings", "ing", "edly",
-             "ed", "ly", "als", "al", "es", "s", "e")
-
-
-class LexiconError(ValueError):
-    """An entry (built in or supplied at run time) that cannot be used; the message says which and why."""
 
 
 # --------------------------------------------------------------------------------------------------- entries
@@ -154,73 +148,6 @@ class LexiconEntry:
 
 def _slug(term: str) -> str:
     return "_".join(tokenize(term, case="lower_text")) or "term"
-
-
-_LAST_WORD = re.compile(r"(?<![A-Za-z(|])([A-Za-z]{3,})$")
-
-
-def word_family(term: str) -> str:
-    """``term`` with its final plain word widened to the word's family (term syntax): an '-ing' word to its agent
-    nouns and third person (seeking -> seek(ing|er|ers|s)), an '-ive' / '-ent' / '-al' / '-ic' adjective to its
-    adverb, any other word to its plural. A term ending in a group or a '*' is left as written (it lists its forms)."""
-    m = _LAST_WORD.search(term)
-    if not m:
-        return term
-    word = m.group(1)
-    low = word.lower()
-    if low.endswith("ing") and len(low) > 5:
-        family = f"{word[:-3]}(ing|er|ers|s)"
-    elif low.endswith(("ive", "ent", "al", "ic")):
-        family = f"{word}(|ly)"
-    elif low.endswith(("ss", "us", "is", "ly", "y")):
-        family = word
-    else:
-        family = f"{word}(|s)"
-    return term[:m.start(1)] + family
-
-
-def compile_term(term: str) -> re.Pattern:
-    """The regular expression of a term in the lexicon's term syntax (see the data file's ``about``), its final
-    word widened to its family (:func:`word_family`)."""
-    src = word_family(term).replace(" * ", "\x00")
-    if src.startswith("* ") or src.endswith(" *") or src == "*" or "*" in src.replace(" * ", ""):
-        raise LexiconError(f"term {term!r}: '*' must stand alone between two words")
-    pos = 0
-
-    def seq() -> str:
-        nonlocal pos
-        out: list[str] = []
-        while pos < len(src) and src[pos] not in "|)":
-            c = src[pos]
-            if c == "(":
-                pos += 1
-                alts = [seq()]
-                while pos < len(src) and src[pos] == "|":
-                    pos += 1
-                    alts.append(seq())
-                if pos >= len(src) or src[pos] != ")":
-                    raise LexiconError(f"term {term!r}: unbalanced '('")
-                pos += 1
-                out.append("(?:" + "|".join(alts) + ")")
-                continue
-            if c == "-":
-                out.append(r"[-\s]?")
-            elif c == " ":
-                out.append(r"\s+")
-            elif c == "\x00":
-                out.append(r"(?:\s+[\w/.'’-]+){0,3}?\s+")
-            else:
-                out.append(re.escape(c))
-            pos += 1
-        return "".join(out)
-
-    body = seq()
-    if pos != len(src):
-        raise LexiconError(f"term {term!r}: unbalanced ')' or '|' outside parentheses")
-    pattern = re.compile(r"(?<![\w-])" + body + r"(?!\w)", re.IGNORECASE)
-    if pattern.match("") or pattern.search(" "):
-        raise LexiconError(f"term {term!r} matches empty text")
-    return pattern
 
 
 # ------------------------------------------------------------------------------------------------ results
@@ -443,18 +370,6 @@ def _non_overlapping(cands: list[StigmaHit], taken: list[StigmaHit]) -> list[Sti
 
 
 # ------------------------------------------------------------------------------------ word family + carried
-
-
-def family_key(text: str) -> str:
-    """What two matches of one word family share: the last word, letters only, without a derivational or
-    inflectional ending ("abusers" -> "abus", "malingering" / "malingerer" -> "malinger", "noncompliance" /
-    "noncompliant" -> "noncompli"). Not the Porter stemmer of engine.evidence.text.terms, which splits families
-    the detector must join (malingering "maling" / malingerer "malinger", compliance "complianc" / compliant)."""
-    last = "".join(tokenize((text.lower().split() or [""])[-1], case="keep", digits="none"))
-    for suf in _SUFFIXES:
-        if last.endswith(suf) and len(last) - len(suf) >= 4:
-            return last[: -len(suf)]
-    return last
 
 
 def scan_notes(case, lexicon: Lexicon) -> list[tuple[str, StigmaScan]]:
