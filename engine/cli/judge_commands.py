@@ -20,7 +20,8 @@ def cmd_calibrate(args) -> int:
     store = open_store(args)
     ds, name = resolve_dataset(store, args.target, args)
     try:
-        cal = calibration.fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot, save=not args.dry_run)
+        cal = calibration.fit_from_store(store, name, args.judge_config, args.kind, n_boot=args.boot,
+                                         save=not args.dry_run)
     except calibration.CalibrationRefused as exc:
         say(f"calibration refused: {untrusted.term(str(exc))}", file=sys.stderr)
         return 1

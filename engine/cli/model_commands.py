@@ -57,7 +57,8 @@ def cmd_models(args) -> int:
               + ", ".join(str(d) for d in [*ollama_dirs(), *lmstudio_dirs()]))
         return 0
     for m in found:
-        print("\t".join(untrusted.term(x) for x in (m.name, m.source, f"{m.size_bytes / 1e9:.1f} GB", m.quantization, m.path)))
+        print("\t".join(untrusted.term(x)
+                        for x in (m.name, m.source, f"{m.size_bytes / 1e9:.1f} GB", m.quantization, m.path)))
     return 0
 
 

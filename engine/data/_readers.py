@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 from engine.core import ITEM_KEYS, Note, Rating, Summary, ValueError_, get_item, parse_value
-from engine.data._fields import (check_columns, check_id, date_field, check_rater, REFUSED_VALUE, opt_text, rating_value, scalar_field,
-                                as_text, text_field)
+from engine.data._fields import (REFUSED_VALUE, as_text, check_columns, check_id, check_rater, date_field, opt_text,
+                                 rating_value, scalar_field, text_field)
 from engine.data.files import InputRow
 from engine.data.mapping import (CASE_JSON_KEYS_OPTIONAL, CASE_JSON_KEYS_REQUIRED, DIALOGUE_COLUMNS, LoadOptions,
                                  NOTE_OBJ_KEYS, RatingsMapping, SUMMARY_OBJ_KEYS, SURVEY_META_RE, dialogue_roles)

@@ -88,5 +88,5 @@ def export_redcap(store: Store, dataset: str) -> RedcapExport:
         values = by[(sid, reviewer)]
         rows.append([sid, INSTRUMENT, instance[sid], rater_id(reviewer)]
                     + [_cell(it, values[it.key]) if it.key in values else "" for it in ITEMS] + [2])
-    return RedcapExport(untrusted.csv_text(rows, header), untrusted.csv_text(dictionary_rows(), list(DICTIONARY_COLUMNS)),
-                        len(instance), len(rows))
+    return RedcapExport(untrusted.csv_text(rows, header),
+                        untrusted.csv_text(dictionary_rows(), list(DICTIONARY_COLUMNS)), len(instance), len(rows))

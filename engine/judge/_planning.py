@@ -127,7 +127,8 @@ def dataset_citation_form(ds: Dataset) -> str:
     """How ``ds``'s summaries cite notes, with n for the id (e.g. ``<Note ID:n>``), for the judge prompt."""
     from engine.core import citations
 
-    return citations.detect_style([s.text for s in ds.summaries], [n.note_id for c in ds.cases for n in c.notes]).written
+    return citations.detect_style([s.text for s in ds.summaries],
+                                  [n.note_id for c in ds.cases for n in c.notes]).written
 
 
 def injection_findings(case: Case, summary: Summary, note_ids: Optional[Sequence[str]] = None,

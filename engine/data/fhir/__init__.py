@@ -1,6 +1,6 @@
 """FHIR R4 input and output: clinical notes from a Bundle or a Bulk Data NDJSON export (``source`` reads the
-resources, ``_attachments`` turns a document's content into text — HTML through ``_narrative``, C-CDA documents through
-``_ccda`` —, ``reader`` builds cases, notes and summaries, ``_reading`` reports what did not become a note) and the
+resources, ``_attachments`` turns a document's content into text — HTML through ``_narrative``, C-CDA documents
+through ``_ccda`` —, ``reader`` builds cases, notes and summaries, ``_reading`` reports what did not become a note) and the
 PDSQI-9 instrument as a ``Questionnaire`` with its ``QuestionnaireResponse`` ratings (``questionnaire``).
 
 Resources are validated with the ``fhir.resources`` models of FHIR R4B (4.3.0), which read the R4 (4.0.1)

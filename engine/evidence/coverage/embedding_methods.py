@@ -9,7 +9,8 @@ from typing import Optional
 import numpy as np
 
 from engine.core import Case, Summary
-from engine.evidence.coverage.results import CoverageError, CoverageParams, Region, Unit, checked_summary_text, global_of
+from engine.evidence.coverage.results import (CoverageError, CoverageParams, Region, Unit, checked_summary_text,
+                                              global_of)
 from engine.evidence.embeddings import Embedder, TokenEmbeddings
 from engine.evidence.text import split_sentences
 

@@ -7,8 +7,8 @@ Two signals per fact, each in [0, 1], higher = more likely stated:
     few dozen tokens and one decoding step (:func:`engine.evidence.support.verification.ask.read_yes` reads the answer).
   * ``coverage``  how much of the fact the summary's words carry: the better of its best embedding cosine with a
     summary sentence and the share of its content words and numbers the summary repeats
-    (:func:`engine.evidence.coverage.unit_coverage.lexical_set`), capped by the share of its key terms the summary writes
-    (:func:`engine.evidence.coverage.unit_coverage.key_share`), as unit coverage scores a source unit.
+    (:func:`engine.evidence.coverage.unit_coverage.lexical_set`), capped by the share of its key terms the summary
+    writes (:func:`engine.evidence.coverage.unit_coverage.key_share`), as unit coverage scores a source unit.
 The fact is *omitted* when ``P(omitted) = w · (1 − p_stated) + (1 − w) · (1 − coverage)`` reaches the threshold
 (:class:`DecisionParams`). The model is asked only when its answer can change the decision: a fact whose coverage
 alone puts P(omitted) at or above the threshold even with P(stated) = 1 is omitted, one that stays below it even
