@@ -213,7 +213,7 @@ def test_judge_over_an_endpoint_with_api_key_and_concurrency(monkeypatch, capsys
     """--endpoint/--api-key/--concurrency reach the HTTP backend and run_batch (when it takes concurrency)."""
     import json
 
-    import engine.judge.runner as judge_mod
+    import engine.judge as judge_mod  # the command reads run_batch from the package
     from engine.llm.http_backend import OpenAIHTTPBackend
     from fakes import DIALECTS, make_server
 

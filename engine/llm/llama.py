@@ -3,8 +3,6 @@ constrained sampling with log-probabilities, bit-exact prompt reuse and the save
 """
 from __future__ import annotations
 
-import ctypes
-import json
 import math
 import os
 import re
@@ -16,11 +14,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from engine.core import check_cancelled, current_cancel_token, report_tokens
+from engine.llm._constrained_decoding import (MIN_P, SUBSET, complete_json, constrained_logits, grammar_for,
+                                              grammar_sampler, logits_now, pick, token_allowed, top_logprobs)
 from engine.llm._next_token import NextTokenStep
 from engine.llm._prefix_cache import SavedPrefix
 from engine.llm._threads import ThreadGovernor
 from engine.llm.backends import (BackendError, Capabilities, Generation, GGUF_FILE_TYPES, RenderedPrompt,
-                                 TOP_LOGPROBS, render_segments, split_rendered)
+                                 render_segments, split_rendered)
 
 
 def _gemma_render(messages: Sequence[dict], bos: str) -> str:
@@ -61,8 +61,8 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
     a whole number of evaluation batches (``n_batch``). llama.cpp's logits depend on how a prompt is split into
     batches, so a prefix reused at a batch boundary gives exactly the logits of evaluating the prompt from scratch:
     a result never depends on what was evaluated before it. :meth:`use_shared_prefix` declares the prefix every
-    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`engine.llm._prefix_cache.prefix_cache_dir` once and a fresh
-    backend loads it instead of evaluating it — bit-exact as well."""
+    judge prompt shares (the rubric); its llama.cpp state is saved to :func:`engine.llm._prefix_cache.prefix_cache_dir`
+    once and a fresh backend loads it instead of evaluating it — bit-exact as well."""
 
     name = "llama.cpp"
 
@@ -231,25 +231,12 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         return len(self.tokenize(text))
 
     def _grammar(self, schema: dict):
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            from llama_cpp import LlamaGrammar
+        return grammar_for(self._grammars, schema)
 
-            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-        return self._grammars[key]
-
-    # -- constrained decoding ------------------------------------------------------------------------
-    # llama-cpp-python's own sampler applies the grammar to the whole vocabulary at every step (262k tokens
-    # for Gemma: ~35 ms a token on 2 cores). This loop does what llama.cpp's common sampler does instead:
-    # pick a token from the raw logits, ask the grammar about that one token, and only when it is rejected
-    # apply the grammar to the whole vocabulary and pick again. The output is still exactly
-    # grammar-constrained; only the cost changes. The evaluated prompt is kept, so a second sample with the
-    # same prompt starts decoding at once.
+    # -- constrained decoding (how and why: engine.llm._constrained_decoding) --------------------------
 
     def _logits_now(self) -> np.ndarray:
-        lc = self._llama_cpp
-        ptr = lc.llama_get_logits_ith(self.llm._ctx.ctx, -1)
-        return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).copy()
+        return logits_now(self._llama_cpp, self.llm)
 
     @property
     def _batch(self) -> int:
@@ -347,75 +334,21 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
     # -- the shared prompt prefix, kept across cases and processes -------------------------------------------
 
     def _grammar_sampler(self, schema: dict):
-        g = self._grammar(schema)
-        vocab = self._llama_cpp.llama_model_get_vocab(self.llm._model.model)
-        smpl = self._llama_cpp.llama_sampler_init_grammar(vocab, g._grammar.encode("utf-8"), g._root.encode("utf-8"))
-        if not smpl:
-            raise BackendError("llama.cpp rejected the output grammar")
-        return smpl
+        return grammar_sampler(self._llama_cpp, self.llm, self._grammar(schema))
 
     def _allowed(self, smpl, token: int) -> bool:
-        lc = self._llama_cpp
-        one = (lc.llama_token_data * 1)(lc.llama_token_data(token, 0.0, 0.0))
-        arr = lc.llama_token_data_array(one, 1, -1, False)
-        lc.llama_sampler_apply(smpl, ctypes.byref(arr))
-        return math.isfinite(one[0].logit)
-
-    def _apply_grammar(self, smpl, ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
-        """Grammar-masked logits for the candidate token ids (-inf where the grammar forbids the token)."""
-        lc = self._llama_cpp
-        n = len(ids)
-        buf = (lc.llama_token_data * n)()
-        view = np.ctypeslib.as_array(buf).view(np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)]))
-        view["id"] = ids
-        view["logit"] = logits[ids]
-        arr = lc.llama_token_data_array(buf, n, -1, False)
-        lc.llama_sampler_apply(smpl, ctypes.byref(arr))  # the grammar masks in place (order and size kept)
-        return view["logit"].copy()
+        return token_allowed(self._llama_cpp, smpl, token)
 
     def _constrained_logits(self, smpl, logits: np.ndarray, temperature: float) -> np.ndarray:
-        """Logits with every grammar-forbidden token at -inf.
+        return constrained_logits(self._llama_cpp, smpl, logits, temperature, self.SUBSET, self.MIN_P)
 
-        Cheap path: only the SUBSET highest-logit tokens are checked. That is exact when a token outside the
-        subset could not be chosen anyway: greedy decoding with an allowed token inside, or sampling where
-        every outside token falls under the min-p cut-off relative to the best allowed token. Otherwise the
-        whole vocabulary is checked."""
-        n = logits.shape[0]
-        subset = min(self.SUBSET, n)
-        idx = np.argpartition(logits, -subset)[-subset:] if subset < n else np.arange(n)
-        masked_sub = self._apply_grammar(smpl, idx.astype(np.int32), logits)
-        out = np.full(n, -np.inf, dtype=np.float32)
-        out[idx] = masked_sub
-        if subset == n or not np.isfinite(masked_sub).any():
-            return out if subset == n else self._apply_full(smpl, logits)
-        best = float(masked_sub.max())
-        floor = float(logits[idx].min())  # every token outside the subset has a logit <= floor
-        if temperature <= 0 or floor < best + math.log(self.MIN_P):
-            return out
-        return self._apply_full(smpl, logits)
-
-    def _apply_full(self, smpl, logits: np.ndarray) -> np.ndarray:
-        return self._apply_grammar(smpl, np.arange(logits.shape[0], dtype=np.int32), logits)
-
-    SUBSET = 2048
-    MIN_P = 0.05
+    SUBSET = SUBSET
+    MIN_P = MIN_P
 
     @classmethod
     def _pick(cls, logits: np.ndarray, temperature: float, rng: np.random.Generator, top_k: int = 40,
               top_p: float = 0.95) -> int:
-        """Greedy, or top-k → top-p → min-p → temperature sampling (llama.cpp's defaults)."""
-        if temperature <= 0:
-            return int(np.argmax(logits))
-        m = float(logits.max())
-        cand = np.flatnonzero(logits >= m + math.log(cls.MIN_P))  # min-p on the untempered distribution
-        if len(cand) > top_k:
-            cand = cand[np.argpartition(logits[cand], -top_k)[-top_k:]]
-        z = np.exp(logits[cand].astype(np.float64) - m)
-        p = z / z.sum()
-        order = np.argsort(-p)
-        keep = order[: int(np.searchsorted(np.cumsum(p[order]), top_p) + 1)]
-        zt = np.exp((np.log(p[keep]) - np.log(p[keep]).max()) / temperature)
-        return int(cand[keep][rng.choice(len(keep), p=zt / zt.sum())])
+        return pick(logits, temperature, rng, top_k, top_p, cls.MIN_P)
 
     def generate(self, prompt: str, schema: dict, max_tokens: int, temperature: float, seed: int,
                  want_logprobs: bool) -> Generation:
@@ -454,10 +387,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
         try:
             for _ in range(max_tokens):
                 if want_logprobs:
-                    cand = np.argpartition(logits, -TOP_LOGPROBS)[-TOP_LOGPROBS:]
-                    m = float(logits.max())
-                    lse = m + math.log(float(np.exp(logits - m).sum()))
-                    top.append({self._piece(int(t)): float(logits[t]) - lse for t in cand})
+                    top.append(top_logprobs(logits, self._piece))
                 tok = self._pick(logits, temperature, rng)
                 if not self._allowed(smpl, tok):  # rare once the model follows the format
                     masked = self._constrained_logits(smpl, logits, temperature)
@@ -473,7 +403,7 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                 piece = self.llm.detokenize([tok])
                 out_bytes += piece
                 token_texts.append(piece.decode("utf-8", errors="replace"))
-                if b"}" in piece and _complete_json(out_bytes):
+                if b"}" in piece and complete_json(out_bytes):
                     finish = "stop"
                     break
                 check_cancelled()  # within the call: the token just taken is accepted, nothing half-done
@@ -490,11 +420,3 @@ class LlamaCppBackend(SavedPrefix, NextTokenStep):
                           decode_seconds=t1 - t_first, finish_reason=finish,
                           token_texts=token_texts if want_logprobs else [], top_logprobs=top,
                           prompt_new_tokens=self.last_new_tokens)
-
-
-def _complete_json(data: bytes) -> bool:
-    try:
-        json.loads(data.decode("utf-8"))
-        return True
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
