@@ -691,3 +691,16 @@ def test_a_module_is_private_exactly_when_its_package_exports_nothing_of_it():
             if not stem.startswith("_") and not exported:
                 bad.append(f"{pkg}.{stem}: the door exports nothing of it; name it _{stem}")
     assert bad == []
+
+
+def test_every_name_an_engine_module_exports_exists():
+    """What a module's ``__all__`` lists (a package's door, a view's names for its page) is there to import."""
+    import importlib
+
+    bad = []
+    for name, path in _engine_modules():
+        if path.name == "__main__.py" or "__all__" not in path.read_text(encoding="utf-8"):
+            continue
+        mod = importlib.import_module(name)
+        bad += [f"{name}.{n}" for n in getattr(mod, "__all__", ()) if not hasattr(mod, n)]
+    assert bad == []

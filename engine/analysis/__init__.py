@@ -9,10 +9,11 @@ from engine.analysis.detector import detector_agreement
 from engine.analysis.formatting import INTERVAL_NOTE, format_estimate, format_p, format_score
 from engine.analysis.headlines import HeadlineRow, headline, llm_vs_human_rows, mixed_model_rows
 from engine.analysis.items import LIKERT
+from engine.analysis.report import ReportError
 from engine.analysis.spot_checks import spot_check_rows
 from engine.analysis import report  # modules read as namespaces
 
-__all__ = ["AgreementReport", "CheckSetup", "HeadlineRow", "INTERVAL_NOTE", "LIKERT", "PARTS", "UnknownConfiguration",
-           "analyse", "analyse_configuration", "check_job", "configured_results", "detector_agreement",
-           "disagreements", "format_estimate", "format_p", "format_score", "headline", "llm_vs_human_rows",
-           "mixed_model_rows", "reliability_rows", "report", "spot_check_rows"]
+__all__ = ["AgreementReport", "CheckSetup", "HeadlineRow", "INTERVAL_NOTE", "LIKERT", "PARTS", "ReportError",
+           "UnknownConfiguration", "analyse", "analyse_configuration", "check_job", "configured_results",
+           "detector_agreement", "disagreements", "format_estimate", "format_p", "format_score", "headline",
+           "llm_vs_human_rows", "mixed_model_rows", "reliability_rows", "report", "spot_check_rows"]

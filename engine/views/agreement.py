@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from engine.core import Dataset, get_item
 from engine.judge import calibration, used_scores
-from engine.analysis import (AgreementReport, HeadlineRow, INTERVAL_NOTE, LIKERT, configured_results,
+from engine.analysis import (AgreementReport, HeadlineRow, INTERVAL_NOTE, LIKERT, ReportError, configured_results,
                              detector_agreement, disagreements, format_estimate, format_p, headline,
                              llm_vs_human_rows, mixed_model_rows, reliability_rows, report,
                              spot_check_rows)  # noqa: F401 (INTERVAL_NOTE: for the page)
