@@ -24,12 +24,14 @@ def no_real_model_stores(tmp_path, monkeypatch):
     downloads go to a temporary folder."""
     from pathlib import Path
 
+    import engine.llm
     import engine.llm.local_models as lm
 
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
-    monkeypatch.setattr(lm, "ollama_dirs", lambda: [Path(os.environ["OLLAMA_MODELS"])])
-    monkeypatch.setattr(lm, "lmstudio_dirs", lambda: [Path(os.environ["LMSTUDIO_MODELS"])])
+    for where in (lm, engine.llm):  # the module's own discovery, and the app reading the package's names
+        monkeypatch.setattr(where, "ollama_dirs", lambda: [Path(os.environ["OLLAMA_MODELS"])])
+        monkeypatch.setattr(where, "lmstudio_dirs", lambda: [Path(os.environ["LMSTUDIO_MODELS"])])
     monkeypatch.setenv("SUMCHECK_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.delenv("SUMCHECK_HUB_ENDPOINT", raising=False)
 

@@ -10,6 +10,7 @@ import pytest
 
 from engine.cli import main
 from engine.core.models import Case, Dataset, Note, Summary
+import engine.data.fhir as fhir
 import engine.data.fhir.export as export
 from engine.data.fhir.export import dataset_resources, validate_resources, write_bulk
 from engine.data.loading import load_paths
@@ -124,14 +125,14 @@ def test_cli_reports_a_refused_resource_in_one_line_and_writes_nothing(tmp_path,
     (tmp_path / "discharge.csv").write_text(_csv(ROWS[:1]), encoding="utf-8")
     assert main(["--workspace", str(ws), "import", str(tmp_path / "discharge.csv"), "--name", "m"]) == 0
     capsys.readouterr()
-    real = export.dataset_resources
+    real = fhir.dataset_resources  # the command reads it from the package
 
     def broken(*a, **kw):
         res = real(*a, **kw)
         res["DocumentReference"][0]["context"]["period"]["start"] = "next\nTuesday"
         return res
 
-    monkeypatch.setattr(export, "dataset_resources", broken)
+    monkeypatch.setattr(fhir, "dataset_resources", broken)
     assert main(["--workspace", str(ws), "fhir-export", "m", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "\\n" not in err, err

@@ -47,35 +47,37 @@ class Collector:
             return
         self.cases[case_id] = (specialty, fname, row)
 
+    def _defined_before(self, table: dict, key, report, fname, row, what: str, first: str, field: str,
+                        hint: str) -> bool:
+        """True (with an issue naming where it was first defined) when ``table`` already holds ``key``."""
+        if key not in table:
+            return False
+        _, f0, r0 = table[key]
+        report.add(Issue(fname, f"{what} ({first} {self._where(f0, r0)})", row=row.number if row else None,
+                         line=row.line if row else None, field=field, hint=hint))
+        return True
+
     def add_note(self, report, fname, row, case_id, note: Note) -> None:
         key = (case_id, note.note_id)
-        if key in self.notes:
-            _, f0, r0 = self.notes[key]
-            report.add(Issue(fname, f"duplicate note id {note.note_id!r} in case {case_id!r} "
-                                    f"(first defined in {self._where(f0, r0)})",
-                             row=row.number if row else None, line=row.line if row else None, field="note_id",
-                             hint="note ids must be unique within a case"))
+        if self._defined_before(self.notes, key, report, fname, row,
+                                f"duplicate note id {note.note_id!r} in case {case_id!r}", "first defined in",
+                                "note_id", "note ids must be unique within a case"):
             return
         self.notes[key] = (note, fname, row)
         self.note_order.append(key)
 
     def add_summary(self, report, fname, row, s: Summary) -> None:
-        if s.summary_id in self.summaries:
-            _, f0, r0 = self.summaries[s.summary_id]
-            report.add(Issue(fname, f"duplicate summary id {s.summary_id!r} (first defined in {self._where(f0, r0)})",
-                             row=row.number if row else None, line=row.line if row else None, field="summary_id",
-                             hint="give every summary a unique id"))
+        if self._defined_before(self.summaries, s.summary_id, report, fname, row,
+                                f"duplicate summary id {s.summary_id!r}", "first defined in", "summary_id",
+                                "give every summary a unique id"):
             return
         self.summaries[s.summary_id] = (s, fname, row)
 
     def add_rating(self, report, fname, row, r: Rating) -> None:
         key = (r.summary_id, r.rater_id, r.item)
-        if key in self.ratings:
-            _, f0, r0 = self.ratings[key]
-            report.add(Issue(fname, f"rater {r.rater_id!r} rated {r.item!r} of summary {r.summary_id!r} twice "
-                                    f"(first in {self._where(f0, r0)})",
-                             row=row.number if row else None, line=row.line if row else None, field="item",
-                             hint="keep one rating per summary, rater and item"))
+        if self._defined_before(self.ratings, key, report, fname, row,
+                                f"rater {r.rater_id!r} rated {r.item!r} of summary {r.summary_id!r} twice",
+                                "first in", "item", "keep one rating per summary, rater and item"):
             return
         self.ratings[key] = (r, fname, row)
 
