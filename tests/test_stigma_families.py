@@ -2,7 +2,8 @@
 covers doubts of the patient's credibility such as 'exaggerates symptoms'."""
 import pytest
 
-from engine.evidence.stigma.detector import detect, word_family
+from engine.evidence.stigma._terms import word_family
+from engine.evidence.stigma.detector import detect
 
 
 @pytest.mark.parametrize("text,hit", [

@@ -67,7 +67,6 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from engine.evidence.stigma._rules import RULES, context_rule, quotes_of
 from engine.evidence.stigma._terms import LexiconError, compile_term, family_key
-from engine.evidence.stigma._terms import word_family  # noqa: F401 - callers read it from the detector
 from engine.evidence.text import tokenize
 
 LEXICON_PATH = Path(__file__).resolve().parents[2] / "resources" / "stigma_lexicon.json"
