@@ -12,7 +12,6 @@ from typing import Optional, Sequence
 
 from engine.core import Dataset, ITEMS
 from engine.data import DatasetInvalid, Issue, UNREADABLE, ValidationReport, json_lines, read_text_file, split_lines
-from engine.judge._import_shape import shape_problems
 from engine.judge._planning import cache_key, dataset_citation_form, example_answer
 from engine.judge.prompt import DEFAULT_CITATION_FORM, FewShotExample, PROMPT_VERSION
 from engine.judge.results import (ItemScore, JudgeParams, JudgeResult, Provenance, SampleReply, STATUS_REFUSED,
@@ -227,6 +226,8 @@ def _check_content(chk: _LineCheck, d: dict, params: JudgeParams, ctx: _ImportCo
 def _check_result(chk: _LineCheck, obj: object, ctx: _ImportContext, dataset: str) -> object:
     """The line's :class:`JudgeResult`, or _BAD after reporting every problem found: its shape first, then (once
     the shape is right) the rest."""
+    from engine.judge._import_shape import shape_problems  # pydantic's models: built when a file is read
+
     problems = shape_problems(obj)
     for fld, message in problems:
         chk.bad(fld, message)
