@@ -98,6 +98,20 @@ class _Module:
                 self.module_marked |= _marked([node.value])
 
 
+def _needed_through(names, kind: str, says: str, mod: _Module, shared: list[_Module], known: dict[int, str],
+                    stack: tuple) -> str:
+    """Why one of ``names`` (the module's or the shared modules' ``kind``: functions or fixtures) needs a Chromium,
+    for the first that does; a name is looked up in the module first."""
+    for name in names:
+        for owner in [mod] + shared:
+            if name in getattr(owner, kind):
+                inner = _needs(getattr(owner, kind)[name], owner, shared, known, stack)
+                if inner:
+                    return says.format(name, inner)
+                break
+    return ""
+
+
 def _needs(fn: ast.AST, mod: _Module, shared: list[_Module], known: dict[int, str], stack: tuple = ()) -> str:
     """Why ``fn`` needs a Chromium ("" when it does not): by its own calls, the module's or the shared modules'
     helpers it calls, or the fixtures it asks for (followed to any depth)."""
@@ -107,27 +121,10 @@ def _needs(fn: ast.AST, mod: _Module, shared: list[_Module], known: dict[int, st
         return ""
     stack += (id(fn),)
     why = "; ".join(_own_needs(fn, mod.chromium_names))
-    if not why:
-        called = {_callee(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)} - {fn.name}
-        for name in sorted(called):
-            for owner in [mod] + shared:
-                if name in owner.functions:
-                    inner = _needs(owner.functions[name], owner, shared, known, stack)
-                    if inner:
-                        why = f"calls {name}(), which {inner}"
-                    break
-            if why:
-                break
-    if not why:
-        for name in _fixtures_used(fn):
-            for owner in [mod] + shared:
-                if name in owner.fixtures:
-                    inner = _needs(owner.fixtures[name], owner, shared, known, stack)
-                    if inner:
-                        why = f"uses the fixture {name}, which {inner}"
-                    break
-            if why:
-                break
+    called = sorted({_callee(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)} - {fn.name})
+    why = why or _needed_through(called, "functions", "calls {}(), which {}", mod, shared, known, stack)
+    why = why or _needed_through(_fixtures_used(fn), "fixtures", "uses the fixture {}, which {}", mod, shared, known,
+                                 stack)
     known[id(fn)] = why
     return why
 
